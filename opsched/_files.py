@@ -1,0 +1,43 @@
+"""File helpers shared by every reader and writer: one-line errors, atomic writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from opsched.errors import InputError
+
+__all__ = ["read_text", "write_text_atomic"]
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """Return the text of ``path``; missing, unreadable, empty or non-UTF-8 files raise InputError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such file", str(p)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", str(p)) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (byte {e.start})", str(p)) from None
+    except OSError as e:
+        raise InputError(e.strerror or str(e), str(p)) from None
+    if not text.strip():
+        raise InputError("file is empty", str(p))
+    return text
+
+
+def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename.
+
+    Readers never see a half-written file, and on an error nothing is left at ``path``.
+    """
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot write: {e.strerror or e}", str(p)) from None

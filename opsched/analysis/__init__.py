@@ -1,0 +1,46 @@
+"""Analysis of op graphs: plain functions over :class:`~opsched.ir.OpGraph`.
+
+Topological order, ASAP/ALAP, slack, critical path, t-level/b-level, the parallelism
+profile, Amdahl's law, makespan lower bounds and the least memory any schedule needs.
+"""
+
+from opsched.analysis.bounds import (
+    Amdahl,
+    LowerBounds,
+    amdahl,
+    lower_bounds,
+    min_memory_bound,
+    parallelism_profile,
+    serial_ops,
+)
+from opsched.analysis.paths import (
+    CriticalPath,
+    b_level,
+    critical_path,
+    earliest_starts,
+    latest_starts,
+    slack,
+    t_level,
+)
+from opsched.analysis.summary import analyze
+from opsched.analysis.topo import topo_indices, topological_order
+
+__all__ = [
+    "Amdahl",
+    "CriticalPath",
+    "LowerBounds",
+    "amdahl",
+    "analyze",
+    "b_level",
+    "critical_path",
+    "earliest_starts",
+    "latest_starts",
+    "lower_bounds",
+    "min_memory_bound",
+    "parallelism_profile",
+    "serial_ops",
+    "slack",
+    "t_level",
+    "topo_indices",
+    "topological_order",
+]

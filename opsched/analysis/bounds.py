@@ -1,0 +1,262 @@
+"""Lower bounds, parallelism and Amdahl's law for an op graph.
+
+Every bound here holds for every valid schedule under the problem model
+(:mod:`opsched.problem`), so a solver's result can be measured against them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from opsched.analysis.paths import b_level, earliest_starts
+from opsched.analysis.topo import topo_indices
+from opsched.ir.graph import OpGraph
+
+__all__ = [
+    "Amdahl",
+    "LowerBounds",
+    "amdahl",
+    "lower_bounds",
+    "min_memory_bound",
+    "parallelism_profile",
+    "serial_ops",
+]
+
+
+def parallelism_profile(graph: OpGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Ops running over time when every op starts ASAP on unlimited units.
+
+    Returns
+    -------
+    times, running : ndarray
+        ``running[i]`` ops run over ``[times[i], times[i+1])`` (zero-duration ops excluded);
+        the last entry, at the critical-path length, is 0.
+
+    Examples
+    --------
+    >>> from opsched.demo import seed_graph
+    >>> t, r = parallelism_profile(seed_graph())
+    >>> t.tolist(), r.tolist()
+    ([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1, 1, 2, 1, 1, 1, 0])
+    """
+    est = earliest_starts(graph)
+    d = graph.durations
+    pos = d > 0
+    times = np.concatenate([est[pos], est[pos] + d[pos]])
+    deltas = np.concatenate([np.ones(pos.sum(), np.int64), -np.ones(pos.sum(), np.int64)])
+    if len(times) == 0:
+        return np.array([0.0]), np.array([0], dtype=np.int64)
+    order = np.lexsort((deltas, times))
+    times, level = times[order], np.cumsum(deltas[order])
+    last = np.r_[times[1:] != times[:-1], True]
+    t, r = times[last], level[last]
+    if t[0] > 0:
+        t, r = np.r_[0.0, t], np.r_[0, r]
+    return t, r
+
+
+def serial_ops(graph: OpGraph) -> np.ndarray:
+    """Boolean mask of ops that no other op can ever run beside.
+
+    Op ``v`` is *serial* when every other op is its ancestor or its descendant. In a
+    topological order that holds iff every op before ``v`` has a successor at or before ``v``
+    and every op after ``v`` has a predecessor at or after ``v``, which two prefix scans check
+    in O(V + E).
+
+    >>> from opsched.demo import seed_graph
+    >>> g = seed_graph()
+    >>> [n for n, s in zip(g.names, serial_ops(g)) if s]
+    ['Input', 'Conv1', 'Add', 'Output']
+    """
+    n = graph.num_ops
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    order = topo_indices(graph)
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    big = n + 1
+    min_succ = np.full(n, big, dtype=np.int64)
+    max_pred = np.full(n, -1, dtype=np.int64)
+    consumer = np.repeat(np.arange(n), np.diff(graph.pred_ptr))
+    if len(consumer):
+        np.minimum.at(min_succ, graph.pred_idx, pos[consumer])
+        np.maximum.at(max_pred, consumer, pos[graph.pred_idx])
+    ms = min_succ[order]  # by position
+    mp = max_pred[order]
+    prefix_max = np.r_[-1, np.maximum.accumulate(ms)[:-1]]  # over positions < p
+    suffix_min = np.r_[np.minimum.accumulate(mp[::-1])[::-1][1:], big]  # over positions > p
+    p = np.arange(n)
+    ok_by_pos = (prefix_max <= p) & (suffix_min >= p)
+    mask = np.empty(n, dtype=bool)
+    mask[order] = ok_by_pos
+    return mask
+
+
+@dataclass(frozen=True)
+class Amdahl:
+    """Amdahl's law applied to a DAG.
+
+    ``serial_fraction`` is the share of the work done by :func:`serial_ops`, which can never
+    overlap anything; the rest may at best run ``units`` wide, so no schedule on ``units``
+    units is faster than ``serial_work + parallel_work / units`` and the speedup over one
+    unit is at most ``1 / (f + (1 - f) / units)``. The DAG itself also caps the speedup at
+    ``work / critical_path`` (the average parallelism).
+    """
+
+    work: float
+    serial_work: float
+    serial_fraction: float
+    critical_path: float
+    average_parallelism: float
+    units: int | None
+    amdahl_speedup_bound: float
+    speedup_bound: float
+
+
+def amdahl(graph: OpGraph, units: int | None = None) -> Amdahl:
+    """Serial fraction and speedup bounds for ``units`` identical units (``None``: unlimited).
+
+    Examples
+    --------
+    >>> from opsched.demo import seed_graph
+    >>> a = amdahl(seed_graph(), units=2)
+    >>> a.serial_fraction, round(a.amdahl_speedup_bound, 4), round(a.speedup_bound, 4)
+    (0.5714285714285714, 1.2727, 1.1667)
+    """
+    d = graph.durations
+    work = float(d.sum())
+    serial = float(d[serial_ops(graph)].sum())
+    f = serial / work if work > 0 else 1.0
+    cp = float(b_level(graph).max()) if graph.num_ops else 0.0
+    avg = work / cp if cp > 0 else 1.0
+    amd = 1.0 / (f + (1 - f) / units) if units else (1.0 / f if f > 0 else math.inf)
+    bound = min(amd, avg, float(units) if units else math.inf)
+    return Amdahl(work, serial, f, cp, avg, units, amd, bound)
+
+
+@dataclass(frozen=True)
+class LowerBounds:
+    """Makespan lower bounds; :attr:`value` is the strongest.
+
+    ``critical_path``: the longest path. ``work``: total unit-time over ``units``.
+    ``serial``: serial work plus the rest over ``units`` (see :class:`Amdahl`).
+    ``energy``: per named resource, the sum of duration x demand over its capacity.
+    When every duration is an integer, each bound is rounded up to an integer.
+    """
+
+    critical_path: float
+    work: float
+    serial: float
+    energy: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def value(self) -> float:
+        return max([self.critical_path, self.work, self.serial, *self.energy.values()])
+
+    @property
+    def binding(self) -> str:
+        """Name of the bound that gives :attr:`value`."""
+        best = {"critical_path": self.critical_path, "work": self.work, "serial": self.serial}
+        best.update({f"energy:{r}": v for r, v in self.energy.items()})
+        return max(best, key=lambda k: best[k])
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "value": self.value, "binding": self.binding}
+
+
+def lower_bounds(
+    graph: OpGraph,
+    units: int | None = None,
+    capacities: Mapping[str, int | None] | None = None,
+) -> LowerBounds:
+    """Makespan lower bounds for ``units`` compute units and resource ``capacities``.
+
+    ``capacities`` defaults to the graph's ``resources``; a resource with a capacity of 0 that
+    some op of positive duration demands makes the problem infeasible, which
+    :meth:`opsched.problem.Problem.infeasibility_reason` reports; it is skipped here.
+
+    Examples
+    --------
+    STG ``rand0000`` (50 tasks, critical path 55, work 262) on 4 processors:
+
+    >>> from opsched.importers import read_stg
+    >>> from opsched.datasets import dataset_path
+    >>> lb = lower_bounds(read_stg(dataset_path("stg/50/rand0000.stg")), units=4)
+    >>> lb.critical_path, lb.work, lb.value, lb.binding
+    (55.0, 66.0, 66.0, 'work')
+    """
+    d = graph.durations
+    integral = bool(np.all(d == np.round(d)))
+
+    def up(x: float) -> float:
+        return float(math.ceil(x - 1e-9)) if integral else x
+
+    cp = float(b_level(graph).max()) if graph.num_ops else 0.0
+    caps = dict(graph.resources) if capacities is None else dict(capacities)
+    unit_dem = graph.demand_array("units")
+    unit_work = float((d * unit_dem).sum())
+    if units:
+        work_lb = up(unit_work / units)
+        serial_mask = serial_ops(graph)
+        s_work = float((d * unit_dem)[serial_mask].sum())
+        # serial ops run alone: they take their full duration, the rest shares `units`
+        serial_lb = up(float(d[serial_mask].sum()) + (unit_work - s_work) / units)
+    else:
+        work_lb = serial_lb = up(float(d[serial_ops(graph)].sum()))
+    energy: dict[str, float] = {}
+    for r, cap in caps.items():
+        if r == "units" or not cap:
+            continue
+        energy[r] = up(float((d * graph.demand_array(r)).sum()) / cap)
+    return LowerBounds(up(cp), work_lb, serial_lb, energy)
+
+
+def min_memory_bound(graph: OpGraph) -> tuple[int, str]:
+    """The least peak memory any schedule can have, and what needs it.
+
+    Two facts hold in every schedule: while an op of positive duration runs, its inputs, its
+    output and its workspace are all live; and just before the makespan every graph output
+    without consumers (of positive duration) is live. Persistent bytes are always live.
+
+    Returns
+    -------
+    bytes, who : int, str
+        The bound and a description of the op (or outputs) that need it.
+
+    Examples
+    --------
+    >>> from opsched.ir import Op, OpGraph
+    >>> g = OpGraph((Op("a", 1, output_bytes=4), Op("b", 1, output_bytes=4),
+    ...              Op("c", 1, deps=("a", "b"), output_bytes=2, workspace_bytes=1)),
+    ...             persistent_bytes=10)
+    >>> min_memory_bound(g)
+    (21, "op 'c' (inputs 8 + output 2 + workspace 1 + persistent 10)")
+    """
+    p = graph.persistent_bytes
+    out = graph.output_sizes
+    ws = graph.workspace_sizes
+    d = graph.durations
+    n = graph.num_ops
+    inputs = np.zeros(n, dtype=np.int64)
+    consumer = np.repeat(np.arange(n), np.diff(graph.pred_ptr))
+    if len(consumer):
+        np.add.at(inputs, consumer, out[graph.pred_idx])
+    need = np.where(d > 0, inputs + out + ws, 0)
+    best, who = p, "persistent bytes"
+    if n and int(need.max()) + p > best:
+        v = int(np.argmax(need))
+        best = int(need[v]) + p
+        who = (
+            f"op {graph.ops[v].name!r} (inputs {int(inputs[v])} + output {int(out[v])} + "
+            f"workspace {int(ws[v])} + persistent {p})"
+        )
+    no_consumer = np.diff(graph.succ_ptr) == 0
+    is_output = np.fromiter((op.output for op in graph.ops), dtype=bool, count=n)
+    final = int(out[no_consumer & is_output & (d > 0)].sum()) + p
+    if final > best:
+        best, who = final, f"the graph outputs held at the end (+ persistent {p})"
+    return int(best), who

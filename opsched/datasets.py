@@ -1,0 +1,69 @@
+"""Locating the built-in datasets shipped in the repository's ``datasets/`` folder.
+
+``datasets/`` holds the STG task graphs (50, 100, 300 tasks) with their proven optima and
+PSPLIB J30 with its optima, each with its provenance and license (see ``datasets/README.md``).
+Set ``OPSCHED_DATASETS`` to use another copy.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from opsched.errors import InputError
+
+__all__ = ["dataset_path", "psplib_optima", "stg_optima"]
+
+
+def _root() -> Path:
+    env = os.environ.get("OPSCHED_DATASETS")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "datasets"
+
+
+def dataset_path(relative: str = "") -> Path:
+    """Absolute path of a file in the built-in datasets (e.g. ``"stg/50/rand0000.stg"``).
+
+    >>> dataset_path("stg/50/rand0000.stg").name
+    'rand0000.stg'
+    """
+    p = _root() / relative
+    if not p.exists():
+        raise InputError(
+            "not found in the built-in datasets (run from a source checkout or set "
+            "OPSCHED_DATASETS)",
+            str(p),
+        )
+    return p
+
+
+def stg_optima(procs: int) -> dict[str, tuple[int, int]]:
+    """Published optimal makespans of the 50-task STG set on ``procs`` processors.
+
+    Returns ``{"rand0000": (lb, ub)}``; ``lb == ub`` where the optimum is proven.
+
+    >>> stg_optima(4)["rand0000"]
+    (66, 66)
+    """
+    path = dataset_path(f"stg/optimal/Case50_{procs}_OPT.csv")
+    out: dict[str, tuple[int, int]] = {}
+    with open(path, newline="") as f:
+        for row in csv.reader(f):
+            if not row:
+                continue
+            name = Path(row[0]).stem
+            lb = int(row[2])
+            ub = int(row[3]) if len(row) > 3 else lb
+            out[name] = (lb, ub)
+    return out
+
+
+def psplib_optima() -> dict[str, int]:
+    """Proven optimal makespans of the PSPLIB J30 instances, by instance name (``j301_1``)."""
+    out = {}
+    with open(dataset_path("psplib/j30_optimum.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            out[Path(row["problem"]).stem] = int(row["optimum"])
+    return out

@@ -1,0 +1,146 @@
+"""Reader for PSPLIB single-mode RCPSP ``.sm`` files (e.g. the J30 set).
+
+Jobs become ops named by their job number (``"1"`` .. ``"32"``, the dummy source and sink
+kept); each op demands its requests of the renewable resources ``R1..R4`` (and no compute
+``units``); the capacities become the graph's default ``resources``. Successor lists are
+turned into ``deps``. Only single-mode files with renewable resources are accepted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from opsched._files import read_text
+from opsched.errors import GraphError, InputError
+from opsched.ir.graph import Op, OpGraph
+
+__all__ = ["parse_psplib", "read_psplib"]
+
+_SECTION = re.compile(r"^(PRECEDENCE RELATIONS|REQUESTS/DURATIONS|RESOURCEAVAILABILITIES)")
+
+
+def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGraph:
+    """Parse PSPLIB ``.sm`` text. Errors name ``where`` and the line number.
+
+    Examples
+    --------
+    >>> sm = '''jobs (incl. supersource/sink ):  3
+    ... PRECEDENCE RELATIONS:
+    ... jobnr.    #modes  #successors   successors
+    ...    1        1          1           2
+    ...    2        1          1           3
+    ...    3        1          0
+    ... REQUESTS/DURATIONS:
+    ... jobnr. mode duration  R 1
+    ... ------------------------------------------------------------------------
+    ...   1      1     0       0
+    ...   2      1     4       3
+    ...   3      1     0       0
+    ... RESOURCEAVAILABILITIES:
+    ...   R 1
+    ...    5
+    ... '''
+    >>> g = parse_psplib(sm)
+    >>> g["2"].duration, dict(g["2"].demands), dict(g.resources), g["3"].deps
+    (4.0, {'R1': 3}, {'R1': 5}, ('2',))
+    """
+    lines = text.splitlines()
+    sections: dict[str, int] = {}
+    njobs = None
+    for i, line in enumerate(lines):
+        m = _SECTION.match(line.strip())
+        if m:
+            sections[m.group(1)] = i
+        if line.strip().lower().startswith("jobs (incl"):
+            njobs = _int(line.split(":")[-1].strip(), "job count", i + 1, where)
+    for sec in ("PRECEDENCE RELATIONS", "REQUESTS/DURATIONS", "RESOURCEAVAILABILITIES"):
+        if sec not in sections:
+            raise InputError(f"missing section {sec!r} (truncated or not a PSPLIB .sm file?)", where)
+    if njobs is None:
+        raise InputError("missing 'jobs (incl. supersource/sink)' line", where)
+
+    succ = _rows(lines, sections["PRECEDENCE RELATIONS"] + 2, njobs, where, "precedence")
+    req = _rows(lines, sections["REQUESTS/DURATIONS"] + 3, njobs, where, "request")
+    head = lines[sections["RESOURCEAVAILABILITIES"] + 1].split()
+    res_names = [f"{a}{b}" for a, b in zip(head[::2], head[1::2], strict=False)]
+    cap_line = sections["RESOURCEAVAILABILITIES"] + 2
+    if cap_line >= len(lines):
+        raise InputError("missing resource capacities (truncated file?)", where)
+    caps = [_int(t, "capacity", cap_line + 1, where) for t in lines[cap_line].split()]
+    if len(caps) != len(res_names) or not res_names:
+        raise InputError(
+            f"line {cap_line + 1}: {len(caps)} capacities for resources {res_names}", where
+        )
+
+    deps: dict[int, list[str]] = {j: [] for j in range(1, njobs + 1)}
+    for lineno, tok in succ:
+        job, modes, count = tok[0], tok[1], tok[2]
+        if modes != 1:
+            raise InputError(f"line {lineno}: job {job} has {modes} modes (single-mode only)", where)
+        if len(tok) != 3 + count:
+            raise InputError(
+                f"line {lineno}: job {job} declares {count} successors but lists {len(tok) - 3}",
+                where,
+            )
+        for s in tok[3:]:
+            if s not in deps:
+                raise InputError(f"line {lineno}: job {job} has unknown successor {s}", where)
+            deps[s].append(str(job))
+    ops = []
+    for lineno, tok in req:
+        if len(tok) != 3 + len(res_names):
+            raise InputError(
+                f"line {lineno}: expected job, mode, duration and {len(res_names)} requests",
+                where,
+            )
+        job, dur = tok[0], tok[2]
+        demands = dict(zip(res_names, tok[3:], strict=True))
+        try:
+            ops.append(Op(str(job), dur, deps=tuple(deps[job]), demands=demands, kind="job"))
+        except (GraphError, KeyError) as e:
+            raise InputError(f"line {lineno}: {e}", where) from None
+    try:
+        return OpGraph(
+            tuple(ops),
+            name=name,
+            resources=dict(zip(res_names, caps, strict=True)),
+            attrs={"source": "psplib"},
+        )
+    except GraphError as e:
+        raise InputError(str(e), where) from None
+
+
+def _rows(
+    lines: list[str], first: int, count: int, where: str, what: str
+) -> list[tuple[int, list[int]]]:
+    rows = []
+    i = first
+    while len(rows) < count:
+        if i >= len(lines) or lines[i].lstrip().startswith("*"):
+            raise InputError(f"{what} table has {len(rows)} of {count} jobs (truncated?)", where)
+        s = lines[i].strip()
+        if s and not s.startswith("-"):
+            rows.append((i + 1, [_int(t, f"{what} field", i + 1, where) for t in s.split()]))
+        i += 1
+    for k, (lineno, tok) in enumerate(rows):
+        if len(tok) < 3 or tok[0] != k + 1:
+            raise InputError(f"line {lineno}: expected job {k + 1} in the {what} table", where)
+    return rows
+
+
+def _int(tok: str, what: str, lineno: int, where: str) -> int:
+    try:
+        v = int(tok)
+    except ValueError:
+        raise InputError(f"line {lineno}: {what} must be an integer, got {tok!r}", where) from None
+    if v < 0:
+        raise InputError(f"line {lineno}: {what} must be >= 0, got {v}", where)
+    return v
+
+
+def read_psplib(path: str | os.PathLike[str]) -> OpGraph:
+    """Read a PSPLIB ``.sm`` file; the graph is named after the file (``j301_1``)."""
+    p = Path(path)
+    return parse_psplib(read_text(p), name=p.stem, where=str(p))

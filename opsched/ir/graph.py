@@ -1,0 +1,417 @@
+"""The op-graph IR: :class:`Op` and :class:`OpGraph`.
+
+An :class:`OpGraph` is an immutable DAG of operators. Each op has a duration, an output tensor
+size, a workspace size and integer resource demands. Inputs are checked once, on construction,
+with one-line messages that name the op; the derived lookup tables (name index, CSR adjacency,
+NumPy arrays) are built lazily afterwards and cached.
+
+Examples
+--------
+>>> g = OpGraph.from_dict({"name": "tiny", "ops": [
+...     {"name": "a", "duration": 2, "output_bytes": 8},
+...     {"name": "b", "duration": 1, "deps": ["a"]}]})
+>>> g.num_ops, g.num_edges, g.work
+(2, 1, 3.0)
+>>> g.successors("a")
+['b']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from opsched.errors import GraphError
+
+__all__ = ["DEFAULT_DEMANDS", "MAX_SIZE", "Op", "OpGraph"]
+
+#: Largest byte size or demand accepted anywhere (keeps every sum inside int64).
+MAX_SIZE = 2**62
+
+#: Demands an op gets when its record names none: one compute unit.
+DEFAULT_DEMANDS: Mapping[str, int] = {"units": 1}
+
+
+def check_number(value: Any, what: str, where: str) -> float:
+    """Return ``value`` as a finite float >= 0, or raise :class:`GraphError` naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise GraphError(f"{what} must be a number, got {value!r}", where)
+    if not math.isfinite(value):
+        raise GraphError(f"{what} must be finite, got {value!r}", where)
+    if value < 0:
+        raise GraphError(f"{what} must be >= 0, got {value!r}", where)
+    if value > MAX_SIZE:
+        raise GraphError(f"{what} must be <= 2^62, got {value!r}", where)
+    return float(value)
+
+
+def check_size(value: Any, what: str, where: str) -> int:
+    """Return ``value`` as an integer in ``[0, 2^62]`` or raise :class:`GraphError`."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise GraphError(f"{what} must be finite, got {value!r}", where)
+        raise GraphError(f"{what} must be an integer, got {value!r}", where)
+    if value < 0:
+        raise GraphError(f"{what} must be >= 0, got {value!r}", where)
+    if value > MAX_SIZE:
+        raise GraphError(f"{what} must be <= 2^62, got {value!r}", where)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operator of a graph.
+
+    Parameters
+    ----------
+    name
+        Unique name within the graph.
+    duration
+        Execution time (any unit, the same for the whole graph), ``>= 0``.
+    deps
+        Names of the ops that must finish before this one starts.
+    output_bytes
+        Size of the tensor this op produces. It is allocated when the op starts and freed when
+        its last consumer ends (see :mod:`opsched.liveness`).
+    workspace_bytes
+        Scratch memory held only while the op runs.
+    demands
+        Resource name -> integer amount held while the op runs; ``{"units": 1}`` by default.
+    kind
+        Operator kind (``"conv2d"``, ``"matmul"``...), free text.
+    output
+        True for a graph output: with no consumer its tensor stays allocated until the makespan.
+    attrs
+        Free metadata (shapes, dtype, flops, bytes).
+    reads, writes
+        Buffer names, for graphs in *program form* (see :mod:`opsched.transforms.deps`).
+    """
+
+    name: str
+    duration: float = 0.0
+    deps: tuple[str, ...] = ()
+    output_bytes: int = 0
+    workspace_bytes: int = 0
+    demands: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_DEMANDS))
+    kind: str | None = None
+    output: bool = False
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise GraphError(f"op name must be a non-empty string, got {self.name!r}")
+        where = f"op {self.name!r}"
+        object.__setattr__(self, "duration", check_number(self.duration, "duration", where))
+        object.__setattr__(
+            self, "output_bytes", check_size(self.output_bytes, "output_bytes", where)
+        )
+        object.__setattr__(
+            self, "workspace_bytes", check_size(self.workspace_bytes, "workspace_bytes", where)
+        )
+        for attr in ("deps", "reads", "writes"):
+            seq = getattr(self, attr)
+            if isinstance(seq, str) or not isinstance(seq, Iterable):
+                raise GraphError(f"{attr} must be a list of names, got {seq!r}", where)
+            seq = tuple(seq)
+            for item in seq:
+                if not isinstance(item, str) or not item:
+                    raise GraphError(
+                        f"{attr} entries must be non-empty strings, got {item!r}", where
+                    )
+            object.__setattr__(self, attr, seq)
+        if len(set(self.deps)) != len(self.deps):
+            dup = next(d for d in self.deps if self.deps.count(d) > 1)
+            raise GraphError(f"dependency {dup!r} is listed twice", where)
+        if self.name in self.deps:
+            raise GraphError("op depends on itself", where)
+        if not isinstance(self.demands, Mapping):
+            raise GraphError(f"demands must be an object, got {self.demands!r}", where)
+        demands = {}
+        for res, amount in self.demands.items():
+            if not isinstance(res, str) or not res:
+                raise GraphError(f"resource names must be non-empty strings, got {res!r}", where)
+            demands[res] = check_size(amount, f"demand of {res!r}", where)
+        object.__setattr__(self, "demands", demands)
+        if self.kind is not None and not isinstance(self.kind, str):
+            raise GraphError(f"kind must be a string, got {self.kind!r}", where)
+        if not isinstance(self.output, bool):
+            raise GraphError(f"output must be true or false, got {self.output!r}", where)
+        if not isinstance(self.attrs, Mapping):
+            raise GraphError(f"attrs must be an object, got {self.attrs!r}", where)
+
+    @property
+    def units(self) -> int:
+        """How many compute units (resource ``units``) the op holds while it runs."""
+        return self.demands.get("units", 0)
+
+
+@dataclass(frozen=True, eq=False)
+class OpGraph:
+    """An immutable DAG of :class:`Op`.
+
+    Parameters
+    ----------
+    ops
+        The ops, in file (program) order. The order matters for stable tie-breaking: Kahn's
+        topological order, the greedy ready queue and dependency derivation all follow it.
+    name
+        Graph name, carried into schedules and reports.
+    persistent_bytes
+        Memory that is always resident (weights).
+    resources
+        Default capacities of named resources (a :class:`~opsched.problem.Machine` may override
+        them).
+    attrs
+        Free metadata (source file, header values, provenance).
+
+    Raises
+    ------
+    GraphError
+        On a duplicate name, an unknown dependency or a cycle (the message names its ops).
+    """
+
+    ops: tuple[Op, ...]
+    name: str = "graph"
+    persistent_bytes: int = 0
+    resources: Mapping[str, int] = field(default_factory=dict)
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ops", tuple(self.ops))
+        for i, op in enumerate(self.ops):
+            if not isinstance(op, Op):
+                raise GraphError(f"ops[{i}] is not an Op")
+        object.__setattr__(
+            self,
+            "persistent_bytes",
+            check_size(self.persistent_bytes, "persistent_bytes", f"graph {self.name!r}"),
+        )
+        if not isinstance(self.resources, Mapping):
+            raise GraphError("resources must be an object of name -> capacity")
+        object.__setattr__(
+            self,
+            "resources",
+            {
+                r: check_size(c, f"capacity of resource {r!r}", f"graph {self.name!r}")
+                for r, c in self.resources.items()
+            },
+        )
+        index: dict[str, int] = {}
+        for i, op in enumerate(self.ops):
+            if op.name in index:
+                raise GraphError(
+                    f"duplicate op name (ops[{index[op.name]}] and ops[{i}])", f"op {op.name!r}"
+                )
+            index[op.name] = i
+        for op in self.ops:
+            for d in op.deps:
+                if d not in index:
+                    raise GraphError(f"unknown dependency {d!r}", f"op {op.name!r}")
+        object.__setattr__(self, "_index", index)
+        cycle = self._find_cycle()
+        if cycle:
+            shown = " -> ".join([*cycle, cycle[0]])
+            raise GraphError(f"dependency cycle: {shown}")
+
+    # ------------------------------------------------------------------ construction helpers
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OpGraph:
+        """Build a graph from an ``opsched-graph/1`` document (see :mod:`opsched.ir.jsonio`)."""
+        from opsched.ir.jsonio import graph_from_dict
+
+        return graph_from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the ``opsched-graph/1`` document of this graph."""
+        from opsched.ir.jsonio import graph_to_dict
+
+        return graph_to_dict(self)
+
+    def replace_ops(self, ops: Sequence[Op], **changes: Any) -> OpGraph:
+        """Return a new graph with ``ops`` (and optionally other fields) replaced."""
+        fields = {
+            "name": self.name,
+            "persistent_bytes": self.persistent_bytes,
+            "resources": self.resources,
+            "attrs": self.attrs,
+        }
+        fields.update(changes)
+        return OpGraph(tuple(ops), **fields)
+
+    # ------------------------------------------------------------------ lookups
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.ops)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index  # type: ignore[attr-defined]
+
+    def __getitem__(self, name: str) -> Op:
+        try:
+            return self.ops[self._index[name]]  # type: ignore[attr-defined]
+        except KeyError:
+            raise GraphError(f"unknown op {name!r}", f"graph {self.name!r}") from None
+
+    def index(self, name: str) -> int:
+        """Position of op ``name`` in :attr:`ops` (raises :class:`GraphError` if unknown)."""
+        try:
+            return int(self._index[name])  # type: ignore[attr-defined]
+        except KeyError:
+            raise GraphError(f"unknown op {name!r}", f"graph {self.name!r}") from None
+
+    @property
+    def names(self) -> list[str]:
+        """Op names in file order."""
+        return [op.name for op in self.ops]
+
+    @property
+    def num_ops(self) -> int:
+        return len(self.ops)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.pred_ptr[-1])
+
+    @property
+    def work(self) -> float:
+        """Sum of all durations (the serial, one-unit execution time)."""
+        return float(self.durations.sum())
+
+    def predecessors(self, name: str) -> list[str]:
+        return list(self[name].deps)
+
+    def successors(self, name: str) -> list[str]:
+        i = self.index(name)
+        return [self.ops[j].name for j in self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]]]
+
+    def consumers(self) -> list[list[int]]:
+        """For each op (by index), the indices of the ops that list it in ``deps``."""
+        return [
+            self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]].tolist()
+            for i in range(self.num_ops)
+        ]
+
+    def resource_names(self) -> list[str]:
+        """Every resource named by an op demand or a graph capacity, ``units`` first."""
+        seen: dict[str, None] = {"units": None}
+        for r in self.resources:
+            seen[r] = None
+        for op in self.ops:
+            for r in op.demands:
+                seen[r] = None
+        return list(seen)
+
+    # ------------------------------------------------------------------ array views (cached)
+    @cached_property
+    def durations(self) -> np.ndarray:
+        """Durations as a float64 array, in op order."""
+        return np.fromiter((op.duration for op in self.ops), dtype=np.float64, count=self.num_ops)
+
+    @cached_property
+    def output_sizes(self) -> np.ndarray:
+        return np.fromiter((op.output_bytes for op in self.ops), dtype=np.int64, count=self.num_ops)
+
+    @cached_property
+    def workspace_sizes(self) -> np.ndarray:
+        return np.fromiter(
+            (op.workspace_bytes for op in self.ops), dtype=np.int64, count=self.num_ops
+        )
+
+    def demand_array(self, resource: str) -> np.ndarray:
+        """Demand of every op for ``resource`` (0 where it names none)."""
+        return np.fromiter(
+            (op.demands.get(resource, 0) for op in self.ops), dtype=np.int64, count=self.num_ops
+        )
+
+    @cached_property
+    def _csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        n = self.num_ops
+        index = self._index  # type: ignore[attr-defined]
+        counts = np.fromiter((len(op.deps) for op in self.ops), dtype=np.int64, count=n)
+        pred_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=pred_ptr[1:])
+        pred_idx = np.fromiter(
+            (index[d] for op in self.ops for d in op.deps), dtype=np.int64, count=int(pred_ptr[-1])
+        )
+        # successors: a stable counting sort of the edges by source keeps file order per source
+        dst = np.repeat(np.arange(n, dtype=np.int64), counts)
+        order = np.argsort(pred_idx, kind="stable")
+        succ_idx = dst[order]
+        succ_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pred_idx, minlength=n), out=succ_ptr[1:])
+        return pred_ptr, pred_idx, succ_ptr, succ_idx
+
+    @property
+    def pred_ptr(self) -> np.ndarray:
+        """CSR row pointer of predecessors: preds of op i are ``pred_idx[pred_ptr[i]:pred_ptr[i+1]]``."""
+        return self._csr[0]
+
+    @property
+    def pred_idx(self) -> np.ndarray:
+        return self._csr[1]
+
+    @property
+    def succ_ptr(self) -> np.ndarray:
+        """CSR row pointer of successors (consumers), in file order of the consumer."""
+        return self._csr[2]
+
+    @property
+    def succ_idx(self) -> np.ndarray:
+        return self._csr[3]
+
+    # ------------------------------------------------------------------ checks
+    def _find_cycle(self) -> list[str]:
+        """Return the ops of one dependency cycle, or ``[]`` for a DAG (iterative DFS)."""
+        n = len(self.ops)
+        index = self._index  # type: ignore[attr-defined]
+        state = [0] * n  # 0 new, 1 on stack, 2 done
+        for root in range(n):
+            if state[root]:
+                continue
+            stack: list[tuple[int, int]] = [(root, 0)]
+            path: list[int] = [root]
+            state[root] = 1
+            while stack:
+                v, k = stack[-1]
+                deps = self.ops[v].deps
+                if k < len(deps):
+                    stack[-1] = (v, k + 1)
+                    w = index[deps[k]]
+                    if state[w] == 1:
+                        cyc = path[path.index(w) :]
+                        # deps point backwards in time: reverse to show data flow order
+                        return [self.ops[i].name for i in reversed(cyc)]
+                    if state[w] == 0:
+                        state[w] = 1
+                        stack.append((w, 0))
+                        path.append(w)
+                else:
+                    state[v] = 2
+                    stack.pop()
+                    path.pop()
+        return []
+
+    # ------------------------------------------------------------------ interop
+    def to_networkx(self):  # type: ignore[no-untyped-def]
+        """Return a :class:`networkx.DiGraph` with op fields as node attributes."""
+        from opsched.ir.nx import to_networkx
+
+        return to_networkx(self)
+
+    def summary(self) -> str:
+        """One line: name, ops, edges, work."""
+        return f"{self.name}: {self.num_ops} ops, {self.num_edges} edges, work {self.work:g}"
+
+    def __repr__(self) -> str:
+        return f"OpGraph({self.summary()})"

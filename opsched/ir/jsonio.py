@@ -1,0 +1,219 @@
+"""Reading and writing the ``opsched-graph/1`` JSON format.
+
+The format (documented in ``docs/formats.md``)::
+
+    {"format": "opsched-graph/1", "name": "seed-demo", "persistent_bytes": 0,
+     "resources": {"dma": 2},
+     "ops": [{"name": "Input", "duration": 1},
+             {"name": "Conv1", "duration": 1, "deps": ["Input"], "output_bytes": 4096,
+              "workspace_bytes": 0, "kind": "conv2d", "demands": {"units": 1}}]}
+
+Ops may instead be given in *program form*, with ``reads``/``writes`` buffer lists; their
+dependencies (RAW, WAR and WAW) are then derived from program order and added to any explicit
+``deps``. Every error names the op (by name and position) and the field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from opsched._files import read_text, write_text_atomic
+from opsched.errors import GraphError, InputError
+from opsched.ir.graph import Op, OpGraph
+from opsched.ir.program import derive_dependencies
+
+__all__ = [
+    "GRAPH_FORMAT",
+    "graph_from_dict",
+    "graph_to_dict",
+    "read_graph_json",
+    "write_graph_json",
+    "write_json_atomic",
+]
+
+GRAPH_FORMAT = "opsched-graph/1"
+
+_OP_KEYS = {
+    "name",
+    "duration",
+    "deps",
+    "output_bytes",
+    "workspace_bytes",
+    "demands",
+    "kind",
+    "output",
+    "attrs",
+    "reads",
+    "writes",
+}
+_GRAPH_KEYS = {"format", "name", "persistent_bytes", "resources", "ops", "attrs"}
+
+
+def _op_from_record(rec: Any, i: int) -> Op:
+    if not isinstance(rec, Mapping):
+        raise GraphError(f"must be an object, got {type(rec).__name__}", f"ops[{i}]")
+    name = rec.get("name")
+    where = f"op {name!r} (ops[{i}])" if isinstance(name, str) and name else f"ops[{i}]"
+    if "name" not in rec:
+        raise GraphError("missing required field 'name'", where)
+    unknown = set(rec) - _OP_KEYS
+    if unknown:
+        raise GraphError(f"unknown field(s) {sorted(unknown)}", where)
+    for key in ("deps", "reads", "writes"):
+        if key in rec and not isinstance(rec[key], list):
+            raise GraphError(f"{key} must be a list of names, got {rec[key]!r}", where)
+    if "demands" in rec and not isinstance(rec["demands"], Mapping):
+        raise GraphError(f"demands must be an object, got {rec['demands']!r}", where)
+    try:
+        return Op(
+            name=name,
+            duration=rec.get("duration", 0),
+            deps=tuple(rec.get("deps", ())),
+            output_bytes=rec.get("output_bytes", 0),
+            workspace_bytes=rec.get("workspace_bytes", 0),
+            demands=dict(rec["demands"]) if "demands" in rec else {"units": 1},
+            kind=rec.get("kind"),
+            output=rec.get("output", False),
+            attrs=rec.get("attrs", {}),
+            reads=tuple(rec.get("reads", ())),
+            writes=tuple(rec.get("writes", ())),
+        )
+    except GraphError as e:
+        raise GraphError(e.message, where) from None
+
+
+def graph_from_dict(data: Mapping[str, Any]) -> OpGraph:
+    """Build an :class:`~opsched.ir.graph.OpGraph` from an ``opsched-graph/1`` document.
+
+    Examples
+    --------
+    Program form: ``b`` and ``c`` read what ``a`` wrote, so both depend on ``a``.
+
+    >>> g = graph_from_dict({"format": "opsched-graph/1", "ops": [
+    ...     {"name": "a", "duration": 1, "writes": ["x"]},
+    ...     {"name": "b", "duration": 1, "reads": ["x"], "writes": ["y"]},
+    ...     {"name": "c", "duration": 1, "reads": ["x"], "writes": ["z"]}]})
+    >>> [op.deps for op in g.ops]
+    [(), ('a',), ('a',)]
+    """
+    if not isinstance(data, Mapping):
+        raise GraphError(f"a graph document must be a JSON object, got {type(data).__name__}")
+    fmt = data.get("format", GRAPH_FORMAT)
+    if fmt != GRAPH_FORMAT:
+        raise GraphError(f"unsupported format {fmt!r} (expected {GRAPH_FORMAT!r})", "format")
+    unknown = set(data) - _GRAPH_KEYS
+    if unknown:
+        raise GraphError(f"unknown top-level field(s) {sorted(unknown)}")
+    if "ops" not in data:
+        raise GraphError("missing required field 'ops'")
+    records = data["ops"]
+    if not isinstance(records, list):
+        raise GraphError(f"'ops' must be a list, got {type(records).__name__}")
+    ops = [_op_from_record(rec, i) for i, rec in enumerate(records)]
+    if any(op.reads or op.writes for op in ops):
+        ops = _with_program_deps(ops)
+    name = data.get("name", "graph")
+    if not isinstance(name, str):
+        raise GraphError(f"graph name must be a string, got {name!r}", "name")
+    resources = data.get("resources", {})
+    if not isinstance(resources, Mapping):
+        raise GraphError(f"resources must be an object, got {resources!r}", "resources")
+    attrs = data.get("attrs", {})
+    if not isinstance(attrs, Mapping):
+        raise GraphError(f"attrs must be an object, got {attrs!r}", "attrs")
+    return OpGraph(
+        tuple(ops),
+        name=name,
+        persistent_bytes=data.get("persistent_bytes", 0),
+        resources=dict(resources),
+        attrs=dict(attrs),
+    )
+
+
+def _with_program_deps(ops: list[Op]) -> list[Op]:
+    """Add the RAW/WAR/WAW edges implied by reads/writes in program order to explicit deps."""
+    from dataclasses import replace
+
+    edges = derive_dependencies([op.reads for op in ops], [op.writes for op in ops])
+    extra: list[dict[str, None]] = [dict.fromkeys(op.deps) for op in ops]
+    for e in edges:
+        extra[e.dst][ops[e.src].name] = None
+    return [replace(op, deps=tuple(extra[i])) for i, op in enumerate(ops)]
+
+
+def graph_to_dict(graph: OpGraph) -> dict[str, Any]:
+    """Serialise ``graph`` as an ``opsched-graph/1`` document (defaults left out)."""
+    ops: list[dict[str, Any]] = []
+    for op in graph.ops:
+        rec: dict[str, Any] = {"name": op.name, "duration": _num(op.duration)}
+        if op.deps:
+            rec["deps"] = list(op.deps)
+        if op.output_bytes:
+            rec["output_bytes"] = op.output_bytes
+        if op.workspace_bytes:
+            rec["workspace_bytes"] = op.workspace_bytes
+        if dict(op.demands) != {"units": 1}:
+            rec["demands"] = dict(op.demands)
+        if op.kind is not None:
+            rec["kind"] = op.kind
+        if op.output:
+            rec["output"] = True
+        if op.attrs:
+            rec["attrs"] = dict(op.attrs)
+        if op.reads:
+            rec["reads"] = list(op.reads)
+        if op.writes:
+            rec["writes"] = list(op.writes)
+        ops.append(rec)
+    doc: dict[str, Any] = {
+        "format": GRAPH_FORMAT,
+        "name": graph.name,
+        "persistent_bytes": graph.persistent_bytes,
+    }
+    if graph.resources:
+        doc["resources"] = dict(graph.resources)
+    if graph.attrs:
+        doc["attrs"] = dict(graph.attrs)
+    doc["ops"] = ops
+    return doc
+
+
+def _num(x: float) -> int | float:
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else x
+
+
+def load_json_file(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file; errors become :class:`InputError` with ``file:line:col``."""
+    text = read_text(path)
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON: {e.msg}", f"{path}:{e.lineno}:{e.colno}") from None
+    except ValueError as e:
+        raise InputError(f"invalid JSON: {e}", str(path)) from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a valid number")
+
+
+def read_graph_json(path: str | os.PathLike[str]) -> OpGraph:
+    """Read an ``opsched-graph/1`` JSON file. Errors name the file and the op at fault."""
+    data = load_json_file(path)
+    try:
+        return graph_from_dict(data)
+    except GraphError as e:
+        raise e.located(str(path)) from None
+
+
+def write_json_atomic(doc: Any, path: str | os.PathLike[str], indent: int | None = 1) -> None:
+    """Write ``doc`` as JSON to ``path`` atomically (never a half-written file)."""
+    write_text_atomic(json.dumps(doc, indent=indent, allow_nan=False) + "\n", path)
+
+
+def write_graph_json(graph: OpGraph, path: str | os.PathLike[str]) -> None:
+    """Write ``graph`` to ``path`` as ``opsched-graph/1`` (atomically)."""
+    write_json_atomic(graph_to_dict(graph), path)

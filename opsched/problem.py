@@ -1,0 +1,164 @@
+"""The scheduling problem: a graph, a machine and an objective.
+
+A :class:`Machine` has ``units`` identical compute units (resource ``"units"``), any number of
+named renewable resources with integer capacities, and an optional memory cap in bytes. The
+exact semantics every solver, heuristic and the validator share:
+
+* op ``v`` runs over ``[start(v), end(v))`` with ``end = start + duration`` and holds its
+  ``demands`` over that interval; a zero-duration op holds nothing;
+* op ``v``'s output tensor is allocated at ``start(v)`` and freed at ``release(v)``, the latest
+  end of its consumers; with no consumer it is freed at the makespan if ``output`` is true and
+  at ``end(v)`` otherwise; workspace is held over ``[start(v), end(v))``;
+* ``memory(t) = persistent_bytes + outputs live at t + workspaces live at t``; the schedule is
+  memory-feasible iff ``max_t memory(t) <= memory_cap``.
+
+Examples
+--------
+>>> from opsched.ir import Op, OpGraph
+>>> g = OpGraph((Op("a", 2, output_bytes=10), Op("b", 1, deps=("a",))))
+>>> p = Problem(g, Machine(units=2, memory_cap=100))
+>>> p.capacity("units"), p.infeasibility_reason() is None
+(2, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from opsched.errors import ProblemError
+from opsched.ir.graph import MAX_SIZE, OpGraph
+from opsched.units import format_bytes, parse_bytes
+
+__all__ = ["Machine", "Objective", "Problem"]
+
+
+class Objective(str, Enum):
+    """What a solver minimises."""
+
+    MAKESPAN = "makespan"
+    PEAK_MEMORY = "peak_memory"
+    MAKESPAN_THEN_MEMORY = "makespan_then_memory"
+    MEMORY_THEN_MAKESPAN = "memory_then_makespan"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Compute units, named resource capacities and a memory cap.
+
+    Parameters
+    ----------
+    units
+        Number of identical compute units (CUDA streams, SMs, cores). ``None`` means unlimited:
+        every op may run as soon as its dependencies finish.
+    resources
+        Capacities of named renewable resources. They override the graph's defaults.
+    memory_cap
+        Bytes available; ``None`` for no cap. Strings such as ``"3GiB"`` are accepted.
+    """
+
+    units: int | None = 1
+    resources: Mapping[str, int] = field(default_factory=dict)
+    memory_cap: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.units is not None and (
+            isinstance(self.units, bool) or not isinstance(self.units, int) or self.units < 1
+        ):
+            raise ProblemError(f"units must be a positive integer, got {self.units!r}")
+        if not isinstance(self.resources, Mapping):
+            raise ProblemError(f"resources must be a mapping, got {self.resources!r}")
+        res = {}
+        for name, cap in self.resources.items():
+            if name == "units":
+                raise ProblemError("set the 'units' capacity with Machine(units=...)")
+            if isinstance(cap, bool) or not isinstance(cap, int) or not 0 <= cap <= MAX_SIZE:
+                raise ProblemError(f"capacity of resource {name!r} must be an integer >= 0")
+            res[name] = cap
+        object.__setattr__(self, "resources", res)
+        if self.memory_cap is not None:
+            object.__setattr__(self, "memory_cap", parse_bytes(self.memory_cap))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"units": self.units, "resources": dict(self.resources),
+                "memory_cap": self.memory_cap}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Machine:
+        return cls(
+            units=data.get("units", 1),
+            resources=dict(data.get("resources") or {}),
+            memory_cap=data.get("memory_cap"),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A graph to schedule on a machine, with an objective.
+
+    Every resource an op demands must have a capacity, from the machine or the graph's
+    defaults; otherwise :class:`~opsched.errors.ProblemError` names the op and resource.
+    """
+
+    graph: OpGraph
+    machine: Machine = field(default_factory=Machine)
+    objective: Objective = Objective.MAKESPAN
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "objective", Objective(self.objective))
+        caps = self.capacities
+        for op in self.graph.ops:
+            for r in op.demands:
+                if r not in caps:
+                    raise ProblemError(
+                        f"demands resource {r!r}, which the machine does not have "
+                        f"(known: {', '.join(sorted(caps))})",
+                        f"op {op.name!r}",
+                    )
+
+    @property
+    def capacities(self) -> dict[str, int | None]:
+        """Capacity of every resource (``units`` may be ``None``: unlimited)."""
+        caps: dict[str, int | None] = dict(self.graph.resources)
+        caps.update(self.machine.resources)
+        caps["units"] = self.machine.units
+        return caps
+
+    def capacity(self, resource: str) -> int | None:
+        return self.capacities[resource]
+
+    @property
+    def memory_cap(self) -> int | None:
+        return self.machine.memory_cap
+
+    def infeasibility_reason(self) -> str | None:
+        """Why no schedule can exist, or ``None`` if the simple checks find no reason.
+
+        Checked: an op demanding more of a resource than its capacity, and a memory cap below
+        :func:`opsched.analysis.min_memory_bound` (the op that needs the most memory at once).
+        """
+        for op in self.graph.ops:
+            if op.duration <= 0:
+                continue
+            for r, amount in op.demands.items():
+                cap = self.capacity(r)
+                if cap is not None and amount > cap:
+                    return f"op {op.name!r} demands {amount} of {r!r} but the capacity is {cap}"
+        if self.memory_cap is not None:
+            from opsched.analysis.bounds import min_memory_bound
+
+            need, who = min_memory_bound(self.graph)
+            if need > self.memory_cap:
+                return (
+                    f"memory cap {format_bytes(self.memory_cap)} ({self.memory_cap} B) is below "
+                    f"the {format_bytes(need)} ({need} B) that {who} needs at once"
+                )
+        return None
+
+    def with_machine(self, **changes: Any) -> Problem:
+        """Return a copy with machine fields changed (``units``, ``resources``, ``memory_cap``)."""
+        m = self.machine.to_dict()
+        m.update(changes)
+        return Problem(self.graph, Machine.from_dict(m), self.objective)

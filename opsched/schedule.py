@@ -1,0 +1,274 @@
+"""Schedules and solver results: :class:`Schedule`, its JSON format and summaries.
+
+A :class:`Schedule` is what every solver and heuristic returns. Its makespan and peak memory
+are always recomputed from the op times (:meth:`Schedule.build`), never copied from a solver's
+objective. The JSON format ``opsched-schedule/1``::
+
+    {"format": "opsched-schedule/1", "graph": "seed-demo", "solver": "greedy",
+     "status": "FEASIBLE", "makespan": 6, "peak_memory": 0, "lower_bound": 6,
+     "machine": {"units": 2, "resources": {}, "memory_cap": null}, "wall_time_s": 0.001,
+     "ops": [{"name": "Input", "start": 0, "end": 1, "unit": 0}, ...]}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from opsched.errors import ScheduleFormatError
+from opsched.liveness import peak_memory
+from opsched.problem import Problem
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["SCHEDULE_FORMAT", "Schedule", "ScheduledOp", "Status"]
+
+SCHEDULE_FORMAT = "opsched-schedule/1"
+
+
+class Status(str, Enum):
+    """How good a result is known to be."""
+
+    OPTIMAL = "OPTIMAL"  #: proven optimal
+    FEASIBLE = "FEASIBLE"  #: a valid schedule, optimality not proven
+    INFEASIBLE = "INFEASIBLE"  #: proven that no schedule exists
+    UNKNOWN = "UNKNOWN"  #: no schedule and no proof
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledOp:
+    """One op's placement: runs over ``[start, end)`` on compute unit ``unit`` (or ``None``)."""
+
+    name: str
+    start: float
+    end: float
+    unit: int | None = None
+
+
+@dataclass
+class Schedule:
+    """A schedule (or the absence of one) with its status and statistics.
+
+    Use :meth:`build` to create one from start times: it computes ends, the makespan and the
+    peak memory from the problem model.
+    """
+
+    graph: str
+    solver: str
+    status: Status
+    ops: list[ScheduledOp]
+    machine: dict[str, Any] = field(default_factory=dict)
+    makespan: float | None = None
+    peak_memory: int | None = None
+    lower_bound: float | None = None
+    wall_time_s: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        problem: Problem,
+        starts: Mapping[str, float] | Sequence[float] | np.ndarray,
+        units: Mapping[str, int | None] | Sequence[int | None] | None = None,
+        *,
+        solver: str,
+        status: Status | str = Status.FEASIBLE,
+        lower_bound: float | None = None,
+        wall_time_s: float | None = None,
+        info: Mapping[str, Any] | None = None,
+    ) -> Schedule:
+        """Make a schedule from start times (by op name or in graph order).
+
+        Examples
+        --------
+        >>> from opsched.ir import Op, OpGraph
+        >>> from opsched.problem import Machine, Problem
+        >>> g = OpGraph((Op("a", 2, output_bytes=8), Op("b", 3, deps=("a",))))
+        >>> s = Schedule.build(Problem(g, Machine(units=1)), {"a": 0, "b": 2}, solver="hand")
+        >>> s.makespan, s.peak_memory, [o.end for o in s.ops]
+        (5.0, 8, [2.0, 5.0])
+        """
+        g = problem.graph
+        if isinstance(starts, Mapping):
+            missing = [n for n in g.names if n not in starts]
+            if missing:
+                raise ScheduleFormatError(f"no start time for op(s) {missing[:5]}")
+            arr = np.array([float(starts[n]) for n in g.names], dtype=np.float64)
+        else:
+            arr = np.asarray(starts, dtype=np.float64)
+            if arr.shape != (g.num_ops,):
+                raise ScheduleFormatError(f"expected {g.num_ops} start times, got {arr.shape}")
+        if isinstance(units, Mapping):
+            unit_list: list[int | None] = [units.get(n) for n in g.names]
+        elif units is None:
+            unit_list = [None] * g.num_ops
+        else:
+            unit_list = [None if u is None or u < 0 else int(u) for u in units]
+        ends = arr + g.durations
+        makespan = float(ends.max()) if g.num_ops else 0.0
+        ops = [
+            ScheduledOp(n, float(s), float(e), u)
+            for n, s, e, u in zip(g.names, arr, ends, unit_list, strict=True)
+        ]
+        return cls(
+            graph=g.name,
+            solver=solver,
+            status=Status(status),
+            ops=ops,
+            machine=problem.machine.to_dict(),
+            makespan=makespan,
+            peak_memory=peak_memory(g, arr, makespan),
+            lower_bound=lower_bound,
+            wall_time_s=wall_time_s,
+            info=dict(info or {}),
+        )
+
+    @classmethod
+    def empty(cls, problem: Problem, *, solver: str, status: Status | str, **kw: Any) -> Schedule:
+        """A result without a schedule (INFEASIBLE or UNKNOWN)."""
+        return cls(problem.graph.name, solver, Status(status), [], problem.machine.to_dict(), **kw)
+
+    @property
+    def has_schedule(self) -> bool:
+        return bool(self.ops)
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap ``(makespan - lower_bound) / makespan`` when both are known."""
+        if self.makespan is None or self.lower_bound is None or self.makespan <= 0:
+            return None
+        return max(0.0, (self.makespan - self.lower_bound) / self.makespan)
+
+    def starts(self) -> dict[str, float]:
+        return {o.name: o.start for o in self.ops}
+
+    # ------------------------------------------------------------------ (de)serialisation
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": SCHEDULE_FORMAT,
+            "graph": self.graph,
+            "solver": self.solver,
+            "status": self.status.value,
+            "makespan": _num(self.makespan),
+            "peak_memory": self.peak_memory,
+            "lower_bound": _num(self.lower_bound),
+            "machine": self.machine,
+            "wall_time_s": self.wall_time_s,
+            "info": self.info,
+            "ops": [
+                {"name": o.name, "start": _num(o.start), "end": _num(o.end), "unit": o.unit}
+                for o in self.ops
+            ],
+        }
+
+    def to_json(self, path: str | None = None) -> str:
+        """Return the JSON text; with ``path``, also write it there atomically."""
+        import json
+
+        text = json.dumps(self.to_dict(), indent=1, allow_nan=False)
+        if path is not None:
+            from opsched._files import write_text_atomic
+
+            write_text_atomic(text + "\n", path)
+        return text
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Schedule:
+        """Read an ``opsched-schedule/1`` document. The makespan is recomputed from the ops."""
+        if not isinstance(data, Mapping):
+            raise ScheduleFormatError("a schedule document must be a JSON object")
+        if data.get("format", SCHEDULE_FORMAT) != SCHEDULE_FORMAT:
+            raise ScheduleFormatError(f"unsupported format {data.get('format')!r}")
+        raw = data.get("ops")
+        if not isinstance(raw, list):
+            raise ScheduleFormatError("missing list 'ops'")
+        ops = []
+        for i, rec in enumerate(raw):
+            where = f"ops[{i}]"
+            if not isinstance(rec, Mapping) or not isinstance(rec.get("name"), str):
+                raise ScheduleFormatError("each entry needs a string 'name'", where)
+            where = f"op {rec['name']!r} ({where})"
+            start = _finite(rec.get("start"), "start", where)
+            end = _finite(rec["end"], "end", where) if rec.get("end") is not None else None
+            unit = rec.get("unit")
+            if unit is not None and (isinstance(unit, bool) or not isinstance(unit, int)):
+                raise ScheduleFormatError(f"unit must be an integer or null, got {unit!r}", where)
+            ops.append(ScheduledOp(rec["name"], start, start if end is None else end, unit))
+        status = data.get("status", "FEASIBLE")
+        try:
+            status = Status(status)
+        except ValueError:
+            raise ScheduleFormatError(f"unknown status {status!r}") from None
+        makespan = max((o.end for o in ops), default=0.0) if ops else None
+        return cls(
+            graph=str(data.get("graph", "graph")),
+            solver=str(data.get("solver", "unknown")),
+            status=status,
+            ops=ops,
+            machine=dict(data.get("machine") or {}),
+            makespan=makespan,
+            peak_memory=data.get("peak_memory"),
+            lower_bound=data.get("lower_bound"),
+            wall_time_s=data.get("wall_time_s"),
+            info=dict(data.get("info") or {}),
+        )
+
+    # ------------------------------------------------------------------ views
+    def to_frame(self) -> pd.DataFrame:
+        """One row per op: name, start, end, duration, unit."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "name": [o.name for o in self.ops],
+                "start": [o.start for o in self.ops],
+                "end": [o.end for o in self.ops],
+                "duration": [o.end - o.start for o in self.ops],
+                "unit": [o.unit for o in self.ops],
+            }
+        )
+
+    def summary(self) -> str:
+        """A short human-readable description."""
+        parts = [f"{self.solver} on {self.graph}: {self.status.value}"]
+        if self.makespan is not None:
+            parts.append(f"makespan {self.makespan:g}")
+        if self.lower_bound is not None:
+            parts.append(f"lower bound {self.lower_bound:g}")
+        if self.peak_memory is not None:
+            from opsched.units import format_bytes
+
+            parts.append(f"peak memory {format_bytes(self.peak_memory)}")
+        if self.wall_time_s is not None:
+            parts.append(f"{self.wall_time_s:.3f} s")
+        return ", ".join(parts)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{o.name}</td><td>{o.start:g}</td><td>{o.end:g}</td>"
+            f"<td>{'' if o.unit is None else o.unit}</td></tr>"
+            for o in self.ops[:50]
+        )
+        more = f"<p>... {len(self.ops) - 50} more ops</p>" if len(self.ops) > 50 else ""
+        return (
+            f"<p><b>{self.summary()}</b></p><table><tr><th>op</th><th>start</th><th>end</th>"
+            f"<th>unit</th></tr>{rows}</table>{more}"
+        )
+
+
+def _num(x: float | None) -> float | int | None:
+    if x is None:
+        return None
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
+
+
+def _finite(v: Any, what: str, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise ScheduleFormatError(f"{what} must be a finite number, got {v!r}", where)
+    return float(v)
