@@ -1,0 +1,370 @@
+"""The ``opsched`` command line.
+
+Every command has ``--help``; those that report take ``--json`` for machine-readable output.
+Bad input (a malformed or missing file, a cycle, an unknown dependency, a bad number, an
+impossible option) prints one line on stderr naming the problem and where, and exits with
+status 2; no output file is written then. ``validate`` exits 1 when the schedule is invalid.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from opsched.errors import OpschedError, ProblemError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+
+def _jsonable(x: Any) -> Any:
+    """Convert numpy scalars and integral floats so JSON output reads naturally."""
+    import numpy as np
+
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
+        return int(x)
+    return x
+
+
+def _emit_json(doc: Any) -> None:
+    click.echo(json.dumps(_jsonable(doc), indent=1, allow_nan=False))
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    click.echo(f"opsched: error: {message}", err=True)
+    sys.exit(code)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn opsched errors into one line on stderr and exit status 2 (never a traceback)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OpschedError as e:
+            _fail(str(e))
+        except (BrokenPipeError, KeyboardInterrupt):
+            sys.exit(130)
+        except RecursionError:
+            _fail("input is nested too deeply")
+        except MemoryError:
+            _fail("out of memory")
+        except Exception as e:  # an opsched bug: still one line, with a hint
+            if "OPSCHED_DEBUG" in __import__("os").environ:
+                raise
+            _fail(f"internal error ({type(e).__name__}: {e}); set OPSCHED_DEBUG=1 for details", 3)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _parse_resources(text: str | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if not text:
+        return out
+    for part in text.split(","):
+        name, eq, value = part.partition("=")
+        if not eq or not name.strip():
+            raise ProblemError(f"--resources: expected NAME=CAPACITY, got {part!r}")
+        try:
+            cap = int(value)
+        except ValueError:
+            raise ProblemError(f"--resources: capacity of {name.strip()!r} must be an integer, "
+                               f"got {value!r}") from None  # fmt: skip
+        if cap < 0:
+            raise ProblemError(f"--resources: capacity of {name.strip()!r} must be >= 0")
+        out[name.strip()] = cap
+    return out
+
+
+def _machine(units: int | None, memory_cap: str | None, resources: str | None):  # type: ignore[no-untyped-def]
+    from opsched.problem import Machine
+
+    return Machine(units=units, resources=_parse_resources(resources), memory_cap=memory_cap)
+
+
+units_option = click.option(
+    "--units", "-k", type=click.IntRange(min=1), default=None,
+    help="Number of identical compute units (streams); unlimited if omitted.",
+)  # fmt: skip
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+cap_option = click.option("--memory-cap", default=None, help="Memory cap, e.g. 3GiB, 512MB, 4096.")
+res_option = click.option("--resources", default=None, help="Capacities, e.g. R1=10,R2=4.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="opsched")
+def main() -> None:
+    """opsched: operator scheduling for AI compilers (exact optima, heuristics, validation)."""
+
+
+# ---------------------------------------------------------------------------------- demo
+@main.group()
+def demo() -> None:
+    """The seed document's demos."""
+
+
+@demo.command("seed")
+@units_option
+@json_option
+@handle_errors
+def demo_seed(units: int | None, as_json: bool) -> None:
+    """The seed graph: topological order, serial time, critical path, greedy schedule."""
+    from opsched.demo import seed_demo
+    from opsched.viz import gantt_text
+
+    r = seed_demo(units)
+    if as_json:
+        _emit_json({k: v for k, v in r.items() if k != "schedule"}
+                   | {"schedule": r["schedule"].to_dict()["ops"]})  # fmt: skip
+        return
+    click.echo(f"topological order: {' -> '.join(r['order'])}")
+    click.echo(f"serial time:       {r['serial']:g}")
+    click.echo(f"critical path:     {r['critical_path']:g}  ({' -> '.join(r['critical_path_ops'])})")
+    where = f"{units} units" if units else "unlimited units"
+    click.echo(f"greedy schedule:   {r['greedy']:g}  ({where})")
+    click.echo(gantt_text(r["schedule"], width=48))
+
+
+@demo.command("critical-path")
+@units_option
+@json_option
+@handle_errors
+def demo_critical_path(units: int | None, as_json: bool) -> None:
+    """Program A..E: program-order chain (length 5) vs true RAW dependencies (length 3)."""
+    from opsched.demo import critical_path_demo
+    from opsched.viz import gantt_text
+
+    r = critical_path_demo(units)
+    if as_json:
+        doc = {k: v for k, v in r.items() if not k.startswith("schedule")}
+        doc["schedule_before"] = r["schedule_before"].to_dict()["ops"]
+        doc["schedule_after"] = r["schedule_after"].to_dict()["ops"]
+        _emit_json(doc)
+        return
+    click.echo(f"before (program order): critical path {r['before']:g}: "
+               f"{' -> '.join(r['before_path'])}")  # fmt: skip
+    click.echo(gantt_text(r["schedule_before"], width=40))
+    click.echo(f"derived dependencies:   {', '.join(r['edges'])}")
+    click.echo(f"after (RAW only):       critical path {r['after']:g}: "
+               f"{' -> '.join(r['after_path'])}")  # fmt: skip
+    click.echo(gantt_text(r["schedule_after"], width=40))
+    click.echo(f"speedup: {r['speedup_percent']:g}% shorter")
+
+
+# ---------------------------------------------------------------------------------- analyze
+@main.command()
+@click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
+@units_option
+@res_option
+@json_option
+@handle_errors
+def analyze(graph: Path, units: int | None, resources: str | None, as_json: bool) -> None:
+    """Ops, edges, work, critical path, lower bounds, parallelism, Amdahl, least memory."""
+    from opsched.analysis import analyze as run
+    from opsched.importers import read_graph
+    from opsched.units import format_bytes
+
+    g = read_graph(graph)
+    caps = {**g.resources, **_parse_resources(resources)}
+    a = run(g, units, caps)
+    if as_json:
+        _emit_json(a)
+        return
+    lb = a["lower_bound"]
+    am = a["amdahl"]
+    k = units if units else "unlimited"
+    click.echo(f"graph {a['name']}: {a['ops']} ops, {a['edges']} edges, work {a['work']:g}")
+    cp_ops = a["critical_path_ops"]
+    shown = " -> ".join(cp_ops[:12]) + (" -> ..." if len(cp_ops) > 12 else "")
+    click.echo(f"critical path {a['critical_path']:g}: {shown}")
+    click.echo(f"lower bound on {k} units: {lb['value']:g} (binding: {lb['binding']}; "
+               f"critical path {lb['critical_path']:g}, work {lb['work']:g}, "
+               f"serial {lb['serial']:g})")  # fmt: skip
+    for r, v in lb["energy"].items():
+        click.echo(f"  energy bound of {r}: {v:g}")
+    click.echo(f"parallelism: max {a['max_parallelism']}, average {a['average_parallelism']:.3f}")
+    click.echo(f"Amdahl: serial fraction {am['serial_fraction']:.3f}, speedup bound "
+               f"{am['speedup_bound_amdahl']:.3f} (with the DAG: {am['speedup_bound']:.3f})")  # fmt: skip
+    mm = a["min_memory"]
+    click.echo(f"least memory any schedule needs: {format_bytes(mm['bytes'])} ({mm['bytes']} B), "
+               f"{mm['needed_by']}")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- validate
+@main.command()
+@click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("schedule", type=click.Path(dir_okay=False, path_type=Path))
+@units_option
+@cap_option
+@res_option
+@json_option
+@handle_errors
+def validate(
+    graph: Path,
+    schedule: Path,
+    units: int | None,
+    memory_cap: str | None,
+    resources: str | None,
+    as_json: bool,
+) -> None:
+    """Check SCHEDULE against GRAPH; exit 0 if valid, 1 with the violations if not.
+
+    The machine defaults to the one recorded in the schedule file.
+    """
+    from opsched.importers import read_graph
+    from opsched.ir.jsonio import load_json_file
+    from opsched.problem import Problem
+    from opsched.schedule import Schedule
+    from opsched.validate import validate as check
+
+    g = read_graph(graph)
+    try:
+        sched = Schedule.from_dict(load_json_file(schedule))
+    except OpschedError as e:
+        raise e.located(str(schedule)) from None
+    recorded = sched.machine or {}
+    if units is None:
+        units = recorded.get("units")
+        if units is not None and (not isinstance(units, int) or units < 1):
+            raise ProblemError(f"{schedule}: machine.units must be a positive integer")
+    if memory_cap is None:
+        memory_cap = recorded.get("memory_cap")
+    res = dict(recorded.get("resources") or {})
+    res.update(_parse_resources(resources))
+    from opsched.problem import Machine
+
+    problem = Problem(g, Machine(units=units, resources=res, memory_cap=memory_cap))
+    report = check(problem, sched)
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        click.echo(report.summary())
+    sys.exit(0 if report.valid else EXIT_INVALID)
+
+
+# ---------------------------------------------------------------------------------- solve
+SOLVERS = {
+    "serial": "all ops one after another on one unit, topological order",
+    "greedy": "event-driven ready-set scheduling, FIFO priority (the seed's loop)",
+    "greedy-blevel": "event-driven ready-set scheduling, critical-path (b-level) priority",
+}
+
+
+@main.command()
+@click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--solver", "-s", type=click.Choice(sorted(SOLVERS)), default="greedy",
+              show_default=True, help="Scheduler to run.")  # fmt: skip
+@units_option
+@cap_option
+@res_option
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the schedule (opsched-schedule/1 JSON) here.")  # fmt: skip
+@json_option
+@handle_errors
+def solve(
+    graph: Path,
+    solver: str,
+    units: int | None,
+    memory_cap: str | None,
+    resources: str | None,
+    output: Path | None,
+    as_json: bool,
+) -> None:
+    """Schedule GRAPH with a heuristic; the result is checked by the validator."""
+    from opsched.heuristics import greedy, serial
+    from opsched.importers import read_graph
+    from opsched.problem import Problem
+    from opsched.validate import validate as check
+    from opsched.viz import gantt_text
+
+    g = read_graph(graph)
+    problem = Problem(g, _machine(units, memory_cap, resources))
+    if solver == "serial":
+        result = serial(problem)
+    else:
+        result = greedy(problem, "fifo" if solver == "greedy" else "b-level")
+        result.solver = solver
+    report = check(problem, result)
+    if not report.valid:  # a heuristic bug: never hand out an invalid schedule
+        _fail(f"{solver} produced an invalid schedule: {report.violations[0]}", 3)
+    if output is not None:
+        result.to_json(str(output))
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    click.echo(result.summary())
+    if result.info.get("reason"):
+        click.echo(f"reason: {result.info['reason']}")
+    if result.has_schedule and g.num_ops <= 60:
+        click.echo(gantt_text(result, width=64))
+
+
+@main.command("solvers")
+@json_option
+def solvers(as_json: bool) -> None:
+    """List the available schedulers."""
+    if as_json:
+        _emit_json(SOLVERS)
+        return
+    for name, text in SOLVERS.items():
+        click.echo(f"{name:14s} {text}")
+
+
+# ---------------------------------------------------------------------------------- convert
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
+@handle_errors
+def convert(source: Path, target: Path) -> None:
+    """Convert a graph (.json, .stg, .sm) to opsched-graph/1 JSON."""
+    from opsched.importers import read_graph
+    from opsched.ir.jsonio import write_graph_json
+
+    if target.suffix.lower() != ".json":
+        raise OpschedError(f"can only write opsched-graph/1 JSON (.json), not "
+                           f"{target.suffix or 'no extension'!r}", str(target))  # fmt: skip
+    g = read_graph(source)
+    write_graph_json(g, target)
+    click.echo(f"wrote {target}: {g.summary()}")
+
+
+# ---------------------------------------------------------------------------------- quick
+@main.command()
+@click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("reports/quick"), show_default=True,
+              help="Folder for the report (report.md, results.csv).")  # fmt: skip
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Only the first N instances of each set (for a smoke run).")  # fmt: skip
+@json_option
+@handle_errors
+def quick(output: Path, limit: int | None, as_json: bool) -> None:
+    """The main job: heuristics vs proven optima on the built-in STG and PSPLIB sets."""
+    from opsched.bench import run_quick
+
+    summary = run_quick(output, limit=limit, progress=not as_json)
+    if as_json:
+        _emit_json(summary)
+    else:
+        click.echo(f"wrote {output / 'report.md'} and {output / 'results.csv'}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
