@@ -11,7 +11,7 @@ __all__ = ["read_text", "write_text_atomic"]
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
-    """Return the text of ``path``; missing, unreadable, empty or non-UTF-8 files raise InputError."""
+    """Return the text of ``path``; a missing, unreadable, empty or non-UTF-8 file raises."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

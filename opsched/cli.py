@@ -86,24 +86,28 @@ def _parse_resources(text: str | None) -> dict[str, int]:
         try:
             cap = int(value)
         except ValueError:
-            raise ProblemError(f"--resources: capacity of {name.strip()!r} must be an integer, "
-                               f"got {value!r}") from None  # fmt: skip
+            raise ProblemError(
+                f"--resources: capacity of {name.strip()!r} must be an integer, got {value!r}"
+            ) from None
         if cap < 0:
             raise ProblemError(f"--resources: capacity of {name.strip()!r} must be >= 0")
         out[name.strip()] = cap
     return out
 
 
-def _machine(units: int | None, memory_cap: str | None, resources: str | None):  # type: ignore[no-untyped-def]
+def _machine(units: int | None, memory_cap: str | None, resources: str | None) -> Any:
     from opsched.problem import Machine
 
     return Machine(units=units, resources=_parse_resources(resources), memory_cap=memory_cap)
 
 
 units_option = click.option(
-    "--units", "-k", type=click.IntRange(min=1), default=None,
+    "--units",
+    "-k",
+    type=click.IntRange(min=1),
+    default=None,
     help="Number of identical compute units (streams); unlimited if omitted.",
-)  # fmt: skip
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 cap_option = click.option("--memory-cap", default=None, help="Memory cap, e.g. 3GiB, 512MB, 4096.")
 res_option = click.option("--resources", default=None, help="Capacities, e.g. R1=10,R2=4.")
@@ -132,12 +136,16 @@ def demo_seed(units: int | None, as_json: bool) -> None:
 
     r = seed_demo(units)
     if as_json:
-        _emit_json({k: v for k, v in r.items() if k != "schedule"}
-                   | {"schedule": r["schedule"].to_dict()["ops"]})  # fmt: skip
+        _emit_json(
+            {k: v for k, v in r.items() if k != "schedule"}
+            | {"schedule": r["schedule"].to_dict()["ops"]}
+        )
         return
     click.echo(f"topological order: {' -> '.join(r['order'])}")
     click.echo(f"serial time:       {r['serial']:g}")
-    click.echo(f"critical path:     {r['critical_path']:g}  ({' -> '.join(r['critical_path_ops'])})")
+    click.echo(
+        f"critical path:     {r['critical_path']:g}  ({' -> '.join(r['critical_path_ops'])})",
+    )
     where = f"{units} units" if units else "unlimited units"
     click.echo(f"greedy schedule:   {r['greedy']:g}  ({where})")
     click.echo(gantt_text(r["schedule"], width=48))
@@ -159,12 +167,14 @@ def demo_critical_path(units: int | None, as_json: bool) -> None:
         doc["schedule_after"] = r["schedule_after"].to_dict()["ops"]
         _emit_json(doc)
         return
-    click.echo(f"before (program order): critical path {r['before']:g}: "
-               f"{' -> '.join(r['before_path'])}")  # fmt: skip
+    click.echo(
+        f"before (program order): critical path {r['before']:g}: {' -> '.join(r['before_path'])}"
+    )
     click.echo(gantt_text(r["schedule_before"], width=40))
     click.echo(f"derived dependencies:   {', '.join(r['edges'])}")
-    click.echo(f"after (RAW only):       critical path {r['after']:g}: "
-               f"{' -> '.join(r['after_path'])}")  # fmt: skip
+    click.echo(
+        f"after (RAW only):       critical path {r['after']:g}: {' -> '.join(r['after_path'])}"
+    )
     click.echo(gantt_text(r["schedule_after"], width=40))
     click.echo(f"speedup: {r['speedup_percent']:g}% shorter")
 
@@ -195,17 +205,23 @@ def analyze(graph: Path, units: int | None, resources: str | None, as_json: bool
     cp_ops = a["critical_path_ops"]
     shown = " -> ".join(cp_ops[:12]) + (" -> ..." if len(cp_ops) > 12 else "")
     click.echo(f"critical path {a['critical_path']:g}: {shown}")
-    click.echo(f"lower bound on {k} units: {lb['value']:g} (binding: {lb['binding']}; "
-               f"critical path {lb['critical_path']:g}, work {lb['work']:g}, "
-               f"serial {lb['serial']:g})")  # fmt: skip
+    click.echo(
+        f"lower bound on {k} units: {lb['value']:g} (binding: {lb['binding']}; "
+        f"critical path {lb['critical_path']:g}, work {lb['work']:g}, "
+        f"serial {lb['serial']:g})"
+    )
     for r, v in lb["energy"].items():
         click.echo(f"  energy bound of {r}: {v:g}")
     click.echo(f"parallelism: max {a['max_parallelism']}, average {a['average_parallelism']:.3f}")
-    click.echo(f"Amdahl: serial fraction {am['serial_fraction']:.3f}, speedup bound "
-               f"{am['speedup_bound_amdahl']:.3f} (with the DAG: {am['speedup_bound']:.3f})")  # fmt: skip
+    click.echo(
+        f"Amdahl: serial fraction {am['serial_fraction']:.3f}, speedup bound "
+        f"{am['speedup_bound_amdahl']:.3f} (with the DAG: {am['speedup_bound']:.3f})"
+    )
     mm = a["min_memory"]
-    click.echo(f"least memory any schedule needs: {format_bytes(mm['bytes'])} ({mm['bytes']} B), "
-               f"{mm['needed_by']}")  # fmt: skip
+    click.echo(
+        f"least memory any schedule needs: {format_bytes(mm['bytes'])} ({mm['bytes']} B), "
+        f"{mm['needed_by']}"
+    )
 
 
 # ---------------------------------------------------------------------------------- validate
@@ -270,13 +286,24 @@ SOLVERS = {
 
 @main.command()
 @click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--solver", "-s", type=click.Choice(sorted(SOLVERS)), default="greedy",
-              show_default=True, help="Scheduler to run.")  # fmt: skip
+@click.option(
+    "--solver",
+    "-s",
+    type=click.Choice(sorted(SOLVERS)),
+    default="greedy",
+    show_default=True,
+    help="Scheduler to run.",
+)
 @units_option
 @cap_option
 @res_option
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the schedule (opsched-schedule/1 JSON) here.")  # fmt: skip
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the schedule (opsched-schedule/1 JSON) here.",
+)
 @json_option
 @handle_errors
 def solve(
@@ -339,8 +366,10 @@ def convert(source: Path, target: Path) -> None:
     from opsched.ir.jsonio import write_graph_json
 
     if target.suffix.lower() != ".json":
-        raise OpschedError(f"can only write opsched-graph/1 JSON (.json), not "
-                           f"{target.suffix or 'no extension'!r}", str(target))  # fmt: skip
+        raise OpschedError(
+            f"can only write opsched-graph/1 JSON (.json), not {target.suffix or 'no extension'!r}",
+            str(target),
+        )
     g = read_graph(source)
     write_graph_json(g, target)
     click.echo(f"wrote {target}: {g.summary()}")
@@ -348,11 +377,20 @@ def convert(source: Path, target: Path) -> None:
 
 # ---------------------------------------------------------------------------------- quick
 @main.command()
-@click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("reports/quick"), show_default=True,
-              help="Folder for the report (report.md, results.csv).")  # fmt: skip
-@click.option("--limit", type=click.IntRange(min=1), default=None,
-              help="Only the first N instances of each set (for a smoke run).")  # fmt: skip
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/quick"),
+    show_default=True,
+    help="Folder for the report (report.md, results.csv).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Only the first N instances of each set (for a smoke run).",
+)
 @json_option
 @handle_errors
 def quick(output: Path, limit: int | None, as_json: bool) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from opsched.errors import ProblemError
@@ -35,7 +35,7 @@ from opsched.units import format_bytes, parse_bytes
 __all__ = ["Machine", "Objective", "Problem"]
 
 
-class Objective(str, Enum):
+class Objective(StrEnum):
     """What a solver minimises."""
 
     MAKESPAN = "makespan"
@@ -61,7 +61,7 @@ class Machine:
 
     units: int | None = 1
     resources: Mapping[str, int] = field(default_factory=dict)
-    memory_cap: int | None = None
+    memory_cap: int | str | None = None
 
     def __post_init__(self) -> None:
         if self.units is not None and (
@@ -82,8 +82,11 @@ class Machine:
             object.__setattr__(self, "memory_cap", parse_bytes(self.memory_cap))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"units": self.units, "resources": dict(self.resources),
-                "memory_cap": self.memory_cap}  # fmt: skip
+        return {
+            "units": self.units,
+            "resources": dict(self.resources),
+            "memory_cap": self.memory_cap,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Machine:
@@ -131,7 +134,8 @@ class Problem:
 
     @property
     def memory_cap(self) -> int | None:
-        return self.machine.memory_cap
+        cap = self.machine.memory_cap
+        return int(cap) if cap is not None else None
 
     def infeasibility_reason(self) -> str | None:
         """Why no schedule can exist, or ``None`` if the simple checks find no reason.

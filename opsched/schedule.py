@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,7 +32,7 @@ __all__ = ["SCHEDULE_FORMAT", "Schedule", "ScheduledOp", "Status"]
 SCHEDULE_FORMAT = "opsched-schedule/1"
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """How good a result is known to be."""
 
     OPTIMAL = "OPTIMAL"  #: proven optimal

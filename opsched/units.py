@@ -10,11 +10,21 @@ from opsched.errors import ProblemError
 __all__ = ["format_bytes", "parse_bytes"]
 
 _UNITS = {
-    "": 1, "b": 1,
-    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-    "t": 10**12, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}  # fmt: skip
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "m": 10**6,
+    "mb": 10**6,
+    "g": 10**9,
+    "gb": 10**9,
+    "t": 10**12,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
@@ -36,7 +46,7 @@ def parse_bytes(text: str | int) -> int:
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if not math.isfinite(value) or value > 2**62:
         raise ProblemError(f"size {text!r} is too large (max 2^62 bytes)")
-    return int(round(value))
+    return round(value)
 
 
 def format_bytes(n: float) -> str:

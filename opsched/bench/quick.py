@@ -36,34 +36,61 @@ HEURISTICS: dict[str, Callable[[Problem], Schedule]] = {
     "greedy-blevel": lambda p: greedy(p, "b-level"),
 }
 STG_PROCS = (2, 4, 8, 16)
-FIELDS = ["set", "instance", "units", "solver", "status", "valid", "makespan", "optimum",
-          "optimum_proven", "lower_bound", "gap_percent", "wall_time_s"]  # fmt: skip
+FIELDS = [
+    "set",
+    "instance",
+    "units",
+    "solver",
+    "status",
+    "valid",
+    "makespan",
+    "optimum",
+    "optimum_proven",
+    "lower_bound",
+    "gap_percent",
+    "wall_time_s",
+]
 
 
-def _row(set_name: str, inst: str, units: int | None, solver: str, p: Problem,
-         opt: tuple[int, int] | None) -> dict[str, Any]:  # fmt: skip
+def _row(
+    set_name: str,
+    inst: str,
+    units: int | None,
+    solver: str,
+    p: Problem,
+    opt: tuple[int, int] | None,
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     s = HEURISTICS[solver](p)
     wall = time.perf_counter() - t0
     rep = validate(p, s)
     if not rep.valid:
-        raise OpschedError(f"{solver} returned an invalid schedule on {inst}: "
-                           f"{rep.violations[0]}")  # fmt: skip
+        raise OpschedError(f"{solver} returned an invalid schedule on {inst}: {rep.violations[0]}")
     lb = lower_bounds(p.graph, p.machine.units, p.capacities).value
     ms0 = rep.makespan if s.has_schedule else None
     if opt is not None and ((ms0 is not None and ms0 < opt[0]) or lb > opt[1]):
         # a schedule shorter than a proven optimum, or a bound above it, is a bug somewhere
-        raise OpschedError(f"{inst} on {units} units: makespan {ms0}, bound {lb} contradict "
-                           f"the published optimum {opt}")  # fmt: skip
+        raise OpschedError(
+            f"{inst} on {units} units: makespan {ms0}, bound {lb} contradict "
+            f"the published optimum {opt}"
+        )
     proven = opt is not None and opt[0] == opt[1]
     ms = rep.makespan if s.has_schedule else None
     gap = 100.0 * (ms - opt[0]) / opt[0] if (proven and ms is not None and opt) else None
     return {
-        "set": set_name, "instance": inst, "units": units if units else "",
-        "solver": solver, "status": s.status.value, "valid": rep.valid,
-        "makespan": ms, "optimum": opt[1] if opt else None, "optimum_proven": proven,
-        "lower_bound": lb, "gap_percent": gap, "wall_time_s": wall,
-    }  # fmt: skip
+        "set": set_name,
+        "instance": inst,
+        "units": units if units else "",
+        "solver": solver,
+        "status": s.status.value,
+        "valid": rep.valid,
+        "makespan": ms,
+        "optimum": opt[1] if opt else None,
+        "optimum_proven": proven,
+        "lower_bound": lb,
+        "gap_percent": gap,
+        "wall_time_s": wall,
+    }
 
 
 def run_quick(out_dir: Path, limit: int | None = None, progress: bool = True) -> dict[str, Any]:
@@ -78,14 +105,22 @@ def run_quick(out_dir: Path, limit: int | None = None, progress: bool = True) ->
     optima = {k: stg_optima(k) for k in STG_PROCS}
     for f in stg_files:
         g = read_stg(f)
-        for k in STG_PROCS:
-            jobs.append(("stg50", g.name, k, Problem(g, Machine(units=k)), optima[k].get(g.name)))
+        for procs in STG_PROCS:
+            problem = Problem(g, Machine(units=procs))
+            jobs.append(("stg50", g.name, procs, problem, optima[procs].get(g.name)))
     ps_opt = psplib_optima()
     for f in sorted(dataset_path("psplib/j30").glob("*.sm"))[:limit]:
         g = read_psplib(f)
-        o = ps_opt.get(g.name)
-        jobs.append(("j30", g.name, None, Problem(g, Machine(units=None)),
-                     (o, o) if o is not None else None))  # fmt: skip
+        best = ps_opt.get(g.name)
+        jobs.append(
+            (
+                "j30",
+                g.name,
+                None,
+                Problem(g, Machine(units=None)),
+                (best, best) if best is not None else None,
+            )
+        )
 
     rows: list[dict[str, Any]] = []
     total = len(jobs) * len(HEURISTICS)
@@ -97,16 +132,21 @@ def run_quick(out_dir: Path, limit: int | None = None, progress: bool = True) ->
             done = len(rows)
             el = time.perf_counter() - t0
             eta = el / done * (total - done)
-            print(f"\r[quick] {done}/{total} runs, {el:.1f} s, eta {eta:.1f} s",
-                  end="", file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"\r[quick] {done}/{total} runs, {el:.1f} s, eta {eta:.1f} s",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
     if progress:
         print(file=sys.stderr)
 
     summary = _summarise(rows)
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_csv(rows, out_dir / "results.csv")
-    write_text_atomic(_markdown(summary, len(rows), time.perf_counter() - t0),
-                      out_dir / "report.md")  # fmt: skip
+    write_text_atomic(
+        _markdown(summary, len(rows), time.perf_counter() - t0), out_dir / "report.md"
+    )
     return {"runs": len(rows), "summary": summary, "output": str(out_dir)}
 
 
@@ -117,15 +157,20 @@ def _summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (set_name, units, solver), rs in groups.items():
         gaps = np.array([r["gap_percent"] for r in rs if r["gap_percent"] is not None])
-        out.append({
-            "set": set_name, "units": units or "-", "solver": solver, "instances": len(rs),
-            "with_proven_optimum": int(len(gaps)),
-            "mean_gap_percent": float(gaps.mean()) if len(gaps) else None,
-            "median_gap_percent": float(np.median(gaps)) if len(gaps) else None,
-            "max_gap_percent": float(gaps.max()) if len(gaps) else None,
-            "share_optimal": float((gaps <= 1e-9).mean()) if len(gaps) else None,
-            "all_valid": all(r["valid"] for r in rs),
-        })  # fmt: skip
+        out.append(
+            {
+                "set": set_name,
+                "units": units or "-",
+                "solver": solver,
+                "instances": len(rs),
+                "with_proven_optimum": len(gaps),
+                "mean_gap_percent": float(gaps.mean()) if len(gaps) else None,
+                "median_gap_percent": float(np.median(gaps)) if len(gaps) else None,
+                "max_gap_percent": float(gaps.max()) if len(gaps) else None,
+                "share_optimal": float((gaps <= 1e-9).mean()) if len(gaps) else None,
+                "all_valid": all(r["valid"] for r in rs),
+            }
+        )
     return out
 
 
@@ -170,7 +215,7 @@ def _markdown(summary: list[dict[str, Any]], runs: int, seconds: float) -> str:
         )
     lines += [
         "",
-        "The exact CP-SAT solver is not in this build yet; the optima above are the published ones.",
+        "The exact CP-SAT solver is not in this build yet: the optima are the published ones.",
         "",
         f"Reproduce: `opsched quick -o reports/quick` (opsched {opsched.__version__}, "
         f"Python {platform.python_version()}, {platform.platform()}).",

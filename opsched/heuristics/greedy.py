@@ -46,15 +46,25 @@ def serial(problem: Problem) -> Schedule:
     starts = np.empty(g.num_ops)
     starts[order] = np.concatenate([[0.0], np.cumsum(d)[:-1]]) if g.num_ops else []
     units = [0 if op.demands.get("units", 0) == 1 else None for op in g.ops]
-    result = Schedule.build(problem, starts, units, solver="serial", status=Status.FEASIBLE,
-                            lower_bound=lower_bounds(g, problem.machine.units,
-                                                     problem.capacities).value,
-                            wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    result = Schedule.build(
+        problem,
+        starts,
+        units,
+        solver="serial",
+        status=Status.FEASIBLE,
+        lower_bound=lower_bounds(g, problem.machine.units, problem.capacities).value,
+        wall_time_s=time.perf_counter() - t0,
+    )
     cap = problem.memory_cap
     if cap is not None and result.peak_memory is not None and result.peak_memory > cap:
-        return Schedule.empty(problem, solver="serial", status=Status.UNKNOWN,
-                              info={"reason": f"serial order peaks at {result.peak_memory} B, "
-                                              f"over the cap of {cap} B"})  # fmt: skip
+        return Schedule.empty(
+            problem,
+            solver="serial",
+            status=Status.UNKNOWN,
+            info={
+                "reason": f"serial order peaks at {result.peak_memory} B, over the cap of {cap} B"
+            },
+        )
     return result
 
 
@@ -212,15 +222,32 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
             break
         if not running:
             blocked = [g.names[v] for v in (list(ready_fifo) or [v for _, v in ready_heap])]
-            why = (f"memory cap {mem_cap} B: {mem} B in use and none of the ready ops "
-                   f"{blocked[:5]} fits") if mem_cap is not None else "no ready op fits"  # fmt: skip
-            return Schedule.empty(problem, solver=name, status=Status.UNKNOWN,
-                                  info={"reason": f"dead end at t={t:g}: {why}"},
-                                  wall_time_s=time.perf_counter() - t_start)  # fmt: skip
+            why = (
+                (
+                    f"memory cap {mem_cap} B: {mem} B in use and none of the ready ops "
+                    f"{blocked[:5]} fits"
+                )
+                if mem_cap is not None
+                else "no ready op fits"
+            )
+            return Schedule.empty(
+                problem,
+                solver=name,
+                status=Status.UNKNOWN,
+                info={"reason": f"dead end at t={t:g}: {why}"},
+                wall_time_s=time.perf_counter() - t_start,
+            )
         t = running[0][0]
         while running and running[0][0] <= t:
             _, _, v = heapq.heappop(running)
             finish(v)
     lb = lower_bounds(g, k, problem.capacities).value
-    return Schedule.build(problem, starts, unit_of, solver=name, status=Status.FEASIBLE,
-                          lower_bound=lb, wall_time_s=time.perf_counter() - t_start)  # fmt: skip
+    return Schedule.build(
+        problem,
+        starts,
+        unit_of,
+        solver=name,
+        status=Status.FEASIBLE,
+        lower_bound=lb,
+        wall_time_s=time.perf_counter() - t_start,
+    )

@@ -33,6 +33,7 @@ def read_graph(path: str | os.PathLike[str]) -> OpGraph:
     reader = READERS.get(p.suffix.lower())
     if reader is None:
         known = ", ".join(READERS)
-        raise InputError(f"unknown graph format {p.suffix or '(no extension)'!r}; use {known}",
-                         str(p))
+        raise InputError(
+            f"unknown graph format {p.suffix or '(no extension)'!r}; use {known}", str(p)
+        )
     return reader(p)

@@ -57,7 +57,9 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
             njobs = _int(line.split(":")[-1].strip(), "job count", i + 1, where)
     for sec in ("PRECEDENCE RELATIONS", "REQUESTS/DURATIONS", "RESOURCEAVAILABILITIES"):
         if sec not in sections:
-            raise InputError(f"missing section {sec!r} (truncated or not a PSPLIB .sm file?)", where)
+            raise InputError(
+                f"missing section {sec!r} (truncated or not a PSPLIB .sm file?)", where
+            )
     if njobs is None:
         raise InputError("missing 'jobs (incl. supersource/sink)' line", where)
 
@@ -78,7 +80,9 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
     for lineno, tok in succ:
         job, modes, count = tok[0], tok[1], tok[2]
         if modes != 1:
-            raise InputError(f"line {lineno}: job {job} has {modes} modes (single-mode only)", where)
+            raise InputError(
+                f"line {lineno}: job {job} has {modes} modes (single-mode only)", where
+            )
         if len(tok) != 3 + count:
             raise InputError(
                 f"line {lineno}: job {job} declares {count} successors but lists {len(tok) - 3}",
@@ -115,7 +119,7 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
 def _rows(
     lines: list[str], first: int, count: int, where: str, what: str
 ) -> list[tuple[int, list[int]]]:
-    rows = []
+    rows: list[tuple[int, list[int]]] = []
     i = first
     while len(rows) < count:
         if i >= len(lines) or lines[i].lstrip().startswith("*"):

@@ -10,6 +10,7 @@ The header values are kept in ``graph.attrs["stg"]``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -41,10 +42,8 @@ def parse_stg(text: str, name: str = "stg", where: str = "<stg>") -> OpGraph:
         if stripped.startswith("#"):
             m = _HEADER.match(stripped)
             if m:
-                try:
+                with contextlib.suppress(ValueError):
                     attrs[m.group(1).strip()] = float(m.group(2))
-                except ValueError:
-                    pass
             continue
         body.append((lineno, stripped.split()))
     if not body:

@@ -19,7 +19,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -238,7 +238,7 @@ class OpGraph:
 
     def replace_ops(self, ops: Sequence[Op], **changes: Any) -> OpGraph:
         """Return a new graph with ``ops`` (and optionally other fields) replaced."""
-        fields = {
+        fields: dict[str, Any] = {
             "name": self.name,
             "persistent_bytes": self.persistent_bytes,
             "resources": self.resources,
@@ -251,7 +251,7 @@ class OpGraph:
     def __len__(self) -> int:
         return len(self.ops)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Op]:
         return iter(self.ops)
 
     def __contains__(self, name: object) -> bool:
@@ -354,7 +354,7 @@ class OpGraph:
 
     @property
     def pred_ptr(self) -> np.ndarray:
-        """CSR row pointer of predecessors: preds of op i are ``pred_idx[pred_ptr[i]:pred_ptr[i+1]]``."""
+        """CSR row pointer: the preds of op i are ``pred_idx[pred_ptr[i] : pred_ptr[i + 1]]``."""
         return self._csr[0]
 
     @property
@@ -403,7 +403,7 @@ class OpGraph:
         return []
 
     # ------------------------------------------------------------------ interop
-    def to_networkx(self):  # type: ignore[no-untyped-def]
+    def to_networkx(self) -> Any:
         """Return a :class:`networkx.DiGraph` with op fields as node attributes."""
         from opsched.ir.nx import to_networkx
 

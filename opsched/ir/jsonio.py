@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from opsched._files import read_text, write_text_atomic
 from opsched.errors import GraphError, InputError
@@ -69,7 +69,7 @@ def _op_from_record(rec: Any, i: int) -> Op:
         raise GraphError(f"demands must be an object, got {rec['demands']!r}", where)
     try:
         return Op(
-            name=name,
+            name=cast(str, name),
             duration=rec.get("duration", 0),
             deps=tuple(rec.get("deps", ())),
             output_bytes=rec.get("output_bytes", 0),

@@ -83,8 +83,9 @@ def program_order_chain(graph: OpGraph) -> OpGraph:
     >>> [op.deps for op in program_order_chain(critical_path_program()).ops]
     [(), ('A',), ('B',), ('C',), ('D',)]
     """
-    ops = [replace(op, deps=(graph.ops[i - 1].name,) if i else ()) for i, op in
-           enumerate(graph.ops)]  # fmt: skip
+    ops = [
+        replace(op, deps=(graph.ops[i - 1].name,) if i else ()) for i, op in enumerate(graph.ops)
+    ]
     return graph.replace_ops(ops)
 
 

@@ -14,6 +14,7 @@ schedule reports equal those recomputed from its op times.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,31 +128,43 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     missing = [op.name for op in g.ops if op.name not in by_name]
     if missing:
         out.append(
-            Violation("missing_op", f"{len(missing)} op(s) not scheduled: {_names(missing)}",
-                      tuple(missing[:_SHOW]))
-        )  # fmt: skip
+            Violation(
+                "missing_op",
+                f"{len(missing)} op(s) not scheduled: {_names(missing)}",
+                tuple(missing[:_SHOW]),
+            )
+        )
 
-    horizon = max([abs(o.end) for o in by_name.values()] + [abs(o.start) for o in by_name.values()]
-                  + [1.0])  # fmt: skip
+    horizon = max(
+        [abs(o.end) for o in by_name.values()] + [abs(o.start) for o in by_name.values()] + [1.0]
+    )
     eps = tol * horizon
 
     # ---- times --------------------------------------------------------------------------
     times: dict[str, tuple[float, float]] = {}
     for op in g.ops:
-        o = by_name.get(op.name)
-        if o is None:
+        entry = by_name.get(op.name)
+        if entry is None:
             continue
+        o = entry
         if not (math.isfinite(o.start) and math.isfinite(o.end)):
             out.append(Violation("time", f"op {op.name!r} has a non-finite time", (op.name,)))
             continue
         if o.start < -eps:
-            out.append(Violation("time", f"op {op.name!r} starts before 0 ({o.start:g})",
-                                 (op.name,), o.start))  # fmt: skip
+            out.append(
+                Violation(
+                    "time", f"op {op.name!r} starts before 0 ({o.start:g})", (op.name,), o.start
+                )
+            )
         if abs((o.end - o.start) - op.duration) > eps:
-            out.append(Violation(
-                "duration",
-                f"op {op.name!r} runs {o.end - o.start:g} but its duration is {op.duration:g}",
-                (op.name,), o.start))  # fmt: skip
+            out.append(
+                Violation(
+                    "duration",
+                    f"op {op.name!r} runs {o.end - o.start:g} but its duration is {op.duration:g}",
+                    (op.name,),
+                    o.start,
+                )
+            )
         times[op.name] = (o.start, o.start + op.duration)
 
     # ---- precedence -----------------------------------------------------------------
@@ -161,11 +174,15 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         s = times[op.name][0]
         for d in op.deps:
             if d in times and s < times[d][1] - eps:
-                out.append(Violation(
-                    "precedence",
-                    f"op {op.name!r} starts at {s:g} before its dependency {d!r} ends at "
-                    f"{times[d][1]:g}",
-                    (d, op.name), s))  # fmt: skip
+                out.append(
+                    Violation(
+                        "precedence",
+                        f"op {op.name!r} starts at {s:g} before its dependency {d!r} ends at "
+                        f"{times[d][1]:g}",
+                        (d, op.name),
+                        s,
+                    )
+                )
 
     # ---- resources: sweep over starts and ends, ends first at equal times -----------------
     caps = problem.capacities
@@ -192,10 +209,14 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
                 active.pop(name, None)
             if is_start and level > cap and not reported:
                 holders = sorted(active)
-                out.append(Violation(
-                    "capacity",
-                    f"resource {res!r} used {level} > capacity {cap} by {_names(holders)}",
-                    tuple(holders[:_SHOW]), when))  # fmt: skip
+                out.append(
+                    Violation(
+                        "capacity",
+                        f"resource {res!r} used {level} > capacity {cap} by {_names(holders)}",
+                        tuple(holders[:_SHOW]),
+                        when,
+                    )
+                )
                 reported = True  # one report per resource is enough to locate the fault
 
     # ---- unit indices ---------------------------------------------------------------------
@@ -211,24 +232,32 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
             continue
         with_unit += 1
         if dem != 1:
-            out.append(Violation("unit", f"op {name!r} demands {dem} units but names unit {u}",
-                                 (name,)))  # fmt: skip
+            out.append(
+                Violation("unit", f"op {name!r} demands {dem} units but names unit {u}", (name,))
+            )
             continue
         if u < 0 or (k is not None and u >= k):
-            out.append(Violation("unit", f"op {name!r} is on unit {u}, outside 0..{(k or 0) - 1}",
-                                 (name,), s))  # fmt: skip
+            out.append(
+                Violation(
+                    "unit", f"op {name!r} is on unit {u}, outside 0..{(k or 0) - 1}", (name,), s
+                )
+            )
             continue
         if e - s > eps:
             per_unit.setdefault(u, []).append((s, e, name))
     if 0 < with_unit < needs_unit:
-        out.append(Violation("unit", f"{needs_unit - with_unit} op(s) have no unit index while "
-                                     f"others do"))  # fmt: skip
+        out.append(
+            Violation("unit", f"{needs_unit - with_unit} op(s) have no unit index while others do")
+        )
     for u, items in per_unit.items():
         items.sort()
-        for (s1, e1, n1), (s2, _e2, n2) in zip(items, items[1:], strict=False):
+        for (_s1, e1, n1), (s2, _e2, n2) in itertools.pairwise(items):
             if s2 < e1 - eps:
-                out.append(Violation("unit_overlap",
-                                     f"ops {n1!r} and {n2!r} overlap on unit {u}", (n1, n2), s2))
+                out.append(
+                    Violation(
+                        "unit_overlap", f"ops {n1!r} and {n2!r} overlap on unit {u}", (n1, n2), s2
+                    )
+                )
 
     # ---- makespan and memory ------------------------------------------------------------
     makespan = max((e for _s, e in times.values()), default=0.0)
@@ -238,19 +267,34 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         report.peak_memory = peak
         cap = problem.memory_cap
         if cap is not None and peak > cap:
-            out.append(Violation(
-                "memory",
-                f"peak memory {peak} B > cap {cap} B; live: {_names(holders)}",
-                tuple(holders[:_SHOW]), when))  # fmt: skip
+            out.append(
+                Violation(
+                    "memory",
+                    f"peak memory {peak} B > cap {cap} B; live: {_names(holders)}",
+                    tuple(holders[:_SHOW]),
+                    when,
+                )
+            )
         if schedule.peak_memory is not None and schedule.peak_memory != peak:
-            out.append(Violation("report", f"schedule reports peak memory "
-                                 f"{schedule.peak_memory} B, recomputed {peak} B"))  # fmt: skip
+            out.append(
+                Violation(
+                    "report",
+                    f"schedule reports peak memory {schedule.peak_memory} B, recomputed {peak} B",
+                )
+            )
     if schedule.makespan is not None and abs(schedule.makespan - makespan) > eps:
-        out.append(Violation("report", f"schedule reports makespan {schedule.makespan:g}, "
-                             f"recomputed {makespan:g}"))  # fmt: skip
+        out.append(
+            Violation(
+                "report",
+                f"schedule reports makespan {schedule.makespan:g}, recomputed {makespan:g}",
+            )
+        )
     if schedule.lower_bound is not None and schedule.lower_bound > makespan + eps:
-        out.append(Violation("report", f"lower bound {schedule.lower_bound:g} exceeds the "
-                             f"makespan {makespan:g}"))  # fmt: skip
+        out.append(
+            Violation(
+                "report", f"lower bound {schedule.lower_bound:g} exceeds the makespan {makespan:g}"
+            )
+        )
     return report
 
 

@@ -42,9 +42,10 @@ class SimulationReport:
             "utilisation": self.utilisation,
             "unit_busy": self.unit_busy,
             "unit_idle": self.unit_idle,
-            "memory_curve": list(zip(self.memory_times.tolist(), self.memory_bytes.tolist(),
-                                     strict=True)),
-        }  # fmt: skip
+            "memory_curve": list(
+                zip(self.memory_times.tolist(), self.memory_bytes.tolist(), strict=True)
+            ),
+        }
 
 
 def simulate(problem: Problem, schedule: Schedule) -> SimulationReport:
@@ -124,8 +125,9 @@ def execute_orders(
     g = problem.graph
     if durations is not None:
         if isinstance(durations, Mapping):
-            new = [float(durations.get(n, op.duration)) for n, op in zip(g.names, g.ops,
-                                                                          strict=True)]
+            new = [
+                float(durations.get(n, op.duration)) for n, op in zip(g.names, g.ops, strict=True)
+            ]
         else:
             new = [float(x) for x in durations]
         from dataclasses import replace
@@ -176,5 +178,4 @@ def execute_orders(
     if done < n:
         stuck = [g.names[i] for i in range(n) if indeg[i] > 0]
         raise ScheduleFormatError(f"unit orders deadlock: {stuck[:8]} wait on each other")
-    return Schedule.build(problem, start, unit_of.tolist(), solver=solver,
-                          status=Status.FEASIBLE)  # fmt: skip
+    return Schedule.build(problem, start, unit_of.tolist(), solver=solver, status=Status.FEASIBLE)

@@ -32,8 +32,8 @@ def gantt_text(schedule: Schedule, width: int = 60) -> str:
     for o in keyed:
         label = f"unit {o.unit}" if has_units else o.name
         row = rows.setdefault(label, [" "] * width)
-        a = min(width - 1, int(round(o.start * scale)))
-        b = max(a + 1, min(width, int(round(o.end * scale))))
+        a = min(width - 1, round(o.start * scale))
+        b = max(a + 1, min(width, round(o.end * scale)))
         text = (o.name + "=" * width)[: b - a]
         row[a:b] = list(text)
     pad = max(len(k) for k in rows)
