@@ -1,0 +1,93 @@
+"""Constraint families of the CP-SAT model, one short method each.
+
+:meth:`Constraints.add_constraints` is the table of contents: it adds, in order,
+precedence, compute units, named resources, the memory cap (or the peak definition), and the
+redundant tail constraints that tie the makespan to every op's remaining critical path.
+"""
+
+from __future__ import annotations
+
+from opsched.solver.cpsat.variables import Variables
+
+__all__ = ["Constraints"]
+
+
+class Constraints:
+    """Adds every constraint family to ``vars.model``."""
+
+    def __init__(self, variables: Variables) -> None:
+        self.v = variables
+        self.m = variables.model
+        self.g = variables.tick_graph
+        self.d = variables.scaling.durations
+
+    def add_constraints(self) -> None:
+        self.precedence()
+        self.units()
+        self.resources()
+        self.memory()
+        self.makespan_tails()
+
+    def precedence(self) -> None:
+        """``start(v) >= start(u) + d(u)`` for every dependency ``u -> v``."""
+        s, d = self.v.start, self.d
+        for v, op in enumerate(self.g.ops):
+            for dep in op.deps:
+                u = self.g.index(dep)
+                self.m.add(s[v] >= s[u] + d[u])
+
+    def _cumulative(self, resource: str, capacity: int | None) -> None:
+        if capacity is None:
+            return
+        items = [
+            (self.v.interval[i], op.demands.get(resource, 0))
+            for i, op in enumerate(self.g.ops)
+            if self.d[i] > 0 and op.demands.get(resource, 0) > 0
+        ]
+        if not items or sum(a for _, a in items) <= capacity:
+            return  # never binding
+        if all(a * 2 > capacity for _, a in items):
+            self.m.add_no_overlap([iv for iv, _ in items])  # at most one at a time
+            return
+        self.m.add_cumulative([iv for iv, _ in items], [a for _, a in items], capacity)
+
+    def units(self) -> None:
+        """At most ``units`` compute units in use at any time (a cumulative)."""
+        self._cumulative("units", self.v.problem.machine.units)
+
+    def resources(self) -> None:
+        """One cumulative per named resource with a finite capacity."""
+        for r, cap in self.v.problem.capacities.items():
+            if r != "units":
+                self._cumulative(r, cap)
+
+    def memory(self) -> None:
+        """Live tensors and workspaces fit in the free memory (or define ``peak``)."""
+        if not self.v.with_memory:
+            return
+        sc = self.v.scaling
+        intervals, demands = [], []
+        for i in range(self.g.num_ops):
+            tensor = self.v.tensor[i]
+            if tensor is not None:
+                intervals.append(tensor)
+                demands.append(sc.sizes_out[i])
+            own = sc.sizes_ws[i] + (sc.sizes_out[i] if self.v.release[i] is None else 0)
+            if own > 0 and self.d[i] > 0:
+                intervals.append(self.v.interval[i])
+                demands.append(own)
+        if self.v.with_peak:
+            assert self.v.peak is not None
+            if intervals:
+                self.m.add_cumulative(intervals, demands, self.v.peak)
+            if sc.cap is not None:
+                self.m.add(self.v.peak <= sc.cap)
+        elif sc.cap is not None and intervals and sum(demands) > sc.cap:
+            self.m.add_cumulative(intervals, demands, sc.cap)
+
+    def makespan_tails(self) -> None:
+        """``makespan >= start(v) + tail(v)``: each op still has its b-level to run."""
+        ms = self.v.makespan
+        assert ms is not None
+        for i, s in enumerate(self.v.start):
+            self.m.add(ms >= s + self.v.tail[i])

@@ -1,0 +1,183 @@
+"""One CP-SAT model of a :class:`~opsched.problem.Problem`, and its solution.
+
+:class:`CpsatModel` builds variables, constraints and an objective (the three roles live in
+their own modules), solves with the given parameters and turns the solution back into real
+times. Compute-unit indices are not modelled: identical units are interchangeable, so a
+cumulative over ``units`` is exact and has no symmetric solutions; after solving, ops are
+given units by sweeping them in start order and taking the lowest free unit (interval
+colouring, which needs exactly as many units as the most ops running at once).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from opsched.heuristics.greedy import greedy
+from opsched.ir.graph import OpGraph
+from opsched.problem import Machine, Problem
+from opsched.solver.cpsat.constraints import Constraints
+from opsched.solver.cpsat.objective import Objective
+from opsched.solver.cpsat.variables import Variables
+from opsched.solver.scaling import Scaling, choose_scaling
+
+__all__ = ["CpsatModel", "Params", "assign_units", "tick_problem"]
+
+
+@dataclass(frozen=True)
+class Params:
+    """Solver parameters.
+
+    ``time_limit`` in seconds (wall clock, model building included); ``num_workers`` CP-SAT
+    search threads; ``deterministic`` makes repeated runs return the same result (interleaved
+    search, fixed seed); ``log`` prints CP-SAT's search log; ``hint`` seeds the search with
+    the greedy schedule.
+    """
+
+    time_limit: float = 10.0
+    num_workers: int = 2
+    deterministic: bool = False
+    log: bool = False
+    hint: bool = True
+    seed: int = 0
+
+
+def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
+    """The problem in integers: durations in ticks, sizes and cap in quanta, no persistent."""
+    g = problem.graph
+    ops = [
+        replace(op, duration=d, output_bytes=o, workspace_bytes=w)
+        for op, d, o, w in zip(
+            g.ops, scaling.durations, scaling.sizes_out, scaling.sizes_ws, strict=True
+        )
+    ]
+    tg = OpGraph(tuple(ops), name=g.name, resources=g.resources)
+    m = problem.machine
+    cap = None if scaling.cap is None else max(scaling.cap, 0)
+    return Problem(tg, Machine(m.units, m.resources, cap), problem.objective)
+
+
+def assign_units(starts: list[float], ends: list[float], demand: list[int]) -> list[int | None]:
+    """Lowest-free-unit colouring of the ops that demand one unit, in start order."""
+    order = sorted((s, i) for i, s in enumerate(starts) if demand[i] == 1 and ends[i] > s)
+    free: list[int] = []
+    busy: list[tuple[float, int]] = []
+    next_id = 0
+    out: list[int | None] = [None] * len(starts)
+    for s, i in order:
+        while busy and busy[0][0] <= s:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            u = heapq.heappop(free)
+        else:
+            u, next_id = next_id, next_id + 1
+        out[i] = u
+        heapq.heappush(busy, (ends[i], u))
+    for i, s in enumerate(starts):  # zero-duration ops: any unit, they hold none
+        if demand[i] == 1 and out[i] is None:
+            out[i] = 0
+    return out
+
+
+class CpsatModel:
+    """Build, solve and read back one CP-SAT model.
+
+    Parameters
+    ----------
+    problem
+        The problem (real units).
+    with_memory, with_peak
+        Model tensor lifetimes (needed under a memory cap), and a ``peak`` variable.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        *,
+        with_memory: bool,
+        with_peak: bool,
+        scaling: Scaling | None = None,
+        horizon: int | None = None,
+        hint_starts: list[int] | None = None,
+    ) -> None:
+        self.problem = problem
+        self.scaling = scaling or choose_scaling(problem.graph, problem.memory_cap)
+        self.tick = tick_problem(problem, self.scaling)
+        self.model = cp_model.CpModel()
+        if hint_starts is None:  # the greedy schedule: a hint, and the horizon if none given
+            greedy_ms, hint_starts = self.heuristic_upper_bound()
+            if horizon is None:
+                horizon = greedy_ms
+        elif horizon is None:
+            horizon = int(sum(self.scaling.durations))
+        self.hint_starts = hint_starts
+        self.vars = Variables(
+            self.model,
+            self.tick,
+            self.scaling,
+            horizon,
+            with_memory or with_peak,
+            with_peak,
+            self.tick.graph,
+        )
+        self.vars.build()
+        Constraints(self.vars).add_constraints()
+        self.objective = Objective(self.vars)
+        self.solver: cp_model.CpSolver | None = None
+        self.status: Any = None
+
+    def heuristic_upper_bound(self) -> tuple[int, list[int] | None]:
+        """Best greedy makespan in ticks (horizon) and its starts (hint), if one is found."""
+        best: tuple[int, list[int] | None] = (int(sum(self.scaling.durations)), None)
+        for prio in ("b-level", "fifo"):
+            s = greedy(self.tick, prio)
+            if s.has_schedule and s.makespan is not None and s.makespan <= best[0]:
+                best = (int(s.makespan), [int(o.start) for o in s.ops])
+        return best
+
+    def solve(self, params: Params, deadline: float) -> Any:
+        """Solve until ``deadline`` (a ``time.perf_counter()`` value); return CP-SAT's status."""
+        if params.hint and self.hint_starts is not None:
+            self.model.clear_hints()
+            for var, val in zip(self.vars.start, self.hint_starts, strict=True):
+                self.model.add_hint(var, val)
+        solver = cp_model.CpSolver()
+        p = solver.parameters
+        p.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
+        p.num_workers = params.num_workers
+        p.random_seed = params.seed
+        p.log_search_progress = params.log
+        if params.deterministic:
+            p.interleave_search = True
+        self.solver = solver
+        self.status = solver.solve(self.model)
+        return self.status
+
+    # ------------------------------------------------------------------ reading back
+    def tick_starts(self) -> list[int]:
+        assert self.solver is not None
+        return [int(self.solver.value(s)) for s in self.vars.start]
+
+    def real_starts(self) -> list[float]:
+        return [self.scaling.to_time(t) for t in self.tick_starts()]
+
+    def units_of(self, starts: list[float]) -> list[int | None]:
+        g = self.problem.graph
+        ends = [s + d for s, d in zip(starts, g.durations.tolist(), strict=True)]
+        return assign_units(starts, ends, g.demand_array("units").tolist())
+
+    def stats(self) -> dict[str, Any]:
+        assert self.solver is not None
+        s = self.solver
+        return {
+            "cpsat_status": s.status_name(self.status),
+            "objective_value": s.objective_value,
+            "objective_bound": s.best_objective_bound,
+            "conflicts": s.num_conflicts,
+            "branches": s.num_branches,
+            "solve_time_s": s.wall_time,
+        }

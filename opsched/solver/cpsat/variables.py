@@ -1,0 +1,88 @@
+"""Decision variables of the CP-SAT model, built once.
+
+Per op ``v`` (times in ticks, sizes in quanta, see :mod:`opsched.solver.scaling`):
+
+* ``start[v]`` in ``[head(v), H - tail(v)]`` where ``head`` is the ASAP start, ``tail`` the
+  b-level and ``H`` the horizon (an upper bound on the optimal makespan);
+* ``interval[v]``: fixed size ``d(v)`` at ``start[v]``;
+* when memory matters, ``release[v]``: when the output is freed (the max end of the
+  consumers, the makespan for a graph output without consumers, ``end(v)`` otherwise) and
+  ``tensor[v]``: the interval ``[start[v], release[v])``.
+
+Plus ``makespan`` in ``[LB, H]`` and, for memory objectives, ``peak`` (quanta above the
+persistent bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from opsched.analysis.bounds import lower_bounds
+from opsched.analysis.paths import b_level, earliest_starts
+from opsched.ir.graph import OpGraph
+from opsched.problem import Problem
+from opsched.solver.scaling import Scaling
+
+__all__ = ["Variables"]
+
+
+@dataclass
+class Variables:
+    """Every decision variable of one model (see the module docstring)."""
+
+    model: cp_model.CpModel
+    problem: Problem
+    scaling: Scaling
+    horizon: int
+    with_memory: bool
+    with_peak: bool
+    tick_graph: OpGraph
+    start: list[cp_model.IntVar] = field(default_factory=list)
+    interval: list[cp_model.IntervalVar] = field(default_factory=list)
+    release: list[cp_model.LinearExprT | None] = field(default_factory=list)
+    tensor: list[cp_model.IntervalVar | None] = field(default_factory=list)
+    makespan: cp_model.IntVar | None = None
+    peak: cp_model.IntVar | None = None
+    head: list[int] = field(default_factory=list)
+    tail: list[int] = field(default_factory=list)
+    makespan_lb: int = 0
+
+    def build(self) -> None:
+        m = self.model
+        g = self.tick_graph
+        d = self.scaling.durations
+        n = g.num_ops
+        self.head = [int(x) for x in earliest_starts(g)]
+        self.tail = [int(x) for x in b_level(g)]
+        lb = lower_bounds(g, self.problem.machine.units, self.problem.capacities)
+        self.makespan_lb = int(lb.value)
+        h = self.horizon
+        self.makespan = m.new_int_var(self.makespan_lb, max(h, self.makespan_lb), "makespan")
+        for v in range(n):
+            hi = max(self.head[v], h - self.tail[v])
+            s = m.new_int_var(self.head[v], hi, f"s{v}")
+            self.start.append(s)
+            self.interval.append(m.new_fixed_size_interval_var(s, d[v], f"i{v}"))
+        if not self.with_memory:
+            return
+        consumers = g.consumers()
+        for v in range(n):
+            if consumers[v]:
+                rel = m.new_int_var(self.head[v] + d[v], max(h, self.head[v] + d[v]), f"r{v}")
+                m.add_max_equality(rel, [self.start[c] + d[c] for c in consumers[v]])
+                self.release.append(rel)
+            elif g.ops[v].output:
+                self.release.append(self.makespan)
+            else:
+                self.release.append(None)  # freed at its own end: merged with the workspace
+            rel_v = self.release[v]
+            if rel_v is None or self.scaling.sizes_out[v] == 0:
+                self.tensor.append(None)
+                continue
+            size = m.new_int_var(d[v], h, f"len{v}")
+            self.tensor.append(m.new_interval_var(self.start[v], size, rel_v, f"t{v}"))
+        if self.with_peak:
+            total = sum(self.scaling.sizes_out) + sum(self.scaling.sizes_ws)
+            self.peak = m.new_int_var(0, max(total, 0), "peak")
