@@ -143,7 +143,7 @@ def solve_cpsat(
             break  # keep the first stage's schedule
         best = model
         hint_starts = model.tick_starts()
-        value = int(round(model.solver.objective_value)) if model.solver else None
+        value = round(model.solver.objective_value) if model.solver else None
         bound = value
     assert best is not None and best.solver is not None
     proven = all(s == "OPTIMAL" for s in statuses) and len(statuses) == len(order)
