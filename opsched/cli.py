@@ -277,11 +277,20 @@ def validate(
 
 
 # ---------------------------------------------------------------------------------- solve
-SOLVERS = {
-    "serial": "all ops one after another on one unit, topological order",
-    "greedy": "event-driven ready-set scheduling, FIFO priority (the seed's loop)",
-    "greedy-blevel": "event-driven ready-set scheduling, critical-path (b-level) priority",
+OBJECTIVES = {
+    "makespan": "makespan",
+    "peak-memory": "peak_memory",
+    "lex": "makespan_then_memory",
+    "lex-memory": "memory_then_makespan",
 }
+
+
+def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
+                  resources: str | None) -> Any:  # fmt: skip
+    from opsched.importers import read_graph
+    from opsched.problem import Problem
+
+    return Problem(read_graph(graph), _machine(units, memory_cap, resources))
 
 
 @main.command()
@@ -289,14 +298,43 @@ SOLVERS = {
 @click.option(
     "--solver",
     "-s",
-    type=click.Choice(sorted(SOLVERS)),
-    default="greedy",
+    default="cpsat",
     show_default=True,
-    help="Scheduler to run.",
+    help="Scheduler name (see `opsched solvers`).",
 )
 @units_option
 @cap_option
 @res_option
+@click.option(
+    "--objective",
+    type=click.Choice(sorted(OBJECTIVES)),
+    default="makespan",
+    show_default=True,
+    help="For exact solvers: makespan, peak-memory, or lexicographic (lex: makespan "
+    "then memory; lex-memory: memory then makespan).",
+)
+@click.option(
+    "--makespan-limit",
+    type=float,
+    default=None,
+    help="With --objective peak-memory: only schedules ending by this time.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.01),
+    default=10.0,
+    show_default=True,
+    help="Seconds, for exact solvers.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="CP-SAT search threads.",
+)
+@click.option("--deterministic", is_flag=True, help="Same result on every run (CP-SAT).")
+@click.option("--log", is_flag=True, help="Print CP-SAT's search log.")
 @click.option(
     "--output",
     "-o",
@@ -312,25 +350,39 @@ def solve(
     units: int | None,
     memory_cap: str | None,
     resources: str | None,
+    objective: str,
+    makespan_limit: float | None,
+    time_limit: float,
+    workers: int,
+    deterministic: bool,
+    log: bool,
     output: Path | None,
     as_json: bool,
 ) -> None:
-    """Schedule GRAPH with a heuristic; the result is checked by the validator."""
-    from opsched.heuristics import greedy, serial
-    from opsched.importers import read_graph
-    from opsched.problem import Problem
+    """Schedule GRAPH; the result is checked by the independent validator.
+
+    PSPLIB files bring their resource capacities; --resources overrides them.
+    """
+    from opsched.registry import get_solver
     from opsched.validate import validate as check
     from opsched.viz import gantt_text
 
-    g = read_graph(graph)
-    problem = Problem(g, _machine(units, memory_cap, resources))
-    if solver == "serial":
-        result = serial(problem)
-    else:
-        result = greedy(problem, "fifo" if solver == "greedy" else "b-level")
-        result.solver = solver
+    info = get_solver(solver)
+    problem = _load_problem(graph, units, memory_cap, resources)
+    opts: dict[str, Any] = {}
+    if info.exact:
+        opts = {"objective": OBJECTIVES[objective]}
+    if solver == "cpsat":
+        opts.update(
+            time_limit=time_limit,
+            num_workers=workers,
+            deterministic=deterministic,
+            log=log,
+            makespan_limit=makespan_limit,
+        )
+    result = info.fn(problem, **opts)
     report = check(problem, result)
-    if not report.valid:  # a heuristic bug: never hand out an invalid schedule
+    if not report.valid:  # a solver bug: never hand out an invalid schedule
         _fail(f"{solver} produced an invalid schedule: {report.violations[0]}", 3)
     if output is not None:
         result.to_json(str(output))
@@ -340,19 +392,81 @@ def solve(
     click.echo(result.summary())
     if result.info.get("reason"):
         click.echo(f"reason: {result.info['reason']}")
-    if result.has_schedule and g.num_ops <= 60:
+    if result.has_schedule and problem.graph.num_ops <= 60:
         click.echo(gantt_text(result, width=64))
 
 
 @main.command("solvers")
 @json_option
 def solvers(as_json: bool) -> None:
-    """List the available schedulers."""
+    """List every registered scheduler (exact solvers and heuristics)."""
+    from opsched.registry import SOLVERS
+
     if as_json:
-        _emit_json(SOLVERS)
+        _emit_json({n: {"description": s.description, "exact": s.exact}
+                    for n, s in SOLVERS.items()})  # fmt: skip
         return
-    for name, text in SOLVERS.items():
-        click.echo(f"{name:14s} {text}")
+    for name, s in SOLVERS.items():
+        kind = "exact" if s.exact else "heuristic"
+        click.echo(f"{name:14s} {kind:9s} {s.description}")
+
+
+@main.command()
+@click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
+@units_option
+@cap_option
+@res_option
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds for the whole front.",
+)
+@click.option(
+    "--point-time-limit",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds for each point.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the front as CSV (makespan, peak_memory, proven).",
+)
+@json_option
+@handle_errors
+def pareto(
+    graph: Path,
+    units: int | None,
+    memory_cap: str | None,
+    resources: str | None,
+    time_limit: float,
+    point_time_limit: float,
+    output: Path | None,
+    as_json: bool,
+) -> None:
+    """The exact Pareto front of makespan vs peak memory (CP-SAT, epsilon constraints)."""
+    from opsched._files import write_text_atomic
+    from opsched.solver import pareto_front
+    from opsched.validate import validate as check
+
+    problem = _load_problem(graph, units, memory_cap, resources)
+    front = pareto_front(problem, time_limit=time_limit, point_time_limit=point_time_limit)
+    for p in front.points:
+        rep = check(problem, p.schedule)
+        if not rep.valid:
+            _fail(f"pareto point ({p.makespan:g}, {p.peak_memory}) is invalid: "
+                  f"{rep.violations[0]}", 3)  # fmt: skip
+    if output is not None:
+        write_text_atomic(front.to_frame().to_csv(index=False), output)
+    if as_json:
+        _emit_json(front.to_dict())
+        return
+    click.echo(front.summary())
 
 
 # ---------------------------------------------------------------------------------- convert

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from opsched.problem import Machine, Objective, Problem
+from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.solve import solve_cpsat
 from opsched.solver.scaling import choose_scaling
