@@ -97,8 +97,15 @@ def _parse_resources(text: str | None) -> dict[str, int]:
 
 def _machine(units: int | None, memory_cap: str | None, resources: str | None) -> Any:
     from opsched.problem import Machine
+    from opsched.units import parse_bytes
 
-    return Machine(units=units, resources=_parse_resources(resources), memory_cap=memory_cap)
+    cap = None
+    if memory_cap is not None:
+        try:
+            cap = parse_bytes(memory_cap)
+        except ProblemError as e:
+            raise ProblemError(f"--memory-cap: {e.message}") from None
+    return Machine(units=units, resources=_parse_resources(resources), memory_cap=cap)
 
 
 units_option = click.option(
@@ -181,7 +188,7 @@ def demo_critical_path(units: int | None, as_json: bool) -> None:
 
 # ---------------------------------------------------------------------------------- analyze
 @main.command()
-@click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("graph", type=click.Path(path_type=Path))
 @units_option
 @res_option
 @json_option
@@ -226,8 +233,8 @@ def analyze(graph: Path, units: int | None, resources: str | None, as_json: bool
 
 # ---------------------------------------------------------------------------------- validate
 @main.command()
-@click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("schedule", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("graph", type=click.Path(path_type=Path))
+@click.argument("schedule", type=click.Path(path_type=Path))
 @units_option
 @cap_option
 @res_option
@@ -252,8 +259,9 @@ def validate(
     from opsched.validate import validate as check
 
     g = read_graph(graph)
+    doc = load_json_file(schedule)  # its errors already name the file
     try:
-        sched = Schedule.from_dict(load_json_file(schedule))
+        sched = Schedule.from_dict(doc)
     except OpschedError as e:
         raise e.located(str(schedule)) from None
     recorded = sched.machine or {}
@@ -261,13 +269,25 @@ def validate(
         units = recorded.get("units")
         if units is not None and (not isinstance(units, int) or units < 1):
             raise ProblemError(f"{schedule}: machine.units must be a positive integer")
-    if memory_cap is None:
-        memory_cap = recorded.get("memory_cap")
-    res = dict(recorded.get("resources") or {})
-    res.update(_parse_resources(resources))
     from opsched.problem import Machine
 
-    problem = Problem(g, Machine(units=units, resources=res, memory_cap=memory_cap))
+    cli_machine = _machine(units, memory_cap, resources)  # options first: errors name them
+    try:
+        recorded_machine = Machine(
+            units=units,
+            resources=dict(recorded.get("resources") or {}),
+            memory_cap=recorded.get("memory_cap"),
+        )
+    except ProblemError as e:
+        raise e.located(f"{schedule}: machine") from None
+    machine = Machine(
+        units=units,
+        resources={**recorded_machine.resources, **cli_machine.resources},
+        memory_cap=cli_machine.memory_cap
+        if memory_cap is not None
+        else recorded_machine.memory_cap,
+    )
+    problem = Problem(g, machine)
     report = check(problem, sched)
     if as_json:
         _emit_json(report.to_dict())
@@ -294,7 +314,7 @@ def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
 
 
 @main.command()
-@click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("graph", type=click.Path(path_type=Path))
 @click.option(
     "--solver",
     "-s",
@@ -338,7 +358,7 @@ def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Write the schedule (opsched-schedule/1 JSON) here.",
 )
@@ -412,7 +432,7 @@ def solvers(as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("graph", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("graph", type=click.Path(path_type=Path))
 @units_option
 @cap_option
 @res_option
@@ -433,7 +453,7 @@ def solvers(as_json: bool) -> None:
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Write the front as CSV (makespan, peak_memory, proven).",
 )
@@ -471,8 +491,8 @@ def pareto(
 
 # ---------------------------------------------------------------------------------- convert
 @main.command()
-@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("source", type=click.Path(path_type=Path))
+@click.argument("target", type=click.Path(path_type=Path))
 @handle_errors
 def convert(source: Path, target: Path) -> None:
     """Convert a graph (.json, .stg, .sm) to opsched-graph/1 JSON."""

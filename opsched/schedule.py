@@ -205,6 +205,12 @@ class Schedule:
             status = Status(status)
         except ValueError:
             raise ScheduleFormatError(f"unknown status {status!r}") from None
+        for key in ("machine", "info"):
+            if data.get(key) is not None and not isinstance(data[key], Mapping):
+                raise ScheduleFormatError(f"'{key}' must be an object, got {data[key]!r}")
+        machine = data.get("machine") or {}
+        if machine.get("resources") is not None and not isinstance(machine["resources"], Mapping):
+            raise ScheduleFormatError("'machine.resources' must be an object of name -> capacity")
         makespan = max((o.end for o in ops), default=0.0) if ops else None
         return cls(
             graph=str(data.get("graph", "graph")),

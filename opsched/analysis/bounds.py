@@ -120,6 +120,11 @@ class Amdahl:
 def amdahl(graph: OpGraph, units: int | None = None) -> Amdahl:
     """Serial fraction and speedup bounds for ``units`` identical units (``None``: unlimited).
 
+    The time on ``units`` units is at least ``serial_work + U / units`` where ``U`` is the
+    unit-time (duration x units demanded) of the other ops; the speedup over the serial time
+    ``work`` is at most ``work`` over that, which is Amdahl's ``1 / (f + (1 - f) / units)`` when
+    every op holds one unit. Ops that hold no unit add nothing to ``U``.
+
     Examples
     --------
     >>> from opsched.demo import seed_graph
@@ -129,12 +134,16 @@ def amdahl(graph: OpGraph, units: int | None = None) -> Amdahl:
     """
     d = graph.durations
     work = float(d.sum())
-    serial = float(d[serial_ops(graph)].sum())
+    mask = serial_ops(graph)
+    serial = float(d[mask].sum())
     f = serial / work if work > 0 else 1.0
     cp = float(b_level(graph).max()) if graph.num_ops else 0.0
     avg = work / cp if cp > 0 else 1.0
-    amd = 1.0 / (f + (1 - f) / units) if units else (1.0 / f if f > 0 else math.inf)
-    bound = min(amd, avg, float(units) if units else math.inf)
+    unit_work = d * graph.demand_array("units")
+    rest = float(unit_work[~mask].sum())
+    t_amdahl = serial + (rest / units if units else 0.0)
+    amd = work / t_amdahl if t_amdahl > 0 else math.inf
+    bound = min(amd, avg)
     return Amdahl(work, serial, f, cp, avg, units, amd, bound)
 
 

@@ -40,6 +40,11 @@ def serial(problem: Problem) -> Schedule:
     7.0
     """
     t0 = time.perf_counter()
+    reason = problem.infeasibility_reason()
+    if reason:
+        return Schedule.empty(
+            problem, solver="serial", status=Status.UNKNOWN, info={"reason": reason}
+        )
     g = problem.graph
     order = topo_indices(g)
     d = g.durations[order]
@@ -162,8 +167,8 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
             heapq.heappush(unit_pool, u)
         if dur[v] > 0:
             mem -= ws_b[v]
-        if consumers_left[v] == 0 and not is_output[v]:
-            mem -= out_b[v]
+        if consumers_left[v] == 0 and not is_output[v] and dur[v] > 0:
+            mem -= out_b[v]  # no consumer: freed at its end (never held if zero-duration)
         for k2 in range(succ_ptr[v], succ_ptr[v + 1]):
             w = succ_idx[k2]
             indeg[w] -= 1
@@ -184,7 +189,8 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
             while ready_fifo or ready_heap:
                 v = ready_fifo.popleft() if prio is None else heapq.heappop(ready_heap)[1]
                 fits = dur[v] == 0 or all(demand[r][v] <= free[r] for r in res_names)
-                need = out_b[v] + (ws_b[v] if dur[v] > 0 else 0)
+                holds_out = dur[v] > 0 or consumers_left[v] > 0 or is_output[v]
+                need = (out_b[v] if holds_out else 0) + (ws_b[v] if dur[v] > 0 else 0)
                 if fits and mem_cap is not None and mem + need > mem_cap:
                     fits = False
                 if not fits:

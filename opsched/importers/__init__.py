@@ -30,6 +30,10 @@ def read_graph(path: str | os.PathLike[str]) -> OpGraph:
         where in it.
     """
     p = Path(path)
+    if p.is_dir():
+        raise InputError("is a directory, not a file", str(p))
+    if not p.exists():
+        raise InputError("no such file", str(p))
     reader = READERS.get(p.suffix.lower())
     if reader is None:
         known = ", ".join(READERS)

@@ -65,6 +65,8 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
 
     succ = _rows(lines, sections["PRECEDENCE RELATIONS"] + 2, njobs, where, "precedence")
     req = _rows(lines, sections["REQUESTS/DURATIONS"] + 3, njobs, where, "request")
+    if sections["RESOURCEAVAILABILITIES"] + 1 >= len(lines):
+        raise InputError("missing resource names and capacities (truncated file?)", where)
     head = lines[sections["RESOURCEAVAILABILITIES"] + 1].split()
     res_names = [f"{a}{b}" for a, b in zip(head[::2], head[1::2], strict=False)]
     cap_line = sections["RESOURCEAVAILABILITIES"] + 2
@@ -89,6 +91,8 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
                 where,
             )
         for s in tok[3:]:
+            if s == job:
+                raise InputError(f"line {lineno}: job {job} lists itself as a successor", where)
             if s not in deps:
                 raise InputError(f"line {lineno}: job {job} has unknown successor {s}", where)
             deps[s].append(str(job))

@@ -11,6 +11,7 @@ The header values are kept in ``graph.attrs["stg"]``.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 from pathlib import Path
@@ -43,7 +44,9 @@ def parse_stg(text: str, name: str = "stg", where: str = "<stg>") -> OpGraph:
             m = _HEADER.match(stripped)
             if m:
                 with contextlib.suppress(ValueError):
-                    attrs[m.group(1).strip()] = float(m.group(2))
+                    value = float(m.group(2))
+                    if math.isfinite(value):
+                        attrs[m.group(1).strip()] = value
             continue
         body.append((lineno, stripped.split()))
     if not body:

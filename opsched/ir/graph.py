@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -39,20 +40,27 @@ DEFAULT_DEMANDS: Mapping[str, int] = {"units": 1}
 
 def check_number(value: Any, what: str, where: str) -> float:
     """Return ``value`` as a finite float >= 0, or raise :class:`GraphError` naming ``where``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise GraphError(f"{what} must be a number, got {value!r}", where)
-    if not math.isfinite(value):
+    if isinstance(value, numbers.Integral) and not -MAX_SIZE <= int(value) <= MAX_SIZE:
+        raise GraphError(
+            f"{what} must be <= 2^62, got an integer of {len(str(value))} digits", where
+        )
+    x = float(value)
+    if not math.isfinite(x):
         raise GraphError(f"{what} must be finite, got {value!r}", where)
-    if value < 0:
+    if x < 0:
         raise GraphError(f"{what} must be >= 0, got {value!r}", where)
-    if value > MAX_SIZE:
+    if x > MAX_SIZE:
         raise GraphError(f"{what} must be <= 2^62, got {value!r}", where)
-    return float(value)
+    return x
 
 
 def check_size(value: Any, what: str, where: str) -> int:
     """Return ``value`` as an integer in ``[0, 2^62]`` or raise :class:`GraphError`."""
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, np.integer):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and not math.isfinite(value):

@@ -27,7 +27,12 @@ def to_networkx(graph: OpGraph) -> nx.DiGraph:
     >>> list(d.edges), d.nodes["b"]["duration"]
     ([('a', 'b')], 2.0)
     """
-    d = nx.DiGraph(name=graph.name, persistent_bytes=graph.persistent_bytes)
+    d = nx.DiGraph(
+        name=graph.name,
+        persistent_bytes=graph.persistent_bytes,
+        resources=dict(graph.resources),
+        attrs=dict(graph.attrs),
+    )
     for op in graph.ops:
         d.add_node(op.name, **{f: getattr(op, f) for f in _FIELDS})
     for op in graph.ops:
@@ -46,4 +51,7 @@ def from_networkx(d: nx.DiGraph, name: str | None = None, **graph_fields: Any) -
         kw = {f: data[f] for f in _FIELDS if f in data}
         deps = tuple(str(u) for u in d.predecessors(node))
         ops.append(Op(str(node), deps=deps, **kw))
+    for key in ("persistent_bytes", "resources", "attrs"):
+        if key in d.graph and key not in graph_fields:
+            graph_fields[key] = d.graph[key]
     return OpGraph(tuple(ops), name=name or str(d.graph.get("name") or "graph"), **graph_fields)

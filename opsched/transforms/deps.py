@@ -127,11 +127,13 @@ def rename_buffers(graph: OpGraph) -> tuple[OpGraph, RenameReport]:
     sizes: dict[str, list[int]] = {}
     renamed: dict[str, list[str]] = {}
     new_ops: list[Op] = []
+    read_initial: set[str] = set()  # buffers read before any write: their name is taken
     for op in graph.ops:
         reads = tuple(current.get(b, b) for b in op.reads)
+        read_initial.update(b for b in op.reads if b not in version)
         writes = []
         for b in op.writes:
-            k = version.get(b, -1) + 1
+            k = version.get(b, 0 if b in read_initial else -1) + 1
             version[b] = k
             v = b if k == 0 else f"{b}#{k}"
             current[b] = v
@@ -139,7 +141,9 @@ def rename_buffers(graph: OpGraph) -> tuple[OpGraph, RenameReport]:
             renamed.setdefault(b, []).append(v)
             sizes.setdefault(b, []).append(op.output_bytes)
         new_ops.append(replace(op, reads=reads, writes=tuple(writes)))
-    renamed = {b: vs for b, vs in renamed.items() if len(vs) > 1}
+    renamed = {b: vs for b, vs in renamed.items() if len(vs) > 1 or vs[0] != b}
+    # a buffer whose initial value was read keeps that value beside its versions, but the
+    # initial value is an input of the graph with no size here: only the versions count
     extra = sum(sum(sizes[b]) - max(sizes[b]) for b in renamed)
     _, before = dependency_edges(graph)
     removed = [e for e in before if e.kind in ("WAR", "WAW")]

@@ -1,0 +1,181 @@
+"""The PSPLIB .sm reader: j301_1 in detail, all 480 J30 files against the known optima."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opsched.analysis import critical_path
+from opsched.datasets import dataset_path, psplib_optima
+from opsched.errors import InputError
+from opsched.importers import parse_psplib, read_graph, read_psplib
+
+BAD = Path(__file__).resolve().parent.parent / "data" / "bad"
+
+SMALL = """\
+jobs (incl. supersource/sink ):  4
+************************************************************************
+PRECEDENCE RELATIONS:
+jobnr.    #modes  #successors   successors
+   1        1          2           2   3
+   2        1          1           4
+   3        1          1           4
+   4        1          0
+************************************************************************
+REQUESTS/DURATIONS:
+jobnr. mode duration  R 1  R 2
+------------------------------------------------------------------------
+  1      1     0       0    0
+  2      1     3       2    1
+  3      1     5       1    2
+  4      1     0       0    0
+************************************************************************
+RESOURCEAVAILABILITIES:
+  R 1  R 2
+    3    2
+************************************************************************
+"""
+
+
+def test_j301_1() -> None:
+    g = read_psplib(dataset_path("psplib/j30/j301_1.sm"))
+    assert g.name == "j301_1"
+    assert g.num_ops == 32
+    assert g.names == [str(i) for i in range(1, 33)]
+    assert dict(g.resources) == {"R1": 12, "R2": 13, "R3": 4, "R4": 12}
+    job2 = g["2"]
+    assert job2.duration == 8.0
+    assert dict(job2.demands) == {"R1": 4, "R2": 0, "R3": 0, "R4": 0}
+    assert job2.deps == ("1",)
+    assert job2.units == 0  # PSPLIB jobs demand no compute units
+    assert job2.kind == "job"
+    # successors "2 3 4" of job 1 become deps of 2, 3 and 4; job 2's successors 6, 11, 15
+    assert g.successors("1") == ["2", "3", "4"]
+    assert g.successors("2") == ["6", "11", "15"]
+    assert g["1"].duration == 0.0 and g["32"].duration == 0.0
+    assert g.successors("32") == []
+    # the header's MPM-Time is the critical path
+    assert critical_path(g).length == 38.0
+    assert g.attrs == {"source": "psplib"}
+    assert read_graph(dataset_path("psplib/j30/j301_1.sm")).ops == g.ops
+
+
+def test_all_j30_files_parse_and_stay_below_the_optimum() -> None:
+    optima = psplib_optima()
+    assert len(optima) == 480
+    assert optima["j301_1"] == 43
+    files = sorted(dataset_path("psplib/j30").glob("*.sm"))
+    assert len(files) == 480
+    assert {f.stem for f in files} == set(optima)
+    for path in files:
+        g = parse_psplib(path.read_text(), name=path.stem, where=str(path))
+        assert g.num_ops == 32, path.name
+        assert sorted(g.resources) == ["R1", "R2", "R3", "R4"], path.name
+        cp = critical_path(g).length
+        assert 0 < cp <= optima[path.stem], path.name
+        for op in g.ops:
+            for r, amount in op.demands.items():
+                assert amount <= g.resources[r], (path.name, op.name, r)
+
+
+def test_parse_small() -> None:
+    g = parse_psplib(SMALL, name="small")
+    assert g.names == ["1", "2", "3", "4"]
+    assert g["4"].deps == ("2", "3")
+    assert dict(g["3"].demands) == {"R1": 1, "R2": 2}
+    assert dict(g.resources) == {"R1": 3, "R2": 2}
+    assert g.work == 8.0
+    assert critical_path(g).length == 5.0
+
+
+def _replace_line(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "missing section 'PRECEDENCE RELATIONS'"),
+        (SMALL.split("REQUESTS")[0], "missing section 'REQUESTS/DURATIONS' (truncated"),
+        (SMALL.split("RESOURCEAVAIL")[0], "missing section 'RESOURCEAVAILABILITIES'"),
+        (SMALL.replace("jobs (incl. supersource/sink ):  4\n", ""), "missing 'jobs (incl."),
+        (
+            SMALL.replace(":  4\n", ":  x\n"),
+            "line 1: job count must be an integer, got 'x'",
+        ),
+        (SMALL.replace(":  4\n", ":  5\n"), "precedence table has 4 of 5 jobs (truncated?)"),
+        (SMALL.rsplit("    3    2", 1)[0], "missing resource capacities (truncated file?)"),
+        (SMALL.replace("    3    2", "    3"), "line 20: 1 capacities for resources ['R1', 'R2']"),
+        (SMALL.replace("    3    2", "    3   -2"), "line 20: capacity must be >= 0, got -2"),
+        (
+            _replace_line(
+                SMALL, "   2        1          1           4", "   2        2          1  4"
+            ),
+            "line 6: job 2 has 2 modes (single-mode only)",
+        ),
+        (
+            _replace_line(SMALL, "   2        1          1           4", "   2  1  2  4"),
+            "line 6: job 2 declares 2 successors but lists 1",
+        ),
+        (
+            _replace_line(SMALL, "   2        1          1           4", "   2  1  1  9"),
+            "line 6: job 2 has unknown successor 9",
+        ),
+        (
+            _replace_line(SMALL, "   2        1          1           4", "   2  1  1  2"),
+            "line 6: job 2 lists itself as a successor",
+        ),
+        (
+            _replace_line(SMALL, "   3        1          1           4", "   4  1  1  4"),
+            "line 7: expected job 3 in the precedence table",
+        ),
+        (
+            _replace_line(SMALL, "  2      1     3       2    1", "  2      1     3       2"),
+            "line 14: expected job, mode, duration and 2 requests",
+        ),
+        (
+            _replace_line(SMALL, "  2      1     3       2    1", "  2      1     3.5     2    1"),
+            "line 14: request field must be an integer, got '3.5'",
+        ),
+        (
+            _replace_line(SMALL, "   4        1          0", "   4        1          1  1"),
+            "dependency cycle: 2 -> 4 -> 1 -> 2",
+        ),
+    ],
+)
+def test_parse_psplib_errors(text: str, message: str) -> None:
+    with pytest.raises(InputError) as exc:
+        parse_psplib(text, where="f.sm")
+    assert message in str(exc.value)
+    assert str(exc.value).startswith("f.sm: ")
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("truncated.sm", "missing section 'REQUESTS/DURATIONS' (truncated"),
+        ("non_integer.sm", "line 18: request field must be an integer, got '5.5'"),
+    ],
+)
+def test_read_bad_sm_files(name: str, message: str) -> None:
+    with pytest.raises(InputError) as exc:
+        read_psplib(BAD / name)
+    assert str(exc.value).startswith(f"{BAD / name}: ")
+    assert message in str(exc.value)
+
+
+def test_truncated_after_resource_header() -> None:
+    text = SMALL.split("  R 1  R 2\n    3    2")[0]
+    assert text.endswith("RESOURCEAVAILABILITIES:\n")
+    with pytest.raises(InputError, match="truncated"):
+        parse_psplib(text, where="f.sm")
+
+
+def test_self_successor_error_names_the_precedence_line() -> None:
+    text = _replace_line(SMALL, "   2        1          1           4", "   2  1  1  2")
+    with pytest.raises(InputError) as exc:
+        parse_psplib(text, where="f.sm")
+    assert str(exc.value).startswith("f.sm: line 6: ")
