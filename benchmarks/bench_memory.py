@@ -1,0 +1,87 @@
+"""CP-SAT under memory caps: where does it stop proving optimality?
+
+Random layered DAGs (opsched.zoo.layered) of 20-60 ops on k units. For each graph the
+unconstrained peak is the peak of the best greedy schedule without a cap; caps are set at
+100 %, 80 % and 60 % of it (never below the least memory any schedule needs, which would be
+trivially infeasible). CP-SAT minimises the makespan under each cap.
+
+Reproduce (2 cores, about 10 minutes with the defaults):
+    python benchmarks/bench_memory.py --sizes 20 30 40 50 60 --seeds 5 --units 2 --time-limit 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+from opsched.analysis import min_memory_bound
+from opsched.heuristics import greedy
+from opsched.problem import Machine, Problem
+from opsched.solver import solve_cpsat
+from opsched.validate import validate
+from opsched.zoo import layered
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[20, 30, 40, 50, 60])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--units", type=int, default=2)
+    ap.add_argument("--fractions", type=float, nargs="+", default=[1.0, 0.8, 0.6])
+    ap.add_argument("--time-limit", type=float, default=10.0)
+    a = ap.parse_args()
+
+    table: dict[tuple[int, float], list[tuple[str, float, float | None]]] = {}
+    t0 = time.perf_counter()
+    for n in a.sizes:
+        for seed in range(a.seeds):
+            g = layered(n, seed=seed)
+            base = Problem(g, Machine(units=a.units))
+            peak0 = min(
+                s.peak_memory
+                for s in (greedy(base, "b-level"), greedy(base, "fifo"))
+                if s.peak_memory is not None
+            )
+            need, _ = min_memory_bound(g)
+            for frac in a.fractions:
+                cap = max(need, int(frac * peak0))
+                p = base.with_machine(memory_cap=cap)
+                r = solve_cpsat(p, time_limit=a.time_limit)
+                if r.has_schedule and not validate(p, r).valid:
+                    sys.exit(f"INVALID schedule: {g.name} cap {cap}")
+                table.setdefault((n, frac), []).append(
+                    (r.status.value, r.wall_time_s or 0.0, r.gap)
+                )
+            print(
+                f"\r{n} ops, seed {seed}: {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr
+            )
+    print(file=sys.stderr)
+    print(
+        f"\nCP-SAT, makespan under a memory cap, layered DAGs, {a.units} units, "
+        f"time limit {a.time_limit:g} s, {a.seeds} graphs per row\n"
+    )
+    print(
+        "| ops | cap (of unconstrained peak) | proven optimal | feasible, unproven | "
+        "infeasible | no answer | mean s | max s | mean gap of unproven |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (n, frac), rows in sorted(table.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        st = [r[0] for r in rows]
+        t = [r[1] for r in rows]
+        gaps = [r[2] for r in rows if r[0] == "FEASIBLE" and r[2] is not None]
+        gap = f"{100 * statistics.mean(gaps):.1f} %" if gaps else "-"
+        print(
+            f"| {n} | {frac:.0%} | {st.count('OPTIMAL')}/{len(st)} | {st.count('FEASIBLE')} | "
+            f"{st.count('INFEASIBLE')} | {st.count('UNKNOWN')} | {statistics.mean(t):.2f} | "
+            f"{max(t):.2f} | {gap} |"
+        )
+    print(
+        f"\nreproduce: python benchmarks/bench_memory.py --sizes {' '.join(map(str, a.sizes))} "
+        f"--seeds {a.seeds} --units {a.units} --time-limit {a.time_limit:g}"
+    )
+
+
+if __name__ == "__main__":
+    main()
