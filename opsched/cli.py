@@ -493,8 +493,9 @@ def pareto(
 @main.command()
 @click.argument("source", type=click.Path(path_type=Path))
 @click.argument("target", type=click.Path(path_type=Path))
+@json_option
 @handle_errors
-def convert(source: Path, target: Path) -> None:
+def convert(source: Path, target: Path, as_json: bool) -> None:
     """Convert a graph (.json, .stg, .sm) to opsched-graph/1 JSON."""
     from opsched.importers import read_graph
     from opsched.ir.jsonio import write_graph_json
@@ -506,6 +507,10 @@ def convert(source: Path, target: Path) -> None:
         )
     g = read_graph(source)
     write_graph_json(g, target)
+    if as_json:
+        _emit_json({"output": str(target), "name": g.name, "ops": g.num_ops,
+                    "edges": g.num_edges, "work": g.work})  # fmt: skip
+        return
     click.echo(f"wrote {target}: {g.summary()}")
 
 
