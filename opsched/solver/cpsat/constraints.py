@@ -26,7 +26,8 @@ class Constraints:
         self.units()
         self.resources()
         self.memory()
-        self.makespan_tails()
+        if self.v.tails:
+            self.makespan_tails()
 
     def precedence(self) -> None:
         """``start(v) >= start(u) + d(u)`` for every dependency ``u -> v``."""

@@ -36,7 +36,10 @@ class Params:
     search threads; ``deterministic`` makes repeated runs return the same result (interleaved
     search, fixed seed); ``log`` prints CP-SAT's search log; ``hint`` seeds the search with
     the greedy schedule; ``strong_cumulative`` turns on CP-SAT's overload checker, timetable
-    edge finding and precedence reasoning in cumulative constraints.
+    edge finding and precedence reasoning in cumulative constraints. ``domains`` (heads, tails
+    and lower bounds in the variable domains), ``tails`` (redundant tail constraints) and
+    ``greedy_horizon`` (the greedy makespan as horizon) exist to measure what each idea is
+    worth (``benchmarks/bench_ablation.py``); leave them on.
     """
 
     time_limit: float = 10.0
@@ -46,6 +49,9 @@ class Params:
     hint: bool = True
     seed: int = 0
     strong_cumulative: bool = True
+    domains: bool = True
+    tails: bool = True
+    greedy_horizon: bool = True
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
@@ -105,7 +111,9 @@ class CpsatModel:
         scaling: Scaling | None = None,
         horizon: int | None = None,
         hint_starts: list[int] | None = None,
+        params: Params | None = None,
     ) -> None:
+        params = params or Params()
         self.problem = problem
         self.scaling = scaling or choose_scaling(problem.graph, problem.memory_cap)
         self.tick = tick_problem(problem, self.scaling)
@@ -113,7 +121,7 @@ class CpsatModel:
         if hint_starts is None:  # the greedy schedule: a hint, and the horizon if none given
             greedy_ms, hint_starts = self.heuristic_upper_bound()
             if horizon is None:
-                horizon = greedy_ms
+                horizon = greedy_ms if params.greedy_horizon else int(sum(self.scaling.durations))
         elif horizon is None:
             horizon = int(sum(self.scaling.durations))
         self.hint_starts = hint_starts
@@ -125,6 +133,8 @@ class CpsatModel:
             with_memory or with_peak,
             with_peak,
             self.tick.graph,
+            domains=params.domains,
+            tails=params.tails,
         )
         self.vars.build()
         Constraints(self.vars).add_constraints()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -41,6 +42,7 @@ def solve_cpsat(
     log: bool = False,
     hint: bool = True,
     makespan_limit: float | None = None,
+    params: Params | None = None,
 ) -> Schedule:
     """Solve ``problem`` exactly with CP-SAT.
 
@@ -63,6 +65,9 @@ def solve_cpsat(
         Start from the greedy schedule (also used as the horizon).
     makespan_limit
         With a peak-memory objective: only schedules that end by this time.
+    params
+        Full :class:`~opsched.solver.cpsat.model.Params` (overrides the keywords above except
+        ``time_limit``).
 
     Examples
     --------
@@ -76,7 +81,10 @@ def solve_cpsat(
     t0 = time.perf_counter()
     deadline = t0 + time_limit
     obj = Objective(objective if objective is not None else problem.objective)
-    params = Params(time_limit, num_workers, deterministic, log, hint)
+    if params is None:
+        params = Params(time_limit, num_workers, deterministic, log, hint)
+    else:
+        params = replace(params, time_limit=time_limit)
     reason = problem.infeasibility_reason()
     if reason is not None:
         return Schedule.empty(
@@ -106,6 +114,7 @@ def solve_cpsat(
             scaling=scaling,
             horizon=horizon,
             hint_starts=hint_starts,
+            params=params,
         )
         if kind == "makespan":
             if peak_bounded and bound is not None:

@@ -48,6 +48,8 @@ class Variables:
     head: list[int] = field(default_factory=list)
     tail: list[int] = field(default_factory=list)
     makespan_lb: int = 0
+    domains: bool = True  #: heads, tails and lower bounds in the domains (off: ablation only)
+    tails: bool = True  #: redundant makespan >= start + tail constraints (off: ablation only)
 
     def build(self) -> None:
         m = self.model
@@ -57,12 +59,13 @@ class Variables:
         self.head = [int(x) for x in earliest_starts(g)]
         self.tail = [int(x) for x in b_level(g)]
         lb = lower_bounds(g, self.problem.machine.units, self.problem.capacities)
-        self.makespan_lb = int(lb.value)
+        self.makespan_lb = int(lb.value) if self.domains else 0
         h = self.horizon
         self.makespan = m.new_int_var(self.makespan_lb, max(h, self.makespan_lb), "makespan")
         for v in range(n):
-            hi = max(self.head[v], h - self.tail[v])
-            s = m.new_int_var(self.head[v], hi, f"s{v}")
+            lo = self.head[v] if self.domains else 0
+            hi = max(lo, h - self.tail[v] if self.domains else h)
+            s = m.new_int_var(lo, hi, f"s{v}")
             self.start.append(s)
             self.interval.append(m.new_fixed_size_interval_var(s, d[v], f"i{v}"))
         if not self.with_memory:
