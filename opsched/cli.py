@@ -412,6 +412,13 @@ def solve(
     click.echo(result.summary())
     if result.info.get("reason"):
         click.echo(f"reason: {result.info['reason']}")
+    sc = result.info.get("scaling")
+    if sc:
+        click.echo(
+            f"integers: {sc['time_scale']:g} ticks per time unit"
+            f" ({'exact' if sc['time_exact'] else 'rounded up'}), memory quantum "
+            f"{sc['memory_quantum']} B ({'exact' if sc['memory_exact'] else 'rounded'})"
+        )
     if result.has_schedule and problem.graph.num_ops <= 60:
         click.echo(gantt_text(result, width=64))
 

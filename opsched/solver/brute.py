@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from opsched.analysis.topo import topo_indices
+from opsched.errors import ProblemError
 from opsched.liveness import peak_memory
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
@@ -48,7 +49,10 @@ def solve_brute_force(problem: Problem, objective: Objective | str | None = None
     g = problem.graph
     n = g.num_ops
     if n > MAX_BRUTE_FORCE_OPS:
-        raise ValueError(f"brute force is for at most {MAX_BRUTE_FORCE_OPS} ops, got {n}")
+        raise ProblemError(
+            f"brute force is for graphs of at most {MAX_BRUTE_FORCE_OPS} ops; "
+            f"this one has {n} (use cpsat)"
+        )
     d = g.durations.tolist()
     pos = np.empty(n, dtype=np.int64)
     pos[topo_indices(g)] = np.arange(n)
@@ -128,5 +132,5 @@ def solve_brute_force(problem: Problem, objective: Objective | str | None = None
         solver="brute-force",
         status=Status.OPTIMAL,
         wall_time_s=wall,
-        lower_bound=best_key[1] if mem_first else best_key[0],
+        lower_bound=None if mem_first else best_key[0],
     )

@@ -115,6 +115,13 @@ def pareto_front(
     cap = problem.memory_cap
     all_proven = True
     quantum = choose_scaling(problem.graph).memory_quantum
+    if problem.graph.num_ops == 0:  # nothing to schedule: the one point (0, persistent)
+        r = solve_cpsat(problem, Objective.MAKESPAN_THEN_MEMORY, time_limit=point_time_limit)
+        if r.status is Status.OPTIMAL and r.makespan is not None and r.peak_memory is not None:
+            front.points.append(ParetoPoint(r.makespan, r.peak_memory, True, r))
+            front.complete = True
+        front.wall_time_s = time.perf_counter() - t0
+        return front
     while len(front.points) < max_points:
         left = deadline - time.perf_counter()
         if left <= 0:

@@ -76,12 +76,14 @@ def _time_scale(d: np.ndarray) -> tuple[float, list[int], bool, float]:
         s = 10**j
         x = d * s
         r = np.round(x)
-        if np.all(np.abs(x - r) <= 1e-9 * np.maximum(1.0, np.abs(x))):
+        # float noise only (a few ulps): a looser relative tolerance would swallow whole
+        # fractions of a tick for long durations
+        if np.all(np.abs(x - r) <= np.maximum(1e-9, 8 * np.finfo(float).eps * np.abs(x))):
             return s, [int(v) for v in r], True, 0.0
     total = float(d.sum())
     s = _TICKS_IF_INEXACT / total if total > 0 else 1.0
     ticks = np.ceil(d * s - 1e-9)
-    err = float(np.max(ticks / s - d)) if len(d) else 0.0
+    err = max(0.0, float(np.max(ticks / s - d))) if len(d) else 0.0
     return s, [int(v) for v in ticks], False, err
 
 

@@ -183,10 +183,13 @@ class CpsatModel:
     def real_starts(self) -> list[float]:
         return [self.scaling.to_time(t) for t in self.tick_starts()]
 
-    def units_of(self, starts: list[float]) -> list[int | None]:
-        g = self.problem.graph
-        ends = [s + d for s, d in zip(starts, g.durations.tolist(), strict=True)]
-        return assign_units(starts, ends, g.demand_array("units").tolist())
+    def units_of(self, tick_starts: list[int]) -> list[int | None]:
+        """Unit indices by colouring in integer ticks (no float rounding; real intervals lie
+        inside their tick intervals, so a colouring valid in ticks is valid in real time)."""
+        d = self.scaling.durations
+        ends = [s + dd for s, dd in zip(tick_starts, d, strict=True)]
+        demand = self.problem.graph.demand_array("units").tolist()
+        return assign_units([float(s) for s in tick_starts], [float(e) for e in ends], demand)
 
     def stats(self) -> dict[str, Any]:
         assert self.solver is not None

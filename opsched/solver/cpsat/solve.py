@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
-from opsched.solver.cpsat.model import CpsatModel, Params
+from opsched.solver.cpsat.model import CpsatModel, Params, assign_units
 from opsched.solver.scaling import choose_scaling
 from opsched.units import format_bytes
 
@@ -98,7 +98,7 @@ def solve_cpsat(
     if makespan_limit is not None:
         limit_ticks = math.floor(makespan_limit * scaling.time_scale + 1e-9)
 
-    def stage(kind: str, bound: int | None, hint_starts: list[int] | None) -> CpsatModel | None:
+    def stage(kind: str, bound: int | None, hint_starts: list[int] | None) -> CpsatModel:
         """Solve one stage; ``bound`` caps the other criterion (makespan or peak)."""
         peak_bounded = kind == "makespan" and bound is not None  # memory_then_makespan
         with_peak = kind == "peak" or peak_bounded
@@ -130,7 +130,7 @@ def solve_cpsat(
         info["stages"].append({"minimise": kind, **model.stats()})
         if status == cp_model.MODEL_INVALID:
             raise RuntimeError(f"CP-SAT rejected the model: {model.model.validate()}")
-        return model if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+        return model
 
     order = {
         Objective.MAKESPAN: ["makespan"],
@@ -138,50 +138,95 @@ def solve_cpsat(
         Objective.MAKESPAN_THEN_MEMORY: ["makespan", "peak"],
         Objective.MEMORY_THEN_MAKESPAN: ["peak", "makespan"],
     }[obj]
-    best: CpsatModel | None = None
+    lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
+    if makespan_limit is not None and makespan_limit < lb - 1e-9:
+        info["reason"] = (
+            f"makespan limit {makespan_limit:g} is below the lower bound {lb:g} "
+            f"(critical path, work and resource bounds)"
+        )
+        return Schedule.empty(problem, solver="cpsat", status=Status.INFEASIBLE, info=info,
+                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    best_ticks: list[int] | None = None
     statuses: list[str] = []
     bound: int | None = None
-    hint_starts: list[int] | None = None
     for kind in order:
-        model = stage(kind, bound, hint_starts)
+        model = stage(kind, bound, best_ticks)
         last = info["stages"][-1]["cpsat_status"]
         statuses.append(last)
-        if model is None:
-            if best is None:  # first stage found nothing
-                return _no_schedule(problem, last, scaling.exact, info, t0)
-            break  # keep the first stage's schedule
-        best = model
-        hint_starts = model.tick_starts()
-        value = round(model.solver.objective_value) if model.solver else None
-        bound = value
-    assert best is not None and best.solver is not None
-    proven = all(s == "OPTIMAL" for s in statuses) and len(statuses) == len(order)
+        if last not in ("OPTIMAL", "FEASIBLE"):
+            if best_ticks is None:  # the first stage found nothing
+                fallback = _greedy_fallback(model, last, makespan_limit)
+                if fallback is None:
+                    return _no_schedule(problem, last, scaling.exact, info, t0, makespan_limit)
+                best_ticks = fallback
+                info["note_fallback"] = "time ran out: the greedy schedule CP-SAT started from"
+            break  # keep the previous stage's schedule
+        best_ticks = model.tick_starts()
+        assert model.solver is not None
+        bound = round(model.solver.objective_value)
+    assert best_ticks is not None
+    proven = len(statuses) == len(order) and all(s == "OPTIMAL" for s in statuses)
     status = Status.OPTIMAL if proven and scaling.exact else Status.FEASIBLE
-    starts = best.real_starts()
-    lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
-    if order[0] == "makespan" and scaling.time_exact:
-        first = info["stages"][0]
+    first = info["stages"][0]
+    if order[0] == "makespan" and scaling.time_exact and first["cpsat_status"] != "UNKNOWN":
         lb = max(lb, math.ceil(first["objective_bound"] - 1e-9) / scaling.time_scale)
     if order[0] == "peak":
-        first = info["stages"][0]
-        info["peak_lower_bound"] = (
-            problem.graph.persistent_bytes
-            + math.ceil(first["objective_bound"] - 1e-9) * scaling.memory_quantum
-        )
+        need, _ = min_memory_bound(problem.graph)
+        if scaling.memory_exact and first["cpsat_status"] != "UNKNOWN":
+            need = max(
+                need,
+                problem.graph.persistent_bytes
+                + math.ceil(first["objective_bound"] - 1e-9) * scaling.memory_quantum,
+            )
+        info["peak_lower_bound"] = need
     if not scaling.exact:
         info["note"] = "durations or sizes were rounded; optimality is not claimed"
+    demand = problem.graph.demand_array("units").tolist()
+    tick_ends = [t + d for t, d in zip(best_ticks, scaling.durations, strict=True)]
+    units = assign_units([float(t) for t in best_ticks], [float(e) for e in tick_ends], demand)
+    starts = [scaling.to_time(t) for t in best_ticks]
     return Schedule.build(
-        problem, starts, best.units_of(starts), solver="cpsat", status=status,
+        problem, starts, units, solver="cpsat", status=status,
         lower_bound=lb, wall_time_s=time.perf_counter() - t0, info=info,
     )  # fmt: skip
 
 
+def _greedy_fallback(
+    model: CpsatModel, cp_status: str, makespan_limit: float | None
+) -> list[int] | None:
+    """The greedy schedule the model was hinted with, if time ran out and it is usable.
+
+    It respects units, resources and the memory cap (the greedy places ops memory-feasibly on
+    the integer problem), so it is a valid best-so-far; it is not used against a makespan
+    limit it breaks.
+    """
+    if cp_status != "UNKNOWN" or not model.hint_starts:
+        return None
+    ticks = list(model.hint_starts)
+    end = max((t + d for t, d in zip(ticks, model.scaling.durations, strict=True)), default=0)
+    if makespan_limit is not None and model.scaling.to_time(end) > makespan_limit + 1e-9:
+        return None
+    return ticks
+
+
 def _no_schedule(
-    problem: Problem, cp_status: str, exact: bool, info: dict[str, Any], t0: float
+    problem: Problem,
+    cp_status: str,
+    exact: bool,
+    info: dict[str, Any],
+    t0: float,
+    makespan_limit: float | None = None,
 ) -> Schedule:
     if cp_status == "INFEASIBLE" and exact:
         cap = problem.memory_cap
-        if cap is not None:
+        if makespan_limit is not None and cap is not None:
+            info["reason"] = (
+                f"CP-SAT proved that no schedule ends by {makespan_limit:g} within the memory "
+                f"cap of {format_bytes(cap)} ({cap} B)"
+            )
+        elif makespan_limit is not None:
+            info["reason"] = f"CP-SAT proved that no schedule ends by {makespan_limit:g}"
+        elif cap is not None:
             need, who = min_memory_bound(problem.graph)
             info["reason"] = (
                 f"CP-SAT proved that no schedule fits in {format_bytes(cap)} ({cap} B); "

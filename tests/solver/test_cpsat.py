@@ -1,0 +1,486 @@
+"""Hand-worked cases of :func:`opsched.solver.solve_cpsat`, the published STG and PSPLIB
+optima, and its limits (time limit, scaling, infeasibility reasons)."""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import pytest
+
+from opsched.analysis import critical_path, min_memory_bound
+from opsched.datasets import dataset_path, psplib_optima, stg_optima
+from opsched.demo import seed_problem
+from opsched.importers import read_psplib, read_stg
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Objective, Problem
+from opsched.schedule import Schedule, Status
+from opsched.solver import solve_brute_force, solve_cpsat
+from opsched.validate import validate
+
+FAST = {"time_limit": 10.0, "num_workers": 2}
+
+
+def _valid(p: Problem, s: Schedule) -> None:
+    r = validate(p, s)
+    assert r.valid, r.summary()
+
+
+def _units_in_range(p: Problem, s: Schedule) -> None:
+    """Every op that demands exactly one unit names one in 0..k-1."""
+    k = p.machine.units
+    for o in s.ops:
+        if p.graph[o.name].demands.get("units", 0) == 1:
+            assert o.unit is not None
+            assert k is None or 0 <= o.unit < k, (o.name, o.unit)
+
+
+# ----------------------------------------------------------------------------- makespan
+
+
+@pytest.mark.parametrize(("units", "optimum"), [(1, 7.0), (2, 6.0), (None, 6.0)])
+def test_seed_graph(units: int | None, optimum: float) -> None:
+    # seven unit ops; one unit: the work, 7. Two units: BN beside Conv2, and the critical
+    # path Input-Conv1-Conv2-ReLU-Add-Output, 6, is reached; unlimited units: the same 6
+    p = seed_problem(units)
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.OPTIMAL
+    assert s.solver == "cpsat"
+    assert s.makespan == optimum
+    assert s.lower_bound == optimum
+    assert s.gap == 0.0
+    assert s.info["objective"] == "makespan"
+    assert [st["minimise"] for st in s.info["stages"]] == ["makespan"]
+    assert s.info["stages"][0]["cpsat_status"] == "OPTIMAL"
+    assert s.info["scaling"]["time_scale"] == 1
+    _valid(p, s)
+    _units_in_range(p, s)
+    # without the greedy hint the optimum is the same
+    assert solve_cpsat(p, hint=False, **FAST).makespan == optimum
+
+
+def test_memory_cap_forces_serialisation() -> None:
+    # p1 -> q1 and p2 -> q2 on 2 units; p1 and p2 write 10 B each. Without a cap the chains
+    # run side by side: makespan 2, peak 20. Each 10 B output is live from its producer's
+    # start to its consumer's end (2 time units); under 15 B they cannot overlap, so one
+    # chain runs after the other: makespan 4, peak 10. A 20 B cap does not bind.
+    g = OpGraph(
+        (
+            Op("p1", 1, output_bytes=10),
+            Op("p2", 1, output_bytes=10),
+            Op("q1", 1, deps=("p1",)),
+            Op("q2", 1, deps=("p2",)),
+        )
+    )
+    expected = {None: (2.0, 20), 20: (2.0, 20), 15: (4.0, 10), 10: (4.0, 10)}
+    for cap, (makespan, peak) in expected.items():
+        p = Problem(g, Machine(units=2, memory_cap=cap))
+        s = solve_cpsat(p, "makespan_then_memory", **FAST)
+        assert s.status is Status.OPTIMAL, cap
+        assert (s.makespan, s.peak_memory) == (makespan, peak), cap
+        assert s.lower_bound == makespan
+        _valid(p, s)
+    # under 15 B one chain ends (q's end frees p's output) before the other's producer starts
+    st = solve_cpsat(Problem(g, Machine(units=2, memory_cap=15)), **FAST).starts()
+    assert st["p2"] >= st["q1"] + 1 or st["p1"] >= st["q2"] + 1
+
+
+def _two_branches() -> OpGraph:
+    """a1 -> a2 and b1 -> b2 feeding c, unit durations; a1 and b1 write 10 B, a2 and b2 1 B.
+
+    On 2 units: makespan 3 forces a1, b1 at 0, a2, b2 at 1, c at 2: at t=1 the two 10 B
+    outputs and the two 1 B outputs are live, peak 22. Least peak: 12, one branch after the
+    other (a1 10; a2 10 + 1; b1 1 + 10; b2 1 + 10 + 1 = 12), makespan 5. Makespan 4: b1 (and
+    a1) must start by 1 for c to end by 4, so a1's and b1's outputs overlap; the best is a1 0,
+    a2 1, b1 1, b2 2, c 3: at t=1 10 + 1 + 10 = 21 (putting a2 at 2 instead gives 22).
+    """
+    return OpGraph(
+        (
+            Op("a1", 1, output_bytes=10),
+            Op("b1", 1, output_bytes=10),
+            Op("a2", 1, deps=("a1",), output_bytes=1),
+            Op("b2", 1, deps=("b1",), output_bytes=1),
+            Op("c", 1, deps=("a2", "b2")),
+        ),
+        name="two-branches",
+    )
+
+
+def test_lexicographic_objectives() -> None:
+    p = Problem(_two_branches(), Machine(units=2))
+    fast = solve_cpsat(p, "makespan_then_memory", **FAST)
+    assert fast.status is Status.OPTIMAL
+    assert (fast.makespan, fast.peak_memory, fast.lower_bound) == (3.0, 22, 3.0)
+    assert [st["minimise"] for st in fast.info["stages"]] == ["makespan", "peak"]
+    lean = solve_cpsat(p, Objective.MEMORY_THEN_MAKESPAN, **FAST)
+    assert lean.status is Status.OPTIMAL
+    assert (lean.makespan, lean.peak_memory) == (5.0, 12)
+    assert [st["minimise"] for st in lean.info["stages"]] == ["peak", "makespan"]
+    assert lean.info["peak_lower_bound"] == 12  # proven: the bound is the optimum
+    assert lean.lower_bound == 3.0  # the makespan bound (critical path), not tight here
+    for s in (fast, lean):
+        _valid(p, s)
+    # the problem's objective is the default
+    q = Problem(p.graph, p.machine, Objective.PEAK_MEMORY)
+    assert solve_cpsat(q, **FAST).peak_memory == 12
+
+
+@pytest.mark.parametrize(
+    ("limit", "peak"),
+    [(3, 22), (4, 21), (4.5, 21), (5, 12), (6, 12), (None, 12)],
+)
+def test_peak_memory_with_makespan_limit(limit: float | None, peak: int) -> None:
+    # see _two_branches: the least peak by makespan is 3 -> 22, 4 -> 21, 5 or more -> 12
+    p = Problem(_two_branches(), Machine(units=2))
+    s = solve_cpsat(p, "peak_memory", makespan_limit=limit, **FAST)
+    assert s.status is Status.OPTIMAL
+    assert s.peak_memory == peak
+    assert s.info["peak_lower_bound"] == peak
+    assert s.makespan <= (limit if limit is not None else 5.0)  # memory stage horizon: work 5
+    _valid(p, s)
+
+
+def test_makespan_limit_below_the_critical_path_is_infeasible() -> None:
+    p = Problem(_two_branches(), Machine(units=2))
+    s = solve_cpsat(p, "peak_memory", makespan_limit=2, **FAST)
+    assert s.status is Status.INFEASIBLE
+    assert not s.ops and s.makespan is None
+    # the critical path is 3: the limit is refused before any search, with the bound named
+    assert s.info["reason"].startswith("makespan limit 2 is below the lower bound 3")
+
+
+def test_makespan_limit_infeasibility_is_not_blamed_on_a_loose_cap() -> None:
+    # a (2) -> b (3): critical path 5 > limit 4; the 1000 B cap is irrelevant (peak 8 B)
+    g = OpGraph((Op("a", 2, output_bytes=8), Op("b", 3, deps=("a",))))
+    p = Problem(g, Machine(units=1, memory_cap=1000))
+    assert solve_cpsat(p, "peak_memory", **FAST).peak_memory == 8
+    s = solve_cpsat(p, "peak_memory", makespan_limit=4, **FAST)
+    assert s.status is Status.INFEASIBLE
+    assert "fits in" not in s.info["reason"]
+
+
+# ----------------------------------------------------------------------------- infeasible
+
+
+def test_cap_below_min_memory_bound() -> None:
+    # c runs with both 4 B inputs, its 2 B output, 1 B of workspace and 10 B persistent:
+    # 21 B in every schedule (min_memory_bound's docstring example)
+    g = OpGraph(
+        (
+            Op("a", 1, output_bytes=4),
+            Op("b", 1, output_bytes=4),
+            Op("c", 1, deps=("a", "b"), output_bytes=2, workspace_bytes=1),
+        ),
+        persistent_bytes=10,
+    )
+    need, who = min_memory_bound(g)
+    assert (need, who.split(" (")[0]) == (21, "op 'c'")
+    p = Problem(g, Machine(units=2, memory_cap=20))
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.INFEASIBLE
+    assert s.ops == [] and not s.has_schedule
+    assert s.makespan is None and s.peak_memory is None
+    reason = s.info["reason"]
+    assert "op 'c'" in reason and "(20 B)" in reason and "(21 B)" in reason
+    assert reason.startswith("memory cap 20")
+    assert validate(p, s).valid  # nothing to check
+    # 21 B is enough: a and b side by side (18 B), then c (21 B): makespan 2
+    ok = solve_cpsat(p.with_machine(memory_cap=21), "makespan_then_memory", **FAST)
+    assert (ok.status, ok.makespan, ok.peak_memory) == (Status.OPTIMAL, 2.0, 21)
+
+
+def _dead_end() -> OpGraph:
+    """a's 6 B output lives until c ends, and c needs x (6 B of workspace) after it: every
+    schedule holds 12 B while x runs, though no single op needs more than 6 B."""
+    return OpGraph(
+        (
+            Op("a", 1, output_bytes=6),
+            Op("m", 1, deps=("a",)),
+            Op("x", 1, deps=("m",), workspace_bytes=6),
+            Op("c", 1, deps=("a", "x")),
+        )
+    )
+
+
+@pytest.mark.parametrize("cap", [10, 11])
+def test_cap_above_the_simple_bound_still_infeasible(cap: int) -> None:
+    p = Problem(_dead_end(), Machine(units=2, memory_cap=cap))
+    assert p.infeasibility_reason() is None  # 6 B <= cap: only the search can tell
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.INFEASIBLE
+    assert not s.ops
+    assert s.info["reason"] == (
+        f"CP-SAT proved that no schedule fits in {cap}B ({cap} B); the simple bound is 6B "
+        "(6 B), for op 'a' (inputs 0 + output 6 + workspace 0 + persistent 0)"
+    )
+    assert s.info["stages"][0]["cpsat_status"] == "INFEASIBLE"
+    assert solve_brute_force(p).status is Status.INFEASIBLE
+
+
+def test_dead_end_feasible_at_twelve_bytes() -> None:
+    # the chain a, m, x, c: 4; peak 12 while x runs
+    p = Problem(_dead_end(), Machine(units=2, memory_cap=12))
+    s = solve_cpsat(p, "makespan_then_memory", **FAST)
+    assert (s.status, s.makespan, s.peak_memory) == (Status.OPTIMAL, 4.0, 12)
+    _valid(p, s)
+
+
+def test_demand_above_capacity() -> None:
+    g = OpGraph((Op("a", 1, demands={"units": 1, "dma": 2}), Op("b", 1)))
+    p = Problem(g, Machine(units=2, resources={"dma": 1}))
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.INFEASIBLE and not s.ops
+    assert s.info["reason"] == "op 'a' demands 2 of 'dma' but the capacity is 1"
+    w = OpGraph((Op("w", 1, demands={"units": 3}),))
+    s = solve_cpsat(Problem(w, Machine(units=2)), **FAST)
+    assert s.status is Status.INFEASIBLE
+    assert s.info["reason"] == "op 'w' demands 3 of 'units' but the capacity is 2"
+    # a zero-duration op holds nothing, so its demand does not matter
+    z = OpGraph((Op("z", 0, demands={"units": 3}), Op("y", 1)))
+    ok = solve_cpsat(Problem(z, Machine(units=2)), **FAST)
+    assert (ok.status, ok.makespan) == (Status.OPTIMAL, 1.0)
+
+
+def test_named_resource_and_multi_unit_ops() -> None:
+    # 4 units; a, b, c (2 each) hold the single dma slot: they run one after another, 6.
+    # w (3) takes 3 of the 4 units: it can run beside one of a, b, c, but not beside d
+    # (2 units); e.g. a, w at 0; b at 2; d at 3 beside b; c at 4: optimum 6 (the dma chain)
+    g = OpGraph(
+        (
+            Op("a", 2, demands={"units": 1, "dma": 1}),
+            Op("b", 2, demands={"units": 1, "dma": 1}),
+            Op("c", 2, demands={"units": 1, "dma": 1}),
+            Op("w", 3, demands={"units": 3}),
+            Op("d", 1, demands={"units": 2}),
+        ),
+        resources={"dma": 1},
+    )
+    p = Problem(g, Machine(units=4))
+    s = solve_cpsat(p, **FAST)
+    assert (s.status, s.makespan) == (Status.OPTIMAL, 6.0)
+    assert solve_brute_force(p).makespan == 6.0
+    _valid(p, s)
+    _units_in_range(p, s)
+    assert s.starts()["w"] + 3 <= s.starts()["d"] or s.starts()["d"] + 1 <= s.starts()["w"]
+    # the machine's capacity overrides the graph's default. With 2 dma slots the unit work
+    # 3 * 2 + 3 * 3 + 2 * 1 = 17 > 4 units * 4 forces 5, reached by a, w at 0; b at 2; c, d at 3
+    wide = p.with_machine(resources={"dma": 2})
+    assert solve_cpsat(wide, **FAST).makespan == 5.0
+    assert solve_brute_force(wide).makespan == 5.0
+
+
+# ----------------------------------------------------------------------------- scaling
+
+
+def test_decimal_durations_are_exact() -> None:
+    # a (0.5) -> b (0.25) and c (0.75): one unit, the work 1.5; two units, c beside the
+    # chain: 0.75. Ticks of 1/100 are exact, so the result is proven optimal
+    g = OpGraph((Op("a", 0.5), Op("b", 0.25, deps=("a",)), Op("c", 0.75)))
+    for units, optimum in [(1, 1.5), (2, 0.75)]:
+        p = Problem(g, Machine(units=units))
+        s = solve_cpsat(p, **FAST)
+        assert s.status is Status.OPTIMAL
+        assert s.makespan == optimum and s.lower_bound == optimum
+        assert s.info["scaling"]["time_scale"] == 100
+        assert s.info["scaling"]["time_exact"] is True
+        assert s.info["scaling"]["max_time_error"] == 0.0
+        assert "note" not in s.info
+        _valid(p, s)
+
+
+def test_inexact_durations_are_feasible_and_nearly_optimal() -> None:
+    # a (1/3) -> b (1/3) beside c (2/3) on 2 units: the chain and c both take 2/3, the
+    # optimum. One unit: the work, 4/3. 1/3 is no multiple of 10^-6: durations are rounded
+    # up to ticks of work / 10^6, so the result is valid but not claimed optimal
+    third = 1 / 3
+    g = OpGraph((Op("a", third), Op("b", third, deps=("a",)), Op("c", 2 * third)))
+    for units, optimum in [(2, Fraction(2, 3)), (1, Fraction(4, 3))]:
+        p = Problem(g, Machine(units=units))
+        s = solve_cpsat(p, **FAST)
+        assert s.status is Status.FEASIBLE
+        assert s.info["scaling"]["time_exact"] is False
+        assert s.info["note"] == "durations or sizes were rounded; optimality is not claimed"
+        assert s.makespan is not None
+        assert float(optimum) - 1e-12 <= s.makespan <= float(optimum) + 1e-5
+        assert s.lower_bound is not None and s.lower_bound <= s.makespan
+        _valid(p, s)
+        _units_in_range(p, s)
+
+
+def test_inexact_durations_error_is_bounded() -> None:
+    # 1/3, 1/7, 1/11 in a chain on one unit: the makespan is the exact sum up to the
+    # rounding of each op (max_time_error each)
+    durs = [1 / 3, 1 / 7, 1 / 11]
+    g = OpGraph(tuple(Op(f"o{i}", d, deps=(f"o{i - 1}",) if i else ()) for i, d in enumerate(durs)))
+    p = Problem(g, Machine(units=1))
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.FEASIBLE
+    err = s.info["scaling"]["max_time_error"]
+    assert 0 < err < 1e-5
+    assert sum(durs) - 1e-12 <= s.makespan <= sum(durs) + len(durs) * err + 1e-12
+    _valid(p, s)
+
+
+def test_huge_sizes_exact_with_a_common_factor() -> None:
+    # outputs of 2^50 and 2^51 B: the gcd 2^50 makes one quantum, so the model is exact.
+    # a and b feed c; 3 * 2^50 B fits both (makespan 2 on 2 units), 2^51 B does not: then
+    # c still needs both inputs live (3 * 2^50) -> the simple bound says infeasible
+    b = 2**50
+    g = OpGraph(
+        (Op("a", 1, output_bytes=b), Op("b", 1, output_bytes=2 * b), Op("c", 1, deps=("a", "b")))
+    )
+    p = Problem(g, Machine(units=2, memory_cap=3 * b))
+    s = solve_cpsat(p, "makespan_then_memory", **FAST)
+    assert s.status is Status.OPTIMAL
+    assert (s.makespan, s.peak_memory) == (2.0, 3 * b)
+    assert s.info["scaling"]["memory_quantum"] == b
+    _valid(p, s)
+    assert solve_cpsat(p.with_machine(memory_cap=2 * b), **FAST).status is Status.INFEASIBLE
+
+
+def _huge() -> OpGraph:
+    """Outputs of 2^50 + 1 and 2^50 + 3 B (coprime: inexact quanta) consumed by c."""
+    b = 2**50
+    return OpGraph(
+        (
+            Op("a", 1, output_bytes=b + 1),
+            Op("b", 1, output_bytes=b + 3),
+            Op("c", 1, deps=("a", "b"), workspace_bytes=b),
+        )
+    )
+
+
+def test_huge_sizes_inexact_quanta_give_a_valid_schedule() -> None:
+    b = 2**50
+    cap = 3 * b + 2**30  # c needs (b+1) + (b+3) + b = 3b + 4; a GiB of slack for rounding
+    p = Problem(_huge(), Machine(units=2, memory_cap=cap))
+    s = solve_cpsat(p, "makespan_then_memory", **FAST)
+    assert s.status is Status.FEASIBLE  # sizes were rounded: not claimed optimal
+    assert s.info["scaling"]["memory_exact"] is False
+    assert s.info["scaling"]["memory_quantum"] > 1
+    assert s.makespan == 2.0  # a and b side by side, then c
+    assert s.peak_memory == 3 * b + 4 <= cap
+    _valid(p, s)
+
+
+def test_huge_sizes_tight_cap_is_unknown_not_infeasible() -> None:
+    # a cap of exactly 3 * 2^50 + 4 B admits a schedule, but sizes rounded up and the cap
+    # rounded down no longer fit: the rounded model is infeasible, which proves nothing
+    b = 2**50
+    p = Problem(_huge(), Machine(units=2, memory_cap=3 * b + 4))
+    assert p.infeasibility_reason() is None
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.UNKNOWN
+    assert not s.ops
+    assert s.info["reason"] == "the rounded model is infeasible (rounding was not exact)"
+
+
+def test_peak_lower_bound_not_above_the_peak_reached() -> None:
+    b = 2**50
+    g = OpGraph(
+        (
+            Op("a", 1, output_bytes=b + 1),
+            Op("b", 1, output_bytes=b + 3),
+            Op("c", 1, deps=("a", "b")),
+        )
+    )
+    p = Problem(g, Machine(units=2))
+    s = solve_cpsat(p, "peak_memory", **FAST)
+    assert s.has_schedule and s.peak_memory == 2 * b + 4  # both inputs of c live
+    assert s.info["peak_lower_bound"] <= s.peak_memory
+
+
+# ----------------------------------------------------------------------------- float starts
+
+
+def test_decimal_chain_stays_on_one_unit() -> None:
+    g = OpGraph((Op("a", 0.1), Op("b", 0.2, deps=("a",)), Op("c", 0.3, deps=("b",))))
+    p = Problem(g, Machine(units=1))
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.OPTIMAL and s.makespan == pytest.approx(0.6)
+    _valid(p, s)
+
+
+def test_long_duration_with_many_decimals() -> None:
+    g = OpGraph((Op("a", 1234.5678901), Op("b", 1, deps=("a",))))
+    p = Problem(g, Machine(units=1))
+    s = solve_cpsat(p, **FAST)
+    st = s.starts()
+    assert st["b"] >= st["a"] + 1234.5678901
+    _valid(p, s)
+
+
+# ----------------------------------------------------------------------------- limits
+
+
+def test_time_limit_is_honoured() -> None:
+    # STG rand0000 with 300 tasks on 4 units is not proven within 2 s; the call returns by
+    # then with the best schedule, the bound and the gap
+    g = read_stg(dataset_path("stg/300/rand0000.stg"))
+    p = Problem(g, Machine(units=4))
+    t0 = time.perf_counter()
+    s = solve_cpsat(p, time_limit=2.0, num_workers=2)
+    wall = time.perf_counter() - t0
+    assert wall < 3.5
+    assert s.wall_time_s is not None and s.wall_time_s <= wall
+    assert s.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert s.lower_bound is not None and s.makespan is not None
+    assert s.lower_bound <= s.makespan
+    assert s.lower_bound >= critical_path(g).length
+    assert s.gap is not None and 0.0 <= s.gap < 0.5
+    if s.status is Status.FEASIBLE:
+        assert s.info["stages"][0]["cpsat_status"] == "FEASIBLE"
+    _valid(p, s)
+    _units_in_range(p, s)
+
+
+def test_deterministic_runs_are_identical() -> None:
+    # rand0001 on 4 units with a memory-free lexicographic objective: many optimal schedules
+    g = read_stg(dataset_path("stg/50/rand0001.stg"))
+    p = Problem(g, Machine(units=4))
+    runs = [solve_cpsat(p, time_limit=10, num_workers=2, deterministic=True) for _ in range(2)]
+    assert runs[0].status is runs[1].status is Status.OPTIMAL
+    assert runs[0].makespan == runs[1].makespan == 94.0
+    assert runs[0].starts() == runs[1].starts()
+    assert [o.unit for o in runs[0].ops] == [o.unit for o in runs[1].ops]
+
+
+STG_SAMPLE = [f"rand{i:04d}" for i in range(10)]
+
+
+@pytest.mark.parametrize("k", [2, 4, 8, 16])
+def test_stg_50_published_optima(k: int) -> None:
+    table = stg_optima(k)
+    proven = 0
+    for name in STG_SAMPLE:
+        g = read_stg(dataset_path(f"stg/50/{name}.stg"))
+        p = Problem(g, Machine(units=k))
+        s = solve_cpsat(p, **FAST)
+        lb, ub = table[name]
+        assert s.status is Status.OPTIMAL, name
+        assert s.lower_bound == s.makespan
+        if lb == ub:
+            assert s.makespan == lb, name
+            proven += 1
+        else:  # open in the table: our optimum must lie in the published interval
+            assert lb <= s.makespan <= ub, name
+        _valid(p, s)
+        _units_in_range(p, s)
+    assert proven >= 9
+
+
+PSPLIB_SAMPLE = [f"j30{i}_{j}" for i in (1, 2) for j in range(1, 6)]
+
+
+def test_psplib_j30_published_optima() -> None:
+    table = psplib_optima()
+    for name in PSPLIB_SAMPLE:
+        g = read_psplib(dataset_path(f"psplib/j30/{name}.sm"))
+        assert set(g.resources) == {"R1", "R2", "R3", "R4"}
+        p = Problem(g, Machine(units=None))  # PSPLIB jobs hold no compute units
+        s = solve_cpsat(p, **FAST)
+        assert s.status is Status.OPTIMAL, name
+        assert s.makespan == table[name], name
+        assert s.lower_bound == table[name]
+        _valid(p, s)
+    assert table["j301_1"] == 43

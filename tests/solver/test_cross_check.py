@@ -1,0 +1,170 @@
+"""CP-SAT against the brute force on hundreds of random tiny problems.
+
+Each problem: 1-7 ops with durations 0..4 (zero included), output and workspace sizes, some
+graph outputs, persistent bytes, a named resource ``dma`` with demands, 1-3 units (ops may
+hold 0, 1 or 2 of them), and memory caps: none, :func:`opsched.analysis.min_memory_bound`
+exactly, a few bytes above it, one byte below it (infeasible for both solvers, found
+without search) and, where they differ, one halfway between the bound and the peak of the
+uncapped makespan optimum (a cap that binds). For every objective CP-SAT must be proven
+optimal with the brute force's optimum, and every schedule must pass the independent
+validator.
+
+The lexicographic optima come from the brute force's documented tie-breaking (makespan then
+peak, or peak then makespan; ``test_brute.py`` checks it against a naive enumeration), and
+``memory_then_makespan`` is also rebuilt from two calls: least peak P*, then least makespan
+under the cap P*.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from opsched.analysis import min_memory_bound
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.schedule import Schedule, Status
+from opsched.solver import solve_brute_force, solve_cpsat
+from opsched.validate import validate
+
+OBJECTIVES = ("makespan", "peak_memory", "makespan_then_memory", "memory_then_makespan")
+CHUNKS = 12
+GRAPHS_PER_CHUNK = 25  # 300 random graphs, 4-5 caps and 4 objectives each
+
+
+def random_graph(rng: random.Random) -> tuple[OpGraph, int]:
+    n = rng.randint(1, 7)
+    k = rng.randint(1, 3)
+    dma = rng.randint(1, 3)
+    # sparse graphs of 6-7 ops have too many semi-active schedules for a fast brute force
+    density = rng.choice([0.15, 0.3, 0.5] if n <= 5 else [0.35, 0.5])
+    ops = []
+    for i in range(n):
+        deps = tuple(f"o{j}" for j in range(i) if rng.random() < density)
+        demands = {"units": rng.choice([1, 1, 1, 0, min(2, k)])}
+        if rng.random() < 0.5:
+            demands["dma"] = rng.randint(0, dma)
+        ops.append(
+            Op(
+                f"o{i}",
+                rng.randint(0, 4),
+                deps=deps,
+                output_bytes=rng.choice([0, 1, 2, 4, 6, 10]),
+                workspace_bytes=rng.choice([0, 0, 1, 3]),
+                output=rng.random() < 0.3,
+                demands=demands,
+            )
+        )
+    return OpGraph(tuple(ops), persistent_bytes=rng.choice([0, 0, 5]), resources={"dma": dma}), k
+
+
+def _check_schedule(p: Problem, s: Schedule) -> None:
+    r = validate(p, s)
+    assert r.valid, r.summary()
+    assert s.peak_memory == r.peak_memory
+    if p.memory_cap is not None:
+        assert s.peak_memory is not None and s.peak_memory <= p.memory_cap
+    k = p.machine.units
+    for o in s.ops:
+        if p.graph[o.name].demands.get("units", 0) == 1:
+            assert o.unit is not None and 0 <= o.unit < k
+
+
+def _cross_check(g: OpGraph, k: int, cap: int | None, seen: Counter[str]) -> None:
+    p = Problem(g, Machine(units=k, memory_cap=cap))
+    b_ms = solve_brute_force(p, "makespan")  # least makespan, ties by least peak
+    b_pk = solve_brute_force(p, "peak_memory")  # least peak, ties by least makespan
+    where = f"{g.to_dict()} k={k} cap={cap}"
+    if b_ms.status is Status.INFEASIBLE:
+        assert b_pk.status is Status.INFEASIBLE, where
+        simple = p.infeasibility_reason() is not None
+        seen["infeasible by the simple bound" if simple else "infeasible by search"] += 1
+        for obj in OBJECTIVES:
+            c = solve_cpsat(p, obj, time_limit=10, num_workers=1)
+            assert c.status is Status.INFEASIBLE, (obj, where)
+            assert not c.ops
+            if simple:
+                assert "is below the" in c.info["reason"], where
+            else:
+                assert c.info["reason"].startswith("CP-SAT proved that no schedule fits"), where
+        return
+    assert b_ms.status is b_pk.status is Status.OPTIMAL
+    _check_schedule(p, b_ms)
+    _check_schedule(p, b_pk)
+    lex_time = (b_ms.makespan, b_ms.peak_memory)
+    lex_mem = (b_pk.makespan, b_pk.peak_memory)
+    # memory_then_makespan from two calls: under the cap P*, the least makespan
+    again = solve_brute_force(p.with_machine(memory_cap=b_pk.peak_memory), "makespan")
+    assert (again.makespan, again.peak_memory) == lex_mem, where
+    seen["trade-off"] += lex_time != lex_mem
+    seen["feasible"] += 1
+
+    for obj in OBJECTIVES:
+        c = solve_cpsat(p, obj, time_limit=10, num_workers=1)
+        assert c.status is Status.OPTIMAL, (obj, where, c.info)
+        _check_schedule(p, c)
+        got = (c.makespan, c.peak_memory)
+        if obj == "makespan":
+            assert c.makespan == lex_time[0], (obj, got, lex_time, where)
+        elif obj == "peak_memory":
+            assert c.peak_memory == lex_mem[1], (obj, got, lex_mem, where)
+        elif obj == "makespan_then_memory":
+            assert got == lex_time, (obj, got, lex_time, where)
+        else:
+            assert got == lex_mem, (obj, got, lex_mem, where)
+        if obj in ("makespan", "makespan_then_memory"):
+            assert c.lower_bound == c.makespan, (obj, where)
+        else:
+            assert c.info["peak_lower_bound"] == lex_mem[1], (obj, where)
+            assert c.lower_bound is not None and c.lower_bound <= lex_time[0]
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_cpsat_equals_brute_force(chunk: int) -> None:
+    rng = random.Random(20_240_000 + chunk)
+    seen: Counter[str] = Counter()
+    for _ in range(GRAPHS_PER_CHUNK):
+        g, k = random_graph(rng)
+        seen["zero-duration op"] += any(op.duration == 0 for op in g.ops)
+        need, _ = min_memory_bound(g)
+        free = solve_brute_force(Problem(g, Machine(units=k)), "makespan")
+        caps: list[int | None] = [None, need, need + rng.randint(1, 6)]
+        if need > 0:
+            caps.append(need - 1)  # below the simple bound: infeasible without search
+        for cap in caps:
+            _cross_check(g, k, cap, seen)
+        if free.peak_memory is not None and free.peak_memory > need:
+            # a cap strictly between the bound and the unconstrained peak binds
+            _cross_check(g, k, (need + free.peak_memory) // 2, seen)
+            seen["binding cap tried"] += 1
+    # the sample exercises what it should: zero durations, trade-offs between time and
+    # memory, both kinds of infeasibility
+    assert seen["zero-duration op"] >= 5, seen
+    assert seen["trade-off"] >= 3, seen
+    assert seen["infeasible by the simple bound"] >= 15, seen
+    assert seen["binding cap tried"] >= 3, seen
+    assert seen["feasible"] >= 60, seen
+
+
+def test_infeasible_by_search_agrees() -> None:
+    """Caps at min_memory_bound that no schedule meets although no single op exceeds them
+    (found only by search): both solvers must say INFEASIBLE, CP-SAT with its proof."""
+    rng = random.Random(31_337)
+    found = 0
+    for _ in range(400):
+        g, k = random_graph(rng)
+        need, _ = min_memory_bound(g)
+        p = Problem(g, Machine(units=k, memory_cap=need))
+        assert p.infeasibility_reason() is None
+        if solve_brute_force(p, "makespan").status is not Status.INFEASIBLE:
+            continue
+        found += 1
+        for obj in ("makespan", "memory_then_makespan"):
+            c = solve_cpsat(p, obj, time_limit=10, num_workers=1)
+            assert c.status is Status.INFEASIBLE, g.to_dict()
+            assert c.info["reason"].startswith("CP-SAT proved that no schedule fits in ")
+        if found == 12:
+            break
+    assert found == 12

@@ -1,0 +1,196 @@
+"""Tests of :func:`opsched.solver.pareto_front`: hand-worked fronts, and fronts of random
+tiny graphs against the non-dominated (makespan, peak) pairs of every integer schedule
+(``integer_outcomes`` in ``conftest.py``, independent of every opsched solver)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from opsched.analysis import min_memory_bound
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.schedule import Status
+from opsched.solver import ParetoFront, pareto_front
+from opsched.validate import validate
+
+
+def _pairs(front: ParetoFront) -> list[tuple[float, int]]:
+    return [(p.makespan, p.peak_memory) for p in front.points]
+
+
+def _check_points(p: Problem, front: ParetoFront, proven: bool = True) -> None:
+    pts = front.points
+    for a, b in itertools.pairwise(pts):
+        assert a.makespan < b.makespan  # strictly longer ...
+        assert a.peak_memory > b.peak_memory  # ... for strictly less memory
+    for pt in pts:
+        assert pt.proven is proven
+        s = pt.schedule
+        assert s.status is (Status.OPTIMAL if proven else Status.FEASIBLE)
+        assert (s.makespan, s.peak_memory) == (pt.makespan, pt.peak_memory)
+        r = validate(p, s)
+        assert r.valid, r.summary()
+        if p.memory_cap is not None:
+            assert pt.peak_memory <= p.memory_cap
+
+
+def test_docstring_example() -> None:
+    # two independent 1-long ops writing 8 B each, 2 units: together (1, 16) or one after
+    # the other (2, 8)
+    g = OpGraph((Op("a", 1, output_bytes=8), Op("b", 1, output_bytes=8)))
+    p = Problem(g, Machine(units=2))
+    f = pareto_front(p, point_time_limit=5)
+    assert _pairs(f) == [(1.0, 16), (2.0, 8)]
+    assert f.complete
+    _check_points(p, f)
+
+
+def test_three_independent_ops() -> None:
+    # three 8 B ops on 3 units: 1 step (24 B), 2 steps with two together (16 B), 3 (8 B)
+    g = OpGraph(tuple(Op(n, 1, output_bytes=8) for n in "abc"), name="three")
+    p = Problem(g, Machine(units=3))
+    f = pareto_front(p, point_time_limit=5)
+    assert _pairs(f) == [(1.0, 24), (2.0, 16), (3.0, 8)]
+    assert f.complete and f.graph == "three"
+    _check_points(p, f)
+    # persistent bytes are added to every peak
+    gp = OpGraph(g.ops, name="three", persistent_bytes=5)
+    fp = pareto_front(Problem(gp, Machine(units=3)), point_time_limit=5)
+    assert _pairs(fp) == [(1.0, 29), (2.0, 21), (3.0, 13)]
+    # one unit: only the serial schedule, (3, 8)
+    f1 = pareto_front(Problem(g, Machine(units=1)), point_time_limit=5)
+    assert _pairs(f1) == [(3.0, 8)] and f1.complete
+
+
+def _two_branches() -> OpGraph:
+    """a1 -> a2 and b1 -> b2 feeding c; a1, b1 write 10 B, a2, b2 1 B; unit durations.
+
+    On 2 units: makespan 3 forces a1, b1 at 0, a2, b2 at 1: 10 + 10 + 1 + 1 = 22 at t=1.
+    Makespan 4: a1 and b1 must both start by 1, so their outputs overlap; a1 0, a2 1, b1 1,
+    b2 2, c 3 gives 10 + 1 + 10 = 21. Makespan 5: one branch after the other, 1 + 10 + 1 =
+    12. Nothing uses less than 12 (the second of a2 / b2 runs beside the first's output).
+    """
+    return OpGraph(
+        (
+            Op("a1", 1, output_bytes=10),
+            Op("b1", 1, output_bytes=10),
+            Op("a2", 1, deps=("a1",), output_bytes=1),
+            Op("b2", 1, deps=("b1",), output_bytes=1),
+            Op("c", 1, deps=("a2", "b2")),
+        ),
+        name="two-branches",
+    )
+
+
+def test_two_branches_front(exhaustive, non_dominated) -> None:  # type: ignore[no-untyped-def]
+    p = Problem(_two_branches(), Machine(units=2))
+    f = pareto_front(p, point_time_limit=5)
+    assert _pairs(f) == [(3.0, 22), (4.0, 21), (5.0, 12)]
+    assert f.complete
+    _check_points(p, f)
+    assert non_dominated(exhaustive(p)) == [(3, 22), (4, 21), (5, 12)]
+
+
+def test_memory_cap_bounds_the_front() -> None:
+    g = _two_branches()
+    p = Problem(g, Machine(units=2, memory_cap=21))
+    f = pareto_front(p, point_time_limit=5)
+    assert _pairs(f) == [(4.0, 21), (5.0, 12)]
+    assert f.complete
+    _check_points(p, f)
+    # below the least peak, 12: no point at all, and that is the whole (empty) front
+    assert min_memory_bound(g)[0] == 11
+    empty = pareto_front(p.with_machine(memory_cap=11), point_time_limit=5)
+    assert empty.points == [] and empty.complete
+
+
+def test_views() -> None:
+    f = pareto_front(Problem(_two_branches(), Machine(units=2)), point_time_limit=5)
+    doc = f.to_dict()
+    assert doc["graph"] == "two-branches" and doc["complete"] is True
+    assert doc["points"] == [
+        {"makespan": 3.0, "peak_memory": 22, "proven": True},
+        {"makespan": 4.0, "peak_memory": 21, "proven": True},
+        {"makespan": 5.0, "peak_memory": 12, "proven": True},
+    ]
+    frame = f.to_frame()
+    assert list(frame.columns) == ["makespan", "peak_memory", "proven"]
+    assert frame["peak_memory"].tolist() == [22, 21, 12]
+    assert f.summary().startswith("Pareto front of two-branches (complete, ")
+    assert f.summary().endswith(": (3, 22), (4, 21), (5, 12)")
+    assert f.wall_time_s > 0
+
+
+def test_max_points() -> None:
+    f = pareto_front(Problem(_two_branches(), Machine(units=2)), max_points=2)
+    assert _pairs(f) == [(3.0, 22), (4.0, 21)]
+
+
+def test_huge_sizes_front_is_not_claimed_complete() -> None:
+    # inexact memory quanta: every point is valid but none is claimed proven
+    b = 2**50
+    g = OpGraph(
+        (
+            Op("a", 1, output_bytes=b + 1),
+            Op("b", 1, output_bytes=b + 3),
+            Op("c", 1, deps=("a", "b"), workspace_bytes=b),
+            Op("d", 2, output_bytes=b + 5),
+        )
+    )
+    p = Problem(g, Machine(units=2))
+    f = pareto_front(p, point_time_limit=5)
+    assert not f.complete
+    assert f.points
+    _check_points(p, f, proven=False)
+    # d beside a and b (3 * 2^50 + 9 B) is the only way to finish by 3
+    assert _pairs(f)[0] == (3.0, 3 * b + 9)
+
+
+def test_empty_graph_front() -> None:
+    f = pareto_front(Problem(OpGraph((), name="empty"), Machine(units=1)), point_time_limit=5)
+    assert _pairs(f) == [(0.0, 0)]
+    assert f.complete
+
+
+# ----------------------------------------------------------------------------- vs exhaustive
+
+
+def _random_tiny(rng: random.Random) -> Problem:
+    n = rng.randint(2, 5)
+    k = rng.choice([1, 2, 3, None])
+    ops = []
+    for i in range(n):
+        deps = tuple(f"o{j}" for j in range(i) if rng.random() < 0.35)
+        ops.append(
+            Op(
+                f"o{i}",
+                rng.choice([0, 1, 1, 2, 3]),
+                deps=deps,
+                output_bytes=rng.choice([0, 2, 4, 8, 12]),
+                workspace_bytes=rng.choice([0, 0, 2, 6]),
+                output=rng.random() < 0.3,
+                demands={"units": rng.choice([1, 1, 1, 0, 2 if k is None else min(2, k)])},
+            )
+        )
+    g = OpGraph(tuple(ops), persistent_bytes=rng.choice([0, 3]))
+    need, _ = min_memory_bound(g)
+    cap = rng.choice([None, None, None, need + rng.randint(0, 8)])
+    return Problem(g, Machine(units=k, memory_cap=cap))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_front_equals_exhaustive_front(seed: int, exhaustive, non_dominated) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(4242 + seed)
+    multi_point = 0
+    for _ in range(100):
+        p = _random_tiny(rng)
+        expected = non_dominated(exhaustive(p))
+        f = pareto_front(p, point_time_limit=10, num_workers=1)
+        assert _pairs(f) == expected, p.graph.to_dict()
+        assert f.complete
+        _check_points(p, f)
+        multi_point += len(expected) >= 2
+    assert multi_point >= 25  # the sample has real trade-offs (about 35 of 100 fronts)

@@ -1,0 +1,255 @@
+"""The exact-solver commands of the CLI: ``opsched solve`` with CP-SAT and the brute force,
+``opsched pareto`` and ``opsched solvers`` (in-process, with click's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from opsched.cli import main
+from opsched.datasets import dataset_path
+from opsched.ir import Op, OpGraph
+
+STG = dataset_path("stg/50/rand0000.stg")
+STG300 = dataset_path("stg/300/rand0000.stg")
+SM = dataset_path("psplib/j30/j301_1.sm")
+
+
+def invoke(*args: object) -> Result:
+    return CliRunner().invoke(
+        main, [str(a) for a in args], prog_name="opsched", catch_exceptions=False
+    )
+
+
+def invoke_json(*args: object) -> Any:
+    r = invoke(*args, "--json")
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+    return json.loads(r.stdout)
+
+
+@pytest.fixture
+def branches(tmp_path: Path) -> Path:
+    """a1 -> a2 and b1 -> b2 feeding c, unit durations; a1, b1 write 10 B, a2, b2 1 B.
+
+    On 2 units: least makespan 3 (a1, b1 together, then a2, b2, then c) with 22 B live at
+    t=1; least peak 12 B (one branch after the other) at makespan 5; at makespan 4, 21 B.
+    """
+    g = OpGraph(
+        (
+            Op("a1", 1, output_bytes=10),
+            Op("b1", 1, output_bytes=10),
+            Op("a2", 1, deps=("a1",), output_bytes=1),
+            Op("b2", 1, deps=("b1",), output_bytes=1),
+            Op("c", 1, deps=("a2", "b2")),
+        ),
+        name="two-branches",
+    )
+    path = tmp_path / "branches.json"
+    path.write_text(json.dumps(g.to_dict()))
+    return path
+
+
+# ----------------------------------------------------------------------------- solve
+
+
+def test_solve_cpsat_stg_json() -> None:
+    doc = invoke_json("solve", STG, "--solver", "cpsat", "-k", "4")
+    # published optimum of rand0000 on 4 processors: 66 = ceil(work 262 / 4)
+    assert doc["status"] == "OPTIMAL"
+    assert doc["makespan"] == 66
+    assert doc["lower_bound"] == 66
+    assert (doc["solver"], doc["graph"]) == ("cpsat", "rand0000")
+    assert doc["machine"] == {"units": 4, "resources": {}, "memory_cap": None}
+    assert len(doc["ops"]) == 52
+    assert max(o["end"] for o in doc["ops"]) == 66
+    assert {o["unit"] for o in doc["ops"]} <= {0, 1, 2, 3}
+    assert doc["info"]["objective"] == "makespan"
+    assert doc["info"]["scaling"]["time_scale"] == 1
+    assert doc["info"]["stages"][0]["cpsat_status"] == "OPTIMAL"
+
+
+def test_solve_text_output() -> None:
+    r = invoke("solve", STG, "-k", "4")  # cpsat is the default solver
+    assert r.exit_code == 0, r.output
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("cpsat on rand0000: OPTIMAL, makespan 66, lower bound 66, ")
+    assert "unit 3 |" in r.stdout  # the Gantt chart, one row per unit
+
+
+def test_objectives(branches: Path) -> None:
+    fast = invoke_json("solve", branches, "-k", "2")
+    assert (fast["status"], fast["makespan"]) == ("OPTIMAL", 3)
+    lean = invoke_json("solve", branches, "-k", "2", "--objective", "peak-memory")
+    assert (lean["status"], lean["peak_memory"]) == ("OPTIMAL", 12)
+    assert lean["info"]["objective"] == "peak_memory"
+    assert lean["info"]["peak_lower_bound"] == 12
+    lex = invoke_json("solve", branches, "-k", "2", "--objective", "lex")
+    assert (lex["makespan"], lex["peak_memory"]) == (3, 22)
+    assert lex["info"]["objective"] == "makespan_then_memory"
+    lexm = invoke_json("solve", branches, "-k", "2", "--objective", "lex-memory")
+    assert (lexm["makespan"], lexm["peak_memory"]) == (5, 12)
+    assert lexm["info"]["objective"] == "memory_then_makespan"
+    limited = invoke_json(
+        "solve", branches, "-k", "2", "--objective", "peak-memory", "--makespan-limit", "4"
+    )
+    assert limited["peak_memory"] == 21 and limited["makespan"] <= 4
+    # under a 15 B cap one branch must finish first: the least makespan becomes 5
+    capped = invoke_json("solve", branches, "-k", "2", "--memory-cap", "15")
+    assert (capped["status"], capped["makespan"]) == ("OPTIMAL", 5)
+    assert capped["peak_memory"] <= 15
+    assert capped["machine"]["memory_cap"] == 15
+
+
+def test_unknown_objective_is_rejected(branches: Path) -> None:
+    r = invoke("solve", branches, "--objective", "fastest")
+    assert r.exit_code == 2
+    assert "Invalid value for '--objective'" in r.stderr
+
+
+def test_infeasible_cap_prints_the_reason(branches: Path) -> None:
+    # a2 runs with its 10 B input and its 1 B output: 11 B in every schedule
+    r = invoke("solve", branches, "-k", "2", "--memory-cap", "10")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("cpsat on two-branches: INFEASIBLE")
+    assert lines[1] == (
+        "reason: memory cap 10B (10 B) is below the 11B (11 B) that op 'a2' (inputs 10 + "
+        "output 1 + workspace 0 + persistent 0) needs at once"
+    )
+    doc = invoke_json("solve", branches, "-k", "2", "--memory-cap", "10")
+    assert doc["status"] == "INFEASIBLE" and doc["ops"] == [] and doc["makespan"] is None
+
+
+def test_time_limit() -> None:
+    # STG rand0000 with 300 tasks on 4 units is not proven in 2 s: the call stops by then
+    doc = invoke_json("solve", STG300, "-k", "4", "--time-limit", "2")
+    assert doc["status"] in ("FEASIBLE", "OPTIMAL")
+    assert doc["wall_time_s"] < 3.0
+    assert all(st["solve_time_s"] < 2.5 for st in doc["info"]["stages"])
+    assert doc["lower_bound"] <= doc["makespan"]
+    assert len(doc["ops"]) == 302
+    assert doc["makespan"] == max(o["end"] for o in doc["ops"])
+
+
+def test_solve_output_then_validate(tmp_path: Path) -> None:
+    sched = tmp_path / "s.json"
+    r = invoke("solve", STG, "-k", "4", "-o", sched)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(sched.read_text())
+    assert doc["format"] == "opsched-schedule/1"
+    assert (doc["status"], doc["makespan"], doc["solver"]) == ("OPTIMAL", 66, "cpsat")
+    ok = invoke("validate", STG, sched)
+    assert ok.exit_code == 0, ok.output
+    assert ok.stdout.strip() == "valid: makespan 66, peak memory 0 B"
+    # on 3 units the same schedule overloads the machine (66 is the optimum on 4 only)
+    bad = invoke("validate", STG, sched, "--units", "3")
+    assert bad.exit_code == 1
+    assert "[capacity]" in bad.stdout or "[unit]" in bad.stdout
+
+
+def test_solve_psplib_uses_the_file_resources(tmp_path: Path) -> None:
+    sched = tmp_path / "j.json"
+    doc = invoke_json("solve", SM, "-o", sched)
+    # the published optimum of j301_1 under the capacities R1..R4 of the file
+    assert (doc["status"], doc["makespan"], doc["lower_bound"]) == ("OPTIMAL", 43, 43)
+    assert doc["graph"] == "j301_1" and len(doc["ops"]) == 32
+    assert all(o["unit"] is None for o in doc["ops"])  # PSPLIB jobs hold no compute units
+    assert invoke("validate", SM, sched).exit_code == 0
+    # with capacities that never bind only precedence is left: the critical path, 38
+    loose = invoke_json("solve", SM, "--resources", "R1=100,R2=100,R3=100,R4=100")
+    assert (loose["status"], loose["makespan"]) == ("OPTIMAL", 38)
+
+
+def test_brute_force_solver(branches: Path) -> None:
+    fast = invoke_json("solve", branches, "-s", "brute-force", "-k", "2")
+    assert (fast["solver"], fast["status"], fast["makespan"], fast["peak_memory"]) == (
+        "brute-force",
+        "OPTIMAL",
+        3,
+        22,
+    )
+    lean = invoke_json(
+        "solve", branches, "-s", "brute-force", "-k", "2", "--objective", "lex-memory"
+    )
+    assert (lean["makespan"], lean["peak_memory"]) == (5, 12)
+
+
+def test_brute_force_on_a_large_graph_is_bad_input(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    r = invoke("solve", STG, "-s", "brute-force", "-k", "2", "-o", out)
+    assert not out.exists()
+    assert r.stderr.count("\n") == 1
+    assert "at most 10 ops; this one has 52" in r.stderr
+    assert r.exit_code == 2
+    assert "internal error" not in r.stderr
+
+
+def test_unknown_solver(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    r = invoke("solve", STG, "--solver", "simplex", "-o", out)
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr == (
+        "opsched: error: unknown solver 'simplex'; known: cpsat, brute-force, serial, greedy, "
+        "greedy-blevel\n"
+    )
+    assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- pareto
+
+
+def test_pareto_csv(branches: Path, tmp_path: Path) -> None:
+    front = tmp_path / "front.csv"
+    r = invoke("pareto", branches, "-k", "2", "-o", front)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("Pareto front of two-branches (complete, ")
+    assert r.stdout.rstrip().endswith(": (3, 22), (4, 21), (5, 12)")
+    assert front.read_text() == (
+        "makespan,peak_memory,proven\n3.0,22,True\n4.0,21,True\n5.0,12,True\n"
+    )
+    doc = invoke_json("pareto", branches, "-k", "2")
+    assert doc["complete"] is True
+    assert [(p["makespan"], p["peak_memory"]) for p in doc["points"]] == [(3, 22), (4, 21), (5, 12)]
+
+
+def test_pareto_stg_without_memory(tmp_path: Path) -> None:
+    # STG graphs carry no sizes: the front is the single optimum, rand0000 on 2 units: 131
+    front = tmp_path / "front.csv"
+    r = invoke("pareto", STG, "-k", "2", "-o", front)
+    assert r.exit_code == 0, r.output
+    assert front.read_text() == "makespan,peak_memory,proven\n131.0,0,True\n"
+
+
+def test_pareto_with_memory_cap(branches: Path) -> None:
+    doc = invoke_json("pareto", branches, "-k", "2", "--memory-cap", "21")
+    assert [(p["makespan"], p["peak_memory"]) for p in doc["points"]] == [(4, 21), (5, 12)]
+
+
+# ----------------------------------------------------------------------------- solvers
+
+
+def test_solvers_json_lists_exact_flags() -> None:
+    listed = invoke_json("solvers")
+    assert {name: s["exact"] for name, s in listed.items()} == {
+        "cpsat": True,
+        "brute-force": True,
+        "serial": False,
+        "greedy": False,
+        "greedy-blevel": False,
+    }
+    assert listed["cpsat"]["description"].startswith("OR-Tools CP-SAT")
+    assert "10 ops" in listed["brute-force"]["description"]
+    text = invoke("solvers").stdout.splitlines()
+    assert [line.split()[:2] for line in text] == [
+        ["cpsat", "exact"],
+        ["brute-force", "exact"],
+        ["serial", "heuristic"],
+        ["greedy", "heuristic"],
+        ["greedy-blevel", "heuristic"],
+    ]
