@@ -1,0 +1,32 @@
+"""The quick study (the README's main job) on a few instances."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from opsched.bench import run_quick
+
+
+def test_quick_study_small(tmp_path: Path) -> None:
+    summary = run_quick(tmp_path, limit=2, progress=False)
+    rows = list(csv.DictReader(open(tmp_path / "results.csv")))
+    # 2 STG graphs x 4 processor counts + 2 J30 + up to 2 x 3 capped graphs, 3 heuristics each
+    stg = [r for r in rows if r["set"] == "stg50"]
+    j30 = [r for r in rows if r["set"] == "j30"]
+    assert len(stg) == 2 * 4 * 3 and len(j30) == 2 * 3
+    assert summary["runs"] == len(rows)
+    assert all(r["valid"] == "True" for r in rows)
+    # rand0000 on 4 processors: the published optimum is 66 and no heuristic beats it
+    r0 = [r for r in stg if r["instance"] == "rand0000" and r["units"] == "4"]
+    assert {r["optimum"] for r in r0} == {"66"}
+    assert all(float(r["makespan"]) >= 66 for r in r0)
+    # the serial schedule of rand0000 takes the whole work, 262: gap (262 - 66) / 66
+    serial = next(r for r in r0 if r["solver"] == "serial")
+    assert float(serial["makespan"]) == 262
+    assert abs(float(serial["gap_percent"]) - 100 * (262 - 66) / 66) < 1e-9
+    # j301_1: optimum 43
+    assert {r["optimum"] for r in j30 if r["instance"] == "j301_1"} == {"43"}
+    report = (tmp_path / "report.md").read_text()
+    assert "| stg50 | 4 | greedy-blevel |" in report
+    assert "layered24 cap 80%" in report
