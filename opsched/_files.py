@@ -7,7 +7,7 @@ from pathlib import Path
 
 from opsched.errors import InputError
 
-__all__ = ["read_text", "write_text_atomic"]
+__all__ = ["parse_count", "read_text", "write_text_atomic"]
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -41,3 +41,14 @@ def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise InputError(f"cannot write: {e.strerror or e}", str(p)) from None
+
+
+def parse_count(tok: str, what: str, lineno: int, where: str) -> int:
+    """A non-negative integer field of a text format; errors name the line."""
+    try:
+        v = int(tok)
+    except ValueError:
+        raise InputError(f"line {lineno}: {what} must be an integer, got {tok!r}", where) from None
+    if v < 0:
+        raise InputError(f"line {lineno}: {what} must be >= 0, got {v}", where)
+    return v

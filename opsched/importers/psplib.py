@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+from opsched._files import parse_count as _int
 from opsched._files import read_text
 from opsched.errors import GraphError, InputError
 from opsched.ir.graph import Op, OpGraph
@@ -136,16 +137,6 @@ def _rows(
         if len(tok) < 3 or tok[0] != k + 1:
             raise InputError(f"line {lineno}: expected job {k + 1} in the {what} table", where)
     return rows
-
-
-def _int(tok: str, what: str, lineno: int, where: str) -> int:
-    try:
-        v = int(tok)
-    except ValueError:
-        raise InputError(f"line {lineno}: {what} must be an integer, got {tok!r}", where) from None
-    if v < 0:
-        raise InputError(f"line {lineno}: {what} must be >= 0, got {v}", where)
-    return v
 
 
 def read_psplib(path: str | os.PathLike[str]) -> OpGraph:

@@ -16,6 +16,7 @@ import os
 import re
 from pathlib import Path
 
+from opsched._files import parse_count as _int
 from opsched._files import read_text
 from opsched.errors import GraphError, InputError
 from opsched.ir.graph import Op, OpGraph
@@ -93,16 +94,6 @@ def parse_stg(text: str, name: str = "stg", where: str = "<stg>") -> OpGraph:
         return OpGraph(tuple(ops), name=name, attrs={"source": "stg", "stg": attrs})
     except GraphError as e:
         raise InputError(str(e), where) from None
-
-
-def _int(tok: str, what: str, lineno: int, where: str) -> int:
-    try:
-        v = int(tok)
-    except ValueError:
-        raise InputError(f"line {lineno}: {what} must be an integer, got {tok!r}", where) from None
-    if v < 0:
-        raise InputError(f"line {lineno}: {what} must be >= 0, got {v}", where)
-    return v
 
 
 def read_stg(path: str | os.PathLike[str]) -> OpGraph:
