@@ -39,7 +39,8 @@ class Params:
     edge finding and precedence reasoning in cumulative constraints. ``domains`` (heads, tails
     and lower bounds in the variable domains), ``tails`` (redundant tail constraints) and
     ``greedy_horizon`` (the greedy makespan as horizon) exist to measure what each idea is
-    worth (``benchmarks/bench_ablation.py``); leave them on.
+    worth (``benchmarks/bench_ablation.py``); leave them on. ``subsolvers`` names CP-SAT's
+    worker strategies (e.g. ``("default_lp", "objective_lb_search")``); empty: CP-SAT's choice.
     """
 
     time_limit: float = 10.0
@@ -52,6 +53,7 @@ class Params:
     domains: bool = True
     tails: bool = True
     greedy_horizon: bool = True
+    subsolvers: tuple[str, ...] = ()
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
@@ -165,6 +167,8 @@ class CpsatModel:
         p.log_search_progress = params.log
         if params.deterministic:
             p.interleave_search = True
+        for name in params.subsolvers:
+            p.subsolvers.append(name)
         if params.strong_cumulative:
             # measured on STG 50 (benchmarks/bench_cpsat_stg.py): these close instances where
             # the default propagation leaves the bound at work/k for the whole time limit
