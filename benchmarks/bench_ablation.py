@@ -31,6 +31,7 @@ VARIANTS = {
     "no heads/tails/LB in domains": Params(domains=False),
     "no tail constraints": Params(tails=False),
     "horizon = serial time": Params(greedy_horizon=False),
+    "memory as a reservoir": Params(memory_model="reservoir"),
     "+ objective lower-bound search worker": Params(
         subsolvers=("default_lp", "objective_lb_search")
     ),

@@ -84,7 +84,30 @@ class Constraints:
             if sc.cap is not None:
                 self.m.add(self.v.peak <= sc.cap)
         elif sc.cap is not None and intervals and sum(demands) > sc.cap:
-            self.m.add_cumulative(intervals, demands, sc.cap)
+            if self.v.memory_model == "reservoir":
+                self._memory_reservoir(sc.cap)
+            else:
+                self.m.add_cumulative(intervals, demands, sc.cap)
+
+    def _memory_reservoir(self, cap: int) -> None:
+        """The same rule as a reservoir: +size at each allocation, -size at each free.
+
+        Events at one time count together, which is the half-open liveness rule. A reservoir
+        needs a constant maximum, so it serves under a cap only (not for minimising the peak).
+        """
+        sc, s, d = self.v.scaling, self.v.start, self.d
+        times: list[object] = []
+        changes: list[int] = []
+        for i in range(self.g.num_ops):
+            rel = self.v.release[i]
+            if rel is not None and sc.sizes_out[i] > 0:
+                times += [s[i], rel]
+                changes += [sc.sizes_out[i], -sc.sizes_out[i]]
+            own = sc.sizes_ws[i] + (sc.sizes_out[i] if rel is None else 0)
+            if own > 0 and d[i] > 0:
+                times += [s[i], s[i] + d[i]]
+                changes += [own, -own]
+        self.m.add_reservoir_constraint(times, changes, 0, cap)
 
     def makespan_tails(self) -> None:
         """``makespan >= start(v) + tail(v)``: each op still has its b-level to run."""

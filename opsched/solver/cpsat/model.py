@@ -41,6 +41,8 @@ class Params:
     ``greedy_horizon`` (the greedy makespan as horizon) exist to measure what each idea is
     worth (``benchmarks/bench_ablation.py``); leave them on. ``subsolvers`` names CP-SAT's
     worker strategies (e.g. ``("default_lp", "objective_lb_search")``); empty: CP-SAT's choice.
+    ``memory_model``: ``"cumulative"`` (tensor lifetimes as variable-size intervals) or
+    ``"reservoir"`` (allocation and free events), under a memory cap.
     """
 
     time_limit: float = 10.0
@@ -54,6 +56,7 @@ class Params:
     tails: bool = True
     greedy_horizon: bool = True
     subsolvers: tuple[str, ...] = ()
+    memory_model: str = "cumulative"
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
@@ -137,6 +140,7 @@ class CpsatModel:
             self.tick.graph,
             domains=params.domains,
             tails=params.tails,
+            memory_model=params.memory_model,
         )
         self.vars.build()
         Constraints(self.vars).add_constraints()

@@ -50,6 +50,7 @@ class Variables:
     makespan_lb: int = 0
     domains: bool = True  #: heads, tails and lower bounds in the domains (off: ablation only)
     tails: bool = True  #: redundant makespan >= start + tail constraints (off: ablation only)
+    memory_model: str = "cumulative"  #: or "reservoir" (under a cap; measured, see docs)
 
     def build(self) -> None:
         m = self.model
