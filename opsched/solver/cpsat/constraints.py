@@ -7,6 +7,8 @@ redundant tail constraints that tie the makespan to every op's remaining critica
 
 from __future__ import annotations
 
+from ortools.sat.python import cp_model
+
 from opsched.solver.cpsat.variables import Variables
 
 __all__ = ["Constraints"]
@@ -96,7 +98,7 @@ class Constraints:
         needs a constant maximum, so it serves under a cap only (not for minimising the peak).
         """
         sc, s, d = self.v.scaling, self.v.start, self.d
-        times: list[object] = []
+        times: list[cp_model.LinearExprT] = []
         changes: list[int] = []
         for i in range(self.g.num_ops):
             rel = self.v.release[i]
