@@ -51,6 +51,12 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N files only")
     ap.add_argument("--open-only", action="store_true", help="only instances the table leaves open")
     ap.add_argument("--csv", type=Path, default=None, help="also write one row per instance")
+    ap.add_argument(
+        "--write-table",
+        type=Path,
+        default=None,
+        help="write CaseN_P_CPSAT.csv optimum tables (the STG format) into this folder",
+    )
     a = ap.parse_args()
 
     rows = []

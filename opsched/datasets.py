@@ -39,15 +39,19 @@ def dataset_path(relative: str = "") -> Path:
     return p
 
 
-def stg_optima(procs: int) -> dict[str, tuple[int, int]]:
-    """Published optimal makespans of the 50-task STG set on ``procs`` processors.
+def stg_optima(procs: int, size: int = 50) -> dict[str, tuple[int, int]]:
+    """Optimal makespans of an STG set on ``procs`` processors.
 
-    Returns ``{"rand0000": (lb, ub)}``; ``lb == ub`` where the optimum is proven.
+    For 50 tasks, the published table; for 300 tasks (no table was ever published) the one
+    opsched's CP-SAT solver proved, ``stg/optimal/Case300_P_CPSAT.csv`` (see
+    ``datasets/stg/PROVENANCE.md``). Returns ``{"rand0000": (lb, ub)}``; ``lb == ub`` where
+    the optimum is proven.
 
     >>> stg_optima(4)["rand0000"]
     (66, 66)
     """
-    path = dataset_path(f"stg/optimal/Case50_{procs}_OPT.csv")
+    name = f"Case{size}_{procs}_OPT.csv" if size == 50 else f"Case{size}_{procs}_CPSAT.csv"
+    path = dataset_path(f"stg/optimal/{name}")
     out: dict[str, tuple[int, int]] = {}
     with open(path, newline="") as f:
         for row in csv.reader(f):
