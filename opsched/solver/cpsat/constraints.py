@@ -1,8 +1,8 @@
 """Constraint families of the CP-SAT model, one short method each.
 
 :meth:`Constraints.add_constraints` is the table of contents: it adds, in order,
-precedence, compute units, named resources, the memory cap (or the peak definition), and the
-redundant tail constraints that tie the makespan to every op's remaining critical path.
+precedence, compute units, named resources, the memory cap (or the peak definition), the
+makespan as the latest end, and the redundant tail constraints that tie the makespan to every op's remaining critical path.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Constraints:
         self.units()
         self.resources()
         self.memory()
+        self.makespan_definition()
         if self.v.tails:
             self.makespan_tails()
 
@@ -110,6 +111,14 @@ class Constraints:
                 times += [s[i], s[i] + d[i]]
                 changes += [own, -own]
         self.m.add_reservoir_constraint(times, changes, 0, cap)
+
+    def makespan_definition(self) -> None:
+        """``makespan >= end(v)`` for every op without successors (the others follow)."""
+        ms = self.v.makespan
+        assert ms is not None
+        for i, s in enumerate(self.v.start):
+            if self.g.succ_ptr[i] == self.g.succ_ptr[i + 1]:
+                self.m.add(ms >= s + self.d[i])
 
     def makespan_tails(self) -> None:
         """``makespan >= start(v) + tail(v)``: each op still has its b-level to run."""
