@@ -2,7 +2,8 @@
 
 :meth:`Constraints.add_constraints` is the table of contents: it adds, in order,
 precedence, compute units, named resources, the memory cap (or the peak definition), the
-makespan as the latest end, and the redundant tail constraints that tie the makespan to every op's remaining critical path.
+makespan as the latest end, and the redundant tail constraints that tie the makespan to
+every op's remaining critical path.
 """
 
 from __future__ import annotations
