@@ -21,6 +21,7 @@ from opsched.problem import Machine, Problem
 from opsched.transforms.deps import dependency_edges, program_order_chain
 
 __all__ = [
+    "branches_graph",
     "critical_path_demo",
     "critical_path_program",
     "seed_demo",
@@ -124,3 +125,27 @@ def critical_path_demo(units: int | None = None) -> dict[str, Any]:
         "schedule_before": sched_before,
         "schedule_after": sched_after,
     }
+
+
+def branches_graph() -> OpGraph:
+    """Two branches that meet: the smallest graph where the order decides the peak memory.
+
+    ``a1`` and ``b1`` each write 10 B, ``a2`` and ``b2`` turn them into 1 B, ``c`` joins.
+    Breadth first (a1, b1, a2, b2, c) holds both 10 B tensors at once: peak 21 B on one
+    unit. Depth first (a1, a2, b1, b2, c) never does: 12 B, the least possible.
+
+    >>> from opsched.problem import Machine, Problem
+    >>> from opsched.heuristics import greedy
+    >>> greedy(Problem(branches_graph(), Machine(units=1))).peak_memory
+    21
+    """
+    return OpGraph(
+        (
+            Op("a1", 1, output_bytes=10),
+            Op("b1", 1, output_bytes=10),
+            Op("a2", 1, deps=("a1",), output_bytes=1),
+            Op("b2", 1, deps=("b1",), output_bytes=1),
+            Op("c", 1, deps=("a2", "b2")),
+        ),
+        name="two-branches",
+    )

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from opsched.cli import main
 from opsched.datasets import dataset_path
-from opsched.ir import Op, OpGraph
+from opsched.demo import branches_graph
 
 STG = dataset_path("stg/50/rand0000.stg")
 STG300 = dataset_path("stg/300/rand0000.stg")
@@ -39,16 +39,7 @@ def branches(tmp_path: Path) -> Path:
     On 2 units: least makespan 3 (a1, b1 together, then a2, b2, then c) with 22 B live at
     t=1; least peak 12 B (one branch after the other) at makespan 5; at makespan 4, 21 B.
     """
-    g = OpGraph(
-        (
-            Op("a1", 1, output_bytes=10),
-            Op("b1", 1, output_bytes=10),
-            Op("a2", 1, deps=("a1",), output_bytes=1),
-            Op("b2", 1, deps=("b1",), output_bytes=1),
-            Op("c", 1, deps=("a2", "b2")),
-        ),
-        name="two-branches",
-    )
+    g = branches_graph()
     path = tmp_path / "branches.json"
     path.write_text(json.dumps(g.to_dict()))
     return path

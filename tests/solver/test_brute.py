@@ -9,7 +9,7 @@ import random
 import pytest
 
 from opsched.analysis import min_memory_bound
-from opsched.demo import seed_problem
+from opsched.demo import branches_graph, seed_problem
 from opsched.errors import ProblemError
 from opsched.heuristics import greedy
 from opsched.ir import Op, OpGraph
@@ -109,16 +109,7 @@ def _two_branches() -> OpGraph:
     Breadth first (FIFO: a1, b1, a2, b2, c): a2 runs while a1's and b1's outputs are both
     live: 10 + 10 + 1 = 21.
     """
-    return OpGraph(
-        (
-            Op("a1", 1, output_bytes=10),
-            Op("b1", 1, output_bytes=10),
-            Op("a2", 1, deps=("a1",), output_bytes=1),
-            Op("b2", 1, deps=("b1",), output_bytes=1),
-            Op("c", 1, deps=("a2", "b2")),
-        ),
-        name="two-branches",
-    )
+    return branches_graph()
 
 
 def test_peak_memory_needs_a_non_greedy_order() -> None:

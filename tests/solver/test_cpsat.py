@@ -10,7 +10,7 @@ import pytest
 
 from opsched.analysis import critical_path, min_memory_bound
 from opsched.datasets import dataset_path, psplib_optima, stg_optima
-from opsched.demo import seed_problem
+from opsched.demo import branches_graph, seed_problem
 from opsched.importers import read_psplib, read_stg
 from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Objective, Problem
@@ -94,16 +94,7 @@ def _two_branches() -> OpGraph:
     a1) must start by 1 for c to end by 4, so a1's and b1's outputs overlap; the best is a1 0,
     a2 1, b1 1, b2 2, c 3: at t=1 10 + 1 + 10 = 21 (putting a2 at 2 instead gives 22).
     """
-    return OpGraph(
-        (
-            Op("a1", 1, output_bytes=10),
-            Op("b1", 1, output_bytes=10),
-            Op("a2", 1, deps=("a1",), output_bytes=1),
-            Op("b2", 1, deps=("b1",), output_bytes=1),
-            Op("c", 1, deps=("a2", "b2")),
-        ),
-        name="two-branches",
-    )
+    return branches_graph()
 
 
 def test_lexicographic_objectives() -> None:

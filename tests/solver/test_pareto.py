@@ -10,6 +10,7 @@ import random
 import pytest
 
 from opsched.analysis import min_memory_bound
+from opsched.demo import branches_graph
 from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Problem
 from opsched.schedule import Status
@@ -73,16 +74,7 @@ def _two_branches() -> OpGraph:
     b2 2, c 3 gives 10 + 1 + 10 = 21. Makespan 5: one branch after the other, 1 + 10 + 1 =
     12. Nothing uses less than 12 (the second of a2 / b2 runs beside the first's output).
     """
-    return OpGraph(
-        (
-            Op("a1", 1, output_bytes=10),
-            Op("b1", 1, output_bytes=10),
-            Op("a2", 1, deps=("a1",), output_bytes=1),
-            Op("b2", 1, deps=("b1",), output_bytes=1),
-            Op("c", 1, deps=("a2", "b2")),
-        ),
-        name="two-branches",
-    )
+    return branches_graph()
 
 
 def test_two_branches_front(exhaustive, non_dominated) -> None:  # type: ignore[no-untyped-def]
