@@ -186,3 +186,16 @@ def test_front_equals_exhaustive_front(seed: int, exhaustive, non_dominated) -> 
         _check_points(p, f)
         multi_point += len(expected) >= 2
     assert multi_point >= 25  # the sample has real trade-offs (about 35 of 100 fronts)
+
+
+def test_plot_draws_the_front() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    g = OpGraph((Op("a", 1, output_bytes=8), Op("b", 1, output_bytes=8)))
+    front = pareto_front(Problem(g, Machine(units=2)), point_time_limit=5)
+    ax = front.plot()
+    # one step line and one scatter of the two points (1, 16) and (2, 8)
+    xs, ys = ax.lines[0].get_data()
+    assert list(xs) == [1.0, 2.0] and list(ys) == [16, 8]
+    assert ax.get_xlabel() == "makespan"
