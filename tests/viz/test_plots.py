@@ -1,0 +1,34 @@
+"""The matplotlib views draw what the schedule says."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from opsched.demo import branches_graph, seed_problem
+from opsched.heuristics import greedy
+from opsched.problem import Machine, Problem
+from opsched.viz import plot_gantt, plot_memory
+
+
+def test_gantt_has_one_bar_per_op_on_its_unit() -> None:
+    s = greedy(seed_problem(units=2))
+    ax = plot_gantt(s)
+    bars = ax.patches
+    assert len(bars) == 7
+    # Conv2 runs on unit 1 over [2, 3): the only bar on the second row
+    second_row = [b for b in bars if abs(b.get_y() + b.get_height() / 2 - 1) < 1e-9]
+    assert [(b.get_x(), b.get_width()) for b in second_row] == [(2.0, 1.0)]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["unit 0", "unit 1"]
+
+
+def test_memory_curve_and_cap() -> None:
+    p = Problem(branches_graph(), Machine(units=1, memory_cap=30))
+    s = greedy(p)
+    ax = plot_memory(p, s)
+    xs, ys = ax.lines[0].get_data()
+    # FIFO on one unit: a1 [0,1) 10, b1 [1,2) 20, a2 [2,3) frees a1 at 3: peak 21 at t=2
+    assert max(ys) == 21 == s.peak_memory
+    assert list(xs)[:3] == [0.0, 1.0, 2.0]
+    assert ax.lines[1].get_ydata()[0] == 30  # the cap line
