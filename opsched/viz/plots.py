@@ -33,8 +33,11 @@ def plot_gantt(schedule: Schedule, ax: Any = None, labels: bool = True) -> Any:
         _, ax = plt.subplots(figsize=(8, 3))
     ops = [o for o in schedule.ops if o.end > o.start]
     by_unit = all(o.unit is not None for o in ops)
-    rows = sorted({o.unit for o in ops}) if by_unit else [o.name for o in ops]
-    row_of = {r: i for i, r in enumerate(rows)}
+    keys: list[Any] = (
+        sorted({o.unit for o in ops if o.unit is not None}) if by_unit else [o.name for o in ops]
+    )
+    row_of: dict[Any, int] = {r: i for i, r in enumerate(keys)}
+    rows = keys
     colors = plt.get_cmap("tab20")
     for k, o in enumerate(ops):
         y = row_of[o.unit] if by_unit else row_of[o.name]
