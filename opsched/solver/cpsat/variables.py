@@ -49,7 +49,7 @@ class Variables:
     tail: list[int] = field(default_factory=list)
     makespan_lb: int = 0
     domains: bool = True  #: heads, tails and lower bounds in the domains (off: ablation only)
-    tails: bool = False  #: redundant makespan >= start + tail constraints (measured: no gain)
+    tails: bool = True  #: redundant makespan >= start + tail constraints
     memory_model: str = "cumulative"  #: or "reservoir" (under a cap; measured, see docs)
 
     def build(self) -> None:
