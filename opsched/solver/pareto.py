@@ -107,8 +107,7 @@ def pareto_front(
         (makespan 1, peak 16) or one after the other (makespan 2, peak 8).
 
         >>> from opsched.ir import Op, OpGraph
-        >>> from opsched.errors import OpschedError
-    from opsched.problem import Machine
+        >>> from opsched.problem import Machine
         >>> g = OpGraph((Op("a", 1, output_bytes=8), Op("b", 1, output_bytes=8)))
         >>> f = pareto_front(Problem(g, Machine(units=2)), point_time_limit=5)
         >>> [(p.makespan, p.peak_memory) for p in f.points], f.complete
