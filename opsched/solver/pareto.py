@@ -99,19 +99,19 @@ def pareto_front(
 ) -> ParetoFront:
     """Compute the makespan / peak-memory Pareto front of ``problem`` with CP-SAT.
 
-        The problem's memory cap, if any, bounds the whole front.
+    The problem's memory cap, if any, bounds the whole front.
 
-        Examples
-        --------
-        Two independent ops of 8 bytes each, one unit each on a 2-unit machine: run them together
-        (makespan 1, peak 16) or one after the other (makespan 2, peak 8).
+    Examples
+    --------
+    Two independent ops of 8 bytes each, one unit each on a 2-unit machine: run them together
+    (makespan 1, peak 16) or one after the other (makespan 2, peak 8).
 
-        >>> from opsched.ir import Op, OpGraph
-        >>> from opsched.problem import Machine
-        >>> g = OpGraph((Op("a", 1, output_bytes=8), Op("b", 1, output_bytes=8)))
-        >>> f = pareto_front(Problem(g, Machine(units=2)), point_time_limit=5)
-        >>> [(p.makespan, p.peak_memory) for p in f.points], f.complete
-        ([(1.0, 16), (2.0, 8)], True)
+    >>> from opsched.ir import Op, OpGraph
+    >>> from opsched.problem import Machine
+    >>> g = OpGraph((Op("a", 1, output_bytes=8), Op("b", 1, output_bytes=8)))
+    >>> f = pareto_front(Problem(g, Machine(units=2)), point_time_limit=5)
+    >>> [(p.makespan, p.peak_memory) for p in f.points], f.complete
+    ([(1.0, 16), (2.0, 8)], True)
     """
     t0 = time.perf_counter()
     deadline = t0 + time_limit
