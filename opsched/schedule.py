@@ -247,6 +247,9 @@ class Schedule:
             parts.append(f"makespan {self.makespan:g}")
         if self.lower_bound is not None:
             parts.append(f"lower bound {self.lower_bound:g}")
+            gap = self.gap
+            if self.status is Status.FEASIBLE and gap:
+                parts.append(f"gap {100 * gap:.2f}%")
         if self.peak_memory is not None:
             from opsched.units import format_bytes
 
