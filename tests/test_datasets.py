@@ -1,0 +1,46 @@
+"""The shipped optimum tables are consistent with independent bounds and with the solver."""
+
+from __future__ import annotations
+
+import pytest
+
+from opsched.analysis import lower_bounds
+from opsched.datasets import dataset_path, psplib_optima, stg_optima
+from opsched.heuristics import greedy
+from opsched.importers import read_stg
+from opsched.problem import Machine, Problem
+from opsched.solver import solve_cpsat
+from opsched.validate import validate
+
+
+@pytest.mark.parametrize("procs", [2, 4, 8, 16])
+def test_stg300_table_is_consistent(procs: int) -> None:
+    table = stg_optima(procs, size=300)
+    assert len(table) == 180
+    for name, (lb, ub) in list(table.items())[::9]:  # every ninth graph: 20 per table
+        g = read_stg(dataset_path(f"stg/300/{name}.stg"))
+        bound = lower_bounds(g, units=procs).value
+        heuristic = greedy(Problem(g, Machine(units=procs)), "b-level").makespan
+        assert bound <= lb <= ub <= heuristic, (name, procs)
+
+
+def test_stg300_table_counts() -> None:
+    # 689 of 720 pairs were proven (datasets/stg/PROVENANCE.md)
+    proven = sum(lb == ub for k in (2, 4, 8, 16) for lb, ub in stg_optima(k, 300).values())
+    assert proven == 689
+
+
+@pytest.mark.parametrize("name", ["rand0001", "rand0002", "rand0003"])
+def test_stg300_optimum_reproduced(name: str) -> None:
+    # on 16 processors these prove in well under a second
+    lb, ub = stg_optima(16, size=300)[name]
+    assert lb == ub
+    p = Problem(read_stg(dataset_path(f"stg/300/{name}.stg")), Machine(units=16))
+    r = solve_cpsat(p, time_limit=30)
+    assert r.status.value == "OPTIMAL" and r.makespan == ub
+    assert validate(p, r).valid
+
+
+def test_psplib_table_complete() -> None:
+    table = psplib_optima()
+    assert len(table) == 480 and table["j301_1"] == 43
