@@ -35,6 +35,7 @@ from opsched.importers import read_graph, read_psplib, read_stg
 from opsched.ir import Op, OpGraph, read_graph_json, write_graph_json
 from opsched.problem import Machine, Objective, Problem
 from opsched.schedule import Schedule, ScheduledOp, Status
+from opsched.solver import pareto_front, solve_brute_force, solve_cpsat
 from opsched.transforms import dependency_edges, derive_deps, rename_buffers
 from opsched.validate import execute_orders, simulate, validate
 
@@ -68,6 +69,7 @@ __all__ = [
     "lower_bounds",
     "min_memory_bound",
     "parallelism_profile",
+    "pareto_front",
     "read_graph",
     "read_graph_json",
     "read_psplib",
@@ -78,6 +80,8 @@ __all__ = [
     "serial",
     "simulate",
     "slack",
+    "solve_brute_force",
+    "solve_cpsat",
     "t_level",
     "topological_order",
     "validate",

@@ -29,6 +29,7 @@ def test_readme_python_example_runs(tmp_path: Path) -> None:
     lines = out.getvalue().splitlines()
     # the comment in the README promises these two numbers
     assert lines[0] == "55.0 66.0"
+    assert lines[1].startswith("cpsat on rand0000: OPTIMAL, makespan 66,")
     assert lines[1].endswith("True")
     assert (tmp_path / "rand0000.schedule.json").exists()
 
