@@ -57,14 +57,9 @@ SOLVERS: dict[str, SolverInfo] = {
         SolverInfo("greedy", "event-driven ready-set scheduling, FIFO priority (seed loop)",
                    False, lambda p, **_: greedy(p, "fifo")),
         SolverInfo("greedy-blevel", "event-driven ready-set scheduling, b-level priority",
-                   False, lambda p, **_: _named(greedy(p, "b-level"), "greedy-blevel")),
+                   False, lambda p, **_: greedy(p, "b-level")),
     ]
 }  # fmt: skip
-
-
-def _named(s: Schedule, name: str) -> Schedule:
-    s.solver = name
-    return s
 
 
 def get_solver(name: str) -> SolverInfo:

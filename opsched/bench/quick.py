@@ -137,12 +137,7 @@ def run_quick(out_dir: Path, limit: int | None = None, progress: bool = True) ->
             done = len(rows)
             el = time.perf_counter() - t0
             eta = el / done * (total - done)
-            print(
-                f"\r[quick] {done}/{total} runs, {el:.1f} s, eta {eta:.1f} s",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+            _status(f"{done}/{total} runs, {el:.1f} s, eta {eta:.1f} s")
     if progress:
         print(file=sys.stderr)
 
@@ -153,6 +148,11 @@ def run_quick(out_dir: Path, limit: int | None = None, progress: bool = True) ->
         _markdown(summary, len(rows), time.perf_counter() - t_begin), out_dir / "report.md"
     )
     return {"runs": len(rows), "summary": summary, "output": str(out_dir)}
+
+
+def _status(message: str) -> None:
+    """Rewrite the one progress line on stderr."""
+    print(f"\r[quick] {message}", end="", file=sys.stderr, flush=True)
 
 
 MEMORY_OPS = 24
@@ -189,12 +189,7 @@ def _memory_jobs(
             )
             jobs.append((f"layered{MEMORY_OPS} cap {frac:.0%}", g.name, 2, p, opt))
         if progress:
-            print(
-                f"\r[quick] memory-capped optima: {seed + 1} graphs",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+            _status(f"memory-capped optima: {seed + 1} graphs")
     if progress:
         print(file=sys.stderr)
     return jobs

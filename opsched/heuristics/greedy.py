@@ -102,7 +102,11 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     t_start = time.perf_counter()
     g = problem.graph
     n = g.num_ops
-    name = "greedy" if isinstance(priority, str) and priority == "fifo" else "greedy-priority"
+    names = {"fifo": "greedy", "b-level": "greedy-blevel", "blevel": "greedy-blevel",
+             "critical-path": "greedy-blevel"}  # fmt: skip
+    name = (
+        names.get(priority, "greedy-priority") if isinstance(priority, str) else "greedy-priority"
+    )
     reason = problem.infeasibility_reason()
     if reason:
         return Schedule.empty(problem, solver=name, status=Status.UNKNOWN, info={"reason": reason})
