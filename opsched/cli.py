@@ -8,6 +8,7 @@ status 2; no output file is written then. ``validate`` exits 1 when the schedule
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import sys
@@ -548,6 +549,14 @@ def quick(output: Path, limit: int | None, as_json: bool) -> None:
         _emit_json(summary)
     else:
         click.echo(f"wrote {output / 'report.md'} and {output / 'results.csv'}")
+
+
+# Command groups that live next to their subsystem. Each module defines ``register(main)``
+# and imports its heavy dependencies inside the commands, so ``opsched --help`` stays fast.
+_COMMAND_MODULES: tuple[str, ...] = (
+)
+for _module in _COMMAND_MODULES:
+    importlib.import_module(_module).register(main)
 
 
 if __name__ == "__main__":  # pragma: no cover

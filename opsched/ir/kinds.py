@@ -1,0 +1,224 @@
+"""The op-kind vocabulary shared by the cost model, the model zoo and the importers.
+
+Every op whose ``kind`` is one of :data:`KINDS` describes its shape in ``attrs`` with the
+keys listed there (all integers unless noted) plus an optional ``dtype`` (default
+``"float32"``). From those, :func:`flops` and :func:`bytes_min` give the work the cost model
+starts from, and :func:`output_numel` the size of the op's result, so every producer of
+graphs (zoo, torch / ONNX / HLO importers, fusion) and the cost model agree on one meaning.
+
+Conventions
+-----------
+- ``matmul``: ``C[M,N] = A[M,K] @ B[K,N]``, optional batch ``B`` (``bmm`` is ``matmul`` with
+  ``B > 1``; ``linear`` layers are matmuls with ``M`` = rows of the input).
+- ``conv2d`` (and ``conv2d_bwd_data`` / ``conv2d_bwd_filter``): NCHW input ``N,C,H,W``, ``K``
+  filters of ``R x S``, ``stride_h, stride_w, pad_h, pad_w`` (default 1 and 0), ``groups``
+  (default 1). Output ``P x Q`` follows from them. FLOPs are the direct-convolution count
+  ``2*N*K*(C/groups)*R*S*P*Q``.
+- ``elementwise``: ``numel`` elements, ``arity`` inputs (1 unary, 2 binary; default 1),
+  ``fn`` (``"relu"``, ``"add"``...). One FLOP per element and input.
+- ``softmax``, ``layernorm``, ``rmsnorm``: ``rows x cols``, normalised along ``cols``.
+- ``batchnorm``: ``numel`` elements (inference form: one read, one write).
+- ``pool``: like ``conv2d`` without ``K`` (channels kept), ``mode`` ``"max"`` or ``"avg"``;
+  ``R = H, S = W`` is global pooling.
+- ``reduce``: ``numel`` in, ``out_numel`` out (sum / mean over some axes).
+- ``embedding``: ``tokens`` lookups of ``dim`` values (table of ``vocab`` rows).
+- ``attention``: fused scaled-dot-product attention, ``B`` (batch x heads), ``Sq``, ``Skv``,
+  ``D`` (head dimension).
+- ``copy``: ``numel`` elements moved (concat, transpose, layout change).
+- ``view``: reshape / slice with no kernel: zero FLOPs and bytes, ``numel`` of the result.
+- ``input``: a graph input or weight load, ``numel`` of the tensor; no compute.
+- ``fused``: the result of the fusion pass, ``flops``, ``bytes`` and ``numel`` given directly.
+
+Any op may also carry ``flops`` and ``bytes`` in ``attrs``; they then override the formulas.
+
+Examples
+--------
+>>> flops("matmul", {"M": 64, "N": 32, "K": 16})
+65536
+>>> bytes_min("matmul", {"M": 64, "N": 32, "K": 16, "dtype": "float16"})
+7168
+>>> conv_out_hw({"H": 224, "W": 224, "R": 7, "S": 7, "stride_h": 2, "stride_w": 2,
+...              "pad_h": 3, "pad_w": 3})
+(112, 112)
+>>> output_numel("conv2d", {"N": 1, "C": 3, "H": 224, "W": 224, "K": 64, "R": 7, "S": 7,
+...              "stride_h": 2, "stride_w": 2, "pad_h": 3, "pad_w": 3})
+802816
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opsched.errors import GraphError
+
+__all__ = [
+    "DTYPE_BYTES",
+    "KINDS",
+    "bytes_min",
+    "conv_out_hw",
+    "dtype_bytes",
+    "flops",
+    "output_numel",
+]
+
+#: Element size of every dtype the cost model knows.
+DTYPE_BYTES: Mapping[str, int] = {
+    "float64": 8,
+    "float32": 4,
+    "tf32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float8": 1,
+    "int8": 1,
+    "int32": 4,
+    "int64": 8,
+    "bool": 1,
+}
+
+#: kind -> required attrs (optional ones are documented in the module docstring).
+KINDS: Mapping[str, tuple[str, ...]] = {
+    "matmul": ("M", "N", "K"),
+    "conv2d": ("N", "C", "H", "W", "K", "R", "S"),
+    "conv2d_bwd_data": ("N", "C", "H", "W", "K", "R", "S"),
+    "conv2d_bwd_filter": ("N", "C", "H", "W", "K", "R", "S"),
+    "elementwise": ("numel",),
+    "softmax": ("rows", "cols"),
+    "layernorm": ("rows", "cols"),
+    "rmsnorm": ("rows", "cols"),
+    "batchnorm": ("numel",),
+    "pool": ("N", "C", "H", "W", "R", "S"),
+    "reduce": ("numel", "out_numel"),
+    "embedding": ("tokens", "dim"),
+    "attention": ("B", "Sq", "Skv", "D"),
+    "copy": ("numel",),
+    "view": ("numel",),
+    "input": ("numel",),
+    "fused": ("flops", "bytes", "numel"),
+}
+
+
+def dtype_bytes(attrs: Mapping[str, Any]) -> int:
+    """Element size of ``attrs["dtype"]`` (default float32); unknown dtypes raise GraphError."""
+    dt = attrs.get("dtype", "float32")
+    try:
+        return DTYPE_BYTES[dt]
+    except KeyError:
+        raise GraphError(f"unknown dtype {dt!r}; known: {', '.join(DTYPE_BYTES)}") from None
+
+
+def _get(attrs: Mapping[str, Any], key: str, kind: str, default: int | None = None) -> int:
+    v = attrs.get(key, default)
+    if v is None:
+        raise GraphError(f"{kind} op needs attrs[{key!r}]")
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v):
+        raise GraphError(f"{kind} attrs[{key!r}] must be a non-negative integer, got {v!r}")
+    return int(v)
+
+
+def conv_out_hw(attrs: Mapping[str, Any], kind: str = "conv2d") -> tuple[int, int]:
+    """Output height and width of a convolution or pooling window over ``H x W``."""
+    h, w = _get(attrs, "H", kind), _get(attrs, "W", kind)
+    r, s = _get(attrs, "R", kind), _get(attrs, "S", kind)
+    sh, sw = _get(attrs, "stride_h", kind, 1), _get(attrs, "stride_w", kind, 1)
+    ph, pw = _get(attrs, "pad_h", kind, 0), _get(attrs, "pad_w", kind, 0)
+    dh, dw = _get(attrs, "dilation_h", kind, 1), _get(attrs, "dilation_w", kind, 1)
+    if sh == 0 or sw == 0:
+        raise GraphError(f"{kind} stride must be >= 1")
+    p = (h + 2 * ph - dh * (r - 1) - 1) // sh + 1
+    q = (w + 2 * pw - dw * (s - 1) - 1) // sw + 1
+    if p <= 0 or q <= 0:
+        raise GraphError(f"{kind} window {r}x{s} does not fit the {h}x{w} input")
+    return p, q
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise GraphError(f"unknown op kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+def output_numel(kind: str, attrs: Mapping[str, Any]) -> int:
+    """Number of elements of the op's output tensor."""
+    _check_kind(kind)
+    g = lambda k, d=None: _get(attrs, k, kind, d)  # noqa: E731
+    if kind == "matmul":
+        return g("B", 1) * g("M") * g("N")
+    if kind in ("conv2d", "conv2d_bwd_data", "pool"):
+        p, q = conv_out_hw(attrs, kind)
+        if kind == "conv2d_bwd_data":
+            return g("N") * g("C") * g("H") * g("W")
+        return g("N") * (g("C") if kind == "pool" else g("K")) * p * q
+    if kind == "conv2d_bwd_filter":
+        return g("K") * (g("C") // max(1, g("groups", 1))) * g("R") * g("S")
+    if kind in ("softmax", "layernorm", "rmsnorm"):
+        return g("rows") * g("cols")
+    if kind == "reduce":
+        return g("out_numel")
+    if kind == "embedding":
+        return g("tokens") * g("dim")
+    if kind == "attention":
+        return g("B") * g("Sq") * g("D")
+    return g("numel")
+
+
+def flops(kind: str, attrs: Mapping[str, Any]) -> int:
+    """Floating-point operations of one op (``attrs["flops"]`` wins when present)."""
+    _check_kind(kind)
+    if "flops" in attrs:
+        return _get(attrs, "flops", kind)
+    g = lambda k, d=None: _get(attrs, k, kind, d)  # noqa: E731
+    if kind == "matmul":
+        return 2 * g("B", 1) * g("M") * g("N") * g("K")
+    if kind.startswith("conv2d"):
+        p, q = conv_out_hw(attrs, kind)
+        groups = max(1, g("groups", 1))
+        return 2 * g("N") * g("K") * (g("C") // groups) * g("R") * g("S") * p * q
+    if kind == "pool":
+        p, q = conv_out_hw(attrs, kind)
+        return g("N") * g("C") * p * q * g("R") * g("S")
+    if kind == "elementwise":
+        return g("numel") * max(1, g("arity", 1))
+    if kind in ("softmax", "layernorm", "rmsnorm"):
+        return {"softmax": 5, "layernorm": 8, "rmsnorm": 4}[kind] * g("rows") * g("cols")
+    if kind == "batchnorm":
+        return 2 * g("numel")
+    if kind == "reduce":
+        return g("numel")
+    if kind == "attention":
+        b, sq, skv, d = g("B"), g("Sq"), g("Skv"), g("D")
+        return 4 * b * sq * skv * d + 5 * b * sq * skv
+    return 0
+
+
+def bytes_min(kind: str, attrs: Mapping[str, Any]) -> int:
+    """Bytes moved if each operand is read once and the output written once."""
+    _check_kind(kind)
+    if "bytes" in attrs:
+        return _get(attrs, "bytes", kind)
+    e = dtype_bytes(attrs)
+    g = lambda k, d=None: _get(attrs, k, kind, d)  # noqa: E731
+    out = output_numel(kind, attrs)
+    if kind == "matmul":
+        b = g("B", 1)
+        return e * (b * g("M") * g("K") + b * g("K") * g("N") + out)
+    if kind.startswith("conv2d"):
+        p, q = conv_out_hw(attrs, kind)
+        groups = max(1, g("groups", 1))
+        x = g("N") * g("C") * g("H") * g("W")
+        w = g("K") * (g("C") // groups) * g("R") * g("S")
+        y = g("N") * g("K") * p * q
+        return e * (x + w + y)
+    if kind == "pool":
+        return e * (g("N") * g("C") * g("H") * g("W") + out)
+    if kind == "elementwise":
+        return e * g("numel") * (max(1, g("arity", 1)) + 1)
+    if kind in ("softmax", "layernorm", "rmsnorm", "batchnorm", "copy"):
+        return 2 * e * out
+    if kind == "reduce":
+        return e * (g("numel") + out)
+    if kind == "embedding":
+        return e * 2 * out
+    if kind == "attention":
+        b, sq, skv, d = g("B"), g("Sq"), g("Skv"), g("D")
+        return e * (2 * b * sq * d + 2 * b * skv * d)
+    return 0
