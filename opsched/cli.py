@@ -9,116 +9,26 @@ status 2; no output file is written then. ``validate`` exits 1 when the schedule
 from __future__ import annotations
 
 import importlib
-import json
-import math
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from opsched.errors import OpschedError, ProblemError
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-EXIT_INVALID = 1
-EXIT_BAD_INPUT = 2
-
-
-def _jsonable(x: Any) -> Any:
-    """Convert numpy scalars and integral floats so JSON output reads naturally."""
-    import numpy as np
-
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
-        return int(x)
-    return x
-
-
-def _emit_json(doc: Any) -> None:
-    click.echo(json.dumps(_jsonable(doc), indent=1, allow_nan=False))
-
-
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
-    click.echo(f"opsched: error: {message}", err=True)
-    sys.exit(code)
-
-
-def handle_errors(fn: F) -> F:
-    """Turn opsched errors into one line on stderr and exit status 2 (never a traceback)."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except OpschedError as e:
-            _fail(str(e))
-        except (BrokenPipeError, KeyboardInterrupt):
-            sys.exit(130)
-        except RecursionError:
-            _fail("input is nested too deeply")
-        except MemoryError:
-            _fail("out of memory")
-        except Exception as e:  # an opsched bug: still one line, with a hint
-            if "OPSCHED_DEBUG" in __import__("os").environ:
-                raise
-            _fail(f"internal error ({type(e).__name__}: {e}); set OPSCHED_DEBUG=1 for details", 3)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _parse_resources(text: str | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    if not text:
-        return out
-    for part in text.split(","):
-        name, eq, value = part.partition("=")
-        if not eq or not name.strip():
-            raise ProblemError(f"--resources: expected NAME=CAPACITY, got {part!r}")
-        try:
-            cap = int(value)
-        except ValueError:
-            raise ProblemError(
-                f"--resources: capacity of {name.strip()!r} must be an integer, got {value!r}"
-            ) from None
-        if cap < 0:
-            raise ProblemError(f"--resources: capacity of {name.strip()!r} must be >= 0")
-        out[name.strip()] = cap
-    return out
-
-
-def _machine(units: int | None, memory_cap: str | None, resources: str | None) -> Any:
-    from opsched.problem import Machine
-    from opsched.units import parse_bytes
-
-    cap = None
-    if memory_cap is not None:
-        try:
-            cap = parse_bytes(memory_cap)
-        except ProblemError as e:
-            raise ProblemError(f"--memory-cap: {e.message}") from None
-    return Machine(units=units, resources=_parse_resources(resources), memory_cap=cap)
-
-
-units_option = click.option(
-    "--units",
-    "-k",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Number of identical compute units (streams); unlimited if omitted.",
+from opsched._clikit import (
+    EXIT_INVALID,
+    _emit_json,
+    _fail,
+    _load_problem,
+    _machine,
+    _parse_resources,
+    cap_option,
+    handle_errors,
+    json_option,
+    res_option,
+    units_option,
 )
-json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-cap_option = click.option("--memory-cap", default=None, help="Memory cap, e.g. 3GiB, 512MB, 4096.")
-res_option = click.option("--resources", default=None, help="Capacities, e.g. R1=10,R2=4.")
+from opsched.errors import OpschedError, ProblemError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -306,14 +216,6 @@ OBJECTIVES = {
 }
 
 
-def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
-                  resources: str | None) -> Any:  # fmt: skip
-    from opsched.importers import read_graph
-    from opsched.problem import Problem
-
-    return Problem(read_graph(graph), _machine(units, memory_cap, resources))
-
-
 @main.command()
 @click.argument("graph", type=click.Path(path_type=Path))
 @click.option(
@@ -363,6 +265,25 @@ def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
     default=None,
     help="Write the schedule (opsched-schedule/1 JSON) here.",
 )
+@click.option(
+    "--devices",
+    default=None,
+    help="Heterogeneous machine, e.g. gpu:4,cpu:8 (solvers cpsat, heft, cpop); durations "
+    "per type from each op's attrs.durations. See docs/hetero.md.",
+)
+@click.option(
+    "--link-bandwidth",
+    type=float,
+    default=None,
+    help="With --devices: bytes per time unit between device types (default: infinite).",
+)
+@click.option(
+    "--link-latency",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With --devices: time units per transfer between device types.",
+)
 @json_option
 @handle_errors
 def solve(
@@ -378,12 +299,26 @@ def solve(
     deterministic: bool,
     log: bool,
     output: Path | None,
+    devices: str | None,
+    link_bandwidth: float | None,
+    link_latency: float,
     as_json: bool,
 ) -> None:
     """Schedule GRAPH; the result is checked by the independent validator.
 
-    PSPLIB files bring their resource capacities; --resources overrides them.
+    PSPLIB files bring their resource capacities; --resources overrides them. With
+    --devices the machine is heterogeneous (opsched.hetero).
     """
+    if devices is not None:
+        from opsched.hetero.commands import solve_on_devices
+
+        solve_on_devices(
+            graph, solver, devices, link_bandwidth, link_latency, time_limit=time_limit,
+            workers=workers, deterministic=deterministic, log=log, output=output,
+            as_json=as_json, units=units, memory_cap=memory_cap, resources=resources,
+            objective=objective, makespan_limit=makespan_limit,
+        )  # fmt: skip
+        return
     from opsched.registry import get_solver
     from opsched.validate import validate as check
     from opsched.viz import gantt_text
@@ -401,6 +336,8 @@ def solve(
             log=log,
             makespan_limit=makespan_limit,
         )
+    if solver == "lns":
+        opts.update(time_limit=time_limit)
     result = info.fn(problem, **opts)
     report = check(problem, result)
     if not report.valid:  # a solver bug: never hand out an invalid schedule
@@ -434,9 +371,10 @@ def solvers(as_json: bool) -> None:
         _emit_json({n: {"description": s.description, "exact": s.exact}
                     for n, s in SOLVERS.items()})  # fmt: skip
         return
+    width = max(map(len, SOLVERS)) + 1
     for name, s in SOLVERS.items():
         kind = "exact" if s.exact else "heuristic"
-        click.echo(f"{name:14s} {kind:9s} {s.description}")
+        click.echo(f"{name:{width}s} {kind:9s} {s.description}")
 
 
 @main.command()
@@ -554,6 +492,17 @@ def quick(output: Path, limit: int | None, as_json: bool) -> None:
 # Command groups that live next to their subsystem. Each module defines ``register(main)``
 # and imports its heavy dependencies inside the commands, so ``opsched --help`` stays fast.
 _COMMAND_MODULES: tuple[str, ...] = (
+    "opsched.cost.commands",
+    "opsched.zoo.generate_commands",
+    "opsched.transforms.fuse_commands",
+    "opsched.zoo.commands",
+    "opsched.demo_page.commands",
+    "opsched.experiments.commands",
+    "opsched.report.commands",
+    "opsched.importers.trace_commands",
+    "opsched.pipeline.commands",
+    "opsched.dynamic.commands",
+    "opsched.hetero.commands",
 )
 for _module in _COMMAND_MODULES:
     importlib.import_module(_module).register(main)

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 from opsched.errors import ProblemError
 from opsched.ir.graph import MAX_SIZE, OpGraph
 from opsched.units import format_bytes, parse_bytes
@@ -42,6 +44,18 @@ class Objective(StrEnum):
     PEAK_MEMORY = "peak_memory"
     MAKESPAN_THEN_MEMORY = "makespan_then_memory"
     MEMORY_THEN_MAKESPAN = "memory_then_makespan"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Objective:
+        """Accept the CLI spellings (``peak-memory``, ``lex``, ``lex-memory``)."""
+        aliases = {"peak-memory": "peak_memory", "memory": "peak_memory",
+                   "lex": "makespan_then_memory", "lex-memory": "memory_then_makespan",
+                   "makespan-then-memory": "makespan_then_memory",
+                   "memory-then-makespan": "memory_then_makespan"}  # fmt: skip
+        if isinstance(value, str) and value in aliases:
+            return cls(aliases[value])
+        known = ", ".join([m.value for m in cls] + list(aliases))
+        raise ProblemError(f"unknown objective {value!r}; known: {known}")
 
 
 @dataclass(frozen=True)
@@ -143,13 +157,17 @@ class Problem:
         Checked: an op demanding more of a resource than its capacity, and a memory cap below
         :func:`opsched.analysis.min_memory_bound` (the op that needs the most memory at once).
         """
-        for op in self.graph.ops:
-            if op.duration <= 0:
+        g = self.graph
+        running = g.durations > 0
+        for r in g.resource_names():
+            cap = self.capacity(r)
+            if cap is None:
                 continue
-            for r, amount in op.demands.items():
-                cap = self.capacity(r)
-                if cap is not None and amount > cap:
-                    return f"op {op.name!r} demands {amount} of {r!r} but the capacity is {cap}"
+            over = np.flatnonzero(running & (g.demand_array(r) > cap))
+            if len(over):
+                op = g.ops[int(over[0])]
+                amount = op.demands.get(r, 0)
+                return f"op {op.name!r} demands {amount} of {r!r} but the capacity is {cap}"
         if self.memory_cap is not None:
             from opsched.analysis.bounds import min_memory_bound
 

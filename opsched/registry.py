@@ -20,6 +20,11 @@ from typing import Any
 
 from opsched.errors import ProblemError
 from opsched.heuristics import greedy, serial
+from opsched.heuristics.listsched import list_schedule
+from opsched.heuristics.lns import lns
+from opsched.heuristics.memory import inductor_memory, min_memory, xla_memory
+from opsched.heuristics.memory_list import memory_list
+from opsched.heuristics.portfolio import portfolio
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule
 from opsched.solver import solve_brute_force, solve_cpsat
@@ -58,6 +63,38 @@ SOLVERS: dict[str, SolverInfo] = {
                    False, lambda p, **_: greedy(p, "fifo")),
         SolverInfo("greedy-blevel", "event-driven ready-set scheduling, b-level priority",
                    False, lambda p, **_: greedy(p, "b-level")),
+        SolverInfo("list", "Graham list scheduling, critical-path (b-level) priority",
+                   False, lambda p, **_: list_schedule(p)),
+        SolverInfo("heft", "HEFT: upward rank, insertion into idle gaps (identical units)",
+                   False, lambda p, **_: list_schedule(p, "heft", "insertion")),
+        SolverInfo("list-cpop", "list scheduling, CPOP priority (t-level + b-level)",
+                   False, lambda p, **_: list_schedule(p, "cpop")),
+        SolverInfo("list-tlevel", "list scheduling, smallest t-level (ASAP start) first",
+                   False, lambda p, **_: list_schedule(p, "t-level")),
+        SolverInfo("list-lpt", "list scheduling, longest processing time first",
+                   False, lambda p, **_: list_schedule(p, "lpt")),
+        SolverInfo("list-successors", "list scheduling, most successors first",
+                   False, lambda p, **_: list_schedule(p, "successors")),
+        SolverInfo("list-random", "list scheduling, seeded random priority (seed option)",
+                   False, lambda p, seed=0, **_: list_schedule(p, "random", seed=seed)),
+        SolverInfo("list-memory", "b-level list scheduling, memory-feasible placement",
+                   False, lambda p, **_: list_schedule(p, "b-level", "memory")),
+        SolverInfo("portfolio", "best of many list schedules + forward-backward improvement",
+                   False, lambda p, noise=None, seed=0, **_: portfolio(p, noise=noise,
+                                                                       seed=seed)),
+        SolverInfo("inductor-memory", "one unit, PyTorch Inductor's peak-memory reordering "
+                   "(best of baseline, LPMF, BFS, DFS)", False, lambda p, **_: inductor_memory(p)),
+        SolverInfo("xla-memory", "one unit, XLA's default memory scheduler (best of List, DFS, "
+                   "PostOrder)", False, lambda p, **_: xla_memory(p)),
+        SolverInfo("min-memory", "one unit, least peak memory: exact search on small graphs, "
+                   "beam on large", False, lambda p, **_: min_memory(p)),
+        SolverInfo("memory-beam", "one unit, least peak memory by beam search",
+                   False, lambda p, **_: min_memory(p, method="beam")),
+        SolverInfo("memory-list", "k units under a cap: min-memory order as list priority, "
+                   "memory-feasible placement", False, lambda p, **_: memory_list(p)),
+        SolverInfo("lns", "portfolio, then CP-SAT re-optimises windows (time_limit, seed)",
+                   False, lambda p, time_limit=10.0, seed=0, **_: lns(p, time_limit=time_limit,
+                                                                     seed=seed)),
     ]
 }  # fmt: skip
 

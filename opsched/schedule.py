@@ -75,7 +75,7 @@ class Schedule:
         cls,
         problem: Problem,
         starts: Mapping[str, float] | Sequence[float] | np.ndarray,
-        units: Mapping[str, int | None] | Sequence[int | None] | None = None,
+        units: Mapping[str, int | None] | Sequence[int | None] | np.ndarray | None = None,
         *,
         solver: str,
         status: Status | str = Status.FEASIBLE,

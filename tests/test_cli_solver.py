@@ -186,8 +186,9 @@ def test_unknown_solver(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr == (
-        "opsched: error: unknown solver 'simplex'; known: cpsat, brute-force, serial, greedy, "
-        "greedy-blevel\n"
+        "opsched: error: unknown solver 'simplex'; known: cpsat, brute-force, "
+        + ", ".join(HEURISTICS)
+        + "\n"
     )
     assert not out.exists()
 
@@ -225,22 +226,20 @@ def test_pareto_with_memory_cap(branches: Path) -> None:
 # ----------------------------------------------------------------------------- solvers
 
 
+HEURISTICS = [
+    "serial", "greedy", "greedy-blevel", "list", "heft", "list-cpop", "list-tlevel",
+    "list-lpt", "list-successors", "list-random", "list-memory", "portfolio",
+    "inductor-memory", "xla-memory", "min-memory", "memory-beam", "memory-list", "lns",
+]  # fmt: skip
+
+
 def test_solvers_json_lists_exact_flags() -> None:
     listed = invoke_json("solvers")
-    assert {name: s["exact"] for name, s in listed.items()} == {
-        "cpsat": True,
-        "brute-force": True,
-        "serial": False,
-        "greedy": False,
-        "greedy-blevel": False,
-    }
+    expected = {"cpsat": True, "brute-force": True} | {h: False for h in HEURISTICS}
+    assert {name: s["exact"] for name, s in listed.items()} == expected
     assert listed["cpsat"]["description"].startswith("OR-Tools CP-SAT")
     assert "10 ops" in listed["brute-force"]["description"]
     text = invoke("solvers").stdout.splitlines()
     assert [line.split()[:2] for line in text] == [
-        ["cpsat", "exact"],
-        ["brute-force", "exact"],
-        ["serial", "heuristic"],
-        ["greedy", "heuristic"],
-        ["greedy-blevel", "heuristic"],
-    ]
+        ["cpsat", "exact"], ["brute-force", "exact"], *[[h, "heuristic"] for h in HEURISTICS]
+    ]  # fmt: skip

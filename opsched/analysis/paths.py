@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from opsched._jit import call
+from opsched.analysis._kernels import backward_longest, forward_longest
 from opsched.analysis.topo import topo_indices
 from opsched.ir.graph import OpGraph
 
@@ -40,18 +42,11 @@ def earliest_starts(graph: OpGraph) -> np.ndarray:
     >>> earliest_starts(g).tolist()
     [0.0, 0.0, 3.0]
     """
-    d = graph.durations.tolist()
-    ptr, idx = graph.pred_ptr.tolist(), graph.pred_idx.tolist()
-    est = [0.0] * graph.num_ops
-    for v in topo_indices(graph).tolist():
-        best = 0.0
-        for k in range(ptr[v], ptr[v + 1]):
-            u = idx[k]
-            f = est[u] + d[u]
-            if f > best:
-                best = f
-        est[v] = best
-    return np.asarray(est, dtype=np.float64)
+    size = graph.num_ops + graph.num_edges
+    return call(
+        forward_longest, size, topo_indices(graph), graph.durations, graph.pred_ptr,
+        graph.pred_idx,
+    )  # fmt: skip
 
 
 t_level = earliest_starts
@@ -65,17 +60,11 @@ def b_level(graph: OpGraph) -> np.ndarray:
     >>> b_level(g).tolist()
     [3.0, 4.0, 1.0]
     """
-    d = graph.durations.tolist()
-    ptr, idx = graph.succ_ptr.tolist(), graph.succ_idx.tolist()
-    bl = [0.0] * graph.num_ops
-    for v in reversed(topo_indices(graph).tolist()):
-        best = 0.0
-        for k in range(ptr[v], ptr[v + 1]):
-            b = bl[idx[k]]
-            if b > best:
-                best = b
-        bl[v] = best + d[v]
-    return np.asarray(bl, dtype=np.float64)
+    size = graph.num_ops + graph.num_edges
+    return call(
+        backward_longest, size, topo_indices(graph), graph.durations, graph.succ_ptr,
+        graph.succ_idx, np.zeros(graph.num_ops),
+    )  # fmt: skip
 
 
 def latest_starts(graph: OpGraph, horizon: float | None = None) -> np.ndarray:

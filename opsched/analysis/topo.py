@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 
+from opsched._jit import call
+from opsched.analysis._kernels import kahn_order
 from opsched.ir.graph import OpGraph
 
 __all__ = ["topo_indices", "topological_order"]
@@ -18,20 +18,7 @@ def topo_indices(graph: OpGraph) -> np.ndarray:
     released in file order, first in first out (the seed demo's queue discipline).
     """
     n = graph.num_ops
-    indeg = np.diff(graph.pred_ptr).tolist()
-    succ_ptr = graph.succ_ptr.tolist()
-    succ_idx = graph.succ_idx.tolist()
-    queue = deque(i for i in range(n) if indeg[i] == 0)
-    order: list[int] = []
-    while queue:
-        u = queue.popleft()
-        order.append(u)
-        for k in range(succ_ptr[u], succ_ptr[u + 1]):
-            v = succ_idx[k]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                queue.append(v)
-    return np.asarray(order, dtype=np.int64)
+    return call(kahn_order, n + graph.num_edges, n, graph.pred_ptr, graph.succ_ptr, graph.succ_idx)
 
 
 def topological_order(graph: OpGraph) -> list[str]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
@@ -144,14 +143,21 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
 
     starts = [0.0] * n
     unit_of: list[int | None] = [None] * n
-    ready_fifo: deque[int] = deque()
-    ready_heap: list[tuple[float, int]] = []
+    # Ready ops wait in two heaps by (priority key, index): those that would hold a unit and
+    # the rest. When every unit is busy, no op of the first heap can start until the clock
+    # moves, so a pass leaves that heap alone instead of popping and re-pushing all of it
+    # (which made a pass O(ready) and the whole loop quadratic on wide graphs).
+    unit_q: list[tuple[float, int]] = []
+    free_q: list[tuple[float, int]] = []
+    pushes = 0
+    limits_units = "units" in res_names
 
     def push_ready(v: int) -> None:
-        if prio is None:
-            ready_fifo.append(v)
-        else:
-            heapq.heappush(ready_heap, (-prio[v], v))
+        nonlocal pushes
+        key = float(pushes) if prio is None else -prio[v]
+        pushes += 1
+        q = unit_q if (limits_units and units_dem[v] > 0 and dur[v] > 0) else free_q
+        heapq.heappush(q, (key, v))
 
     for v in range(n):
         if indeg[v] == 0:
@@ -186,19 +192,26 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
 
     while done < n:
         # start every ready op that fits, in priority order
-        skipped: list[int] = []
+        skipped: list[tuple[float, int]] = []
         started_any = True
         while started_any:
             started_any = False
-            while ready_fifo or ready_heap:
-                v = ready_fifo.popleft() if prio is None else heapq.heappop(ready_heap)[1]
+            while unit_q or free_q:
+                units_blocked = limits_units and free["units"] <= 0
+                if unit_q and not units_blocked and (not free_q or unit_q[0] < free_q[0]):
+                    entry = heapq.heappop(unit_q)
+                elif free_q:
+                    entry = heapq.heappop(free_q)
+                else:
+                    break
+                v = entry[1]
                 fits = dur[v] == 0 or all(demand[r][v] <= free[r] for r in res_names)
                 holds_out = dur[v] > 0 or consumers_left[v] > 0 or is_output[v]
                 need = (out_b[v] if holds_out else 0) + (ws_b[v] if dur[v] > 0 else 0)
                 if fits and mem_cap is not None and mem + need > mem_cap:
                     fits = False
                 if not fits:
-                    skipped.append(v)
+                    skipped.append(entry)
                     continue
                 starts[v] = t
                 mem += need
@@ -222,8 +235,10 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
                         unit_of[v] = unit_pool[0] if unit_pool else 0
                     finish(v)  # zero-duration: completes at once, may release successors
                     started_any = True
-            for v in skipped:
-                push_ready(v)
+            for entry in skipped:  # back in line with the key they had
+                q = unit_q if (limits_units and units_dem[entry[1]] > 0 and dur[entry[1]] > 0) \
+                    else free_q  # fmt: skip
+                heapq.heappush(q, entry)
             skipped = []
             if not started_any:
                 break
@@ -231,7 +246,7 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
         if done >= n:
             break
         if not running:
-            blocked = [g.names[v] for v in (list(ready_fifo) or [v for _, v in ready_heap])]
+            blocked = [g.names[v] for _, v in sorted(unit_q + free_q)]
             why = (
                 (
                     f"memory cap {mem_cap} B: {mem} B in use and none of the ready ops "

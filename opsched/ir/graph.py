@@ -115,6 +115,43 @@ class Op:
     writes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self._plain():
+            return
+        self._check_and_normalise()
+
+    def _plain(self) -> bool:
+        """True when every field already has its canonical type and a valid value.
+
+        This is the common case (generators, readers, transforms); it skips the general
+        checks, which cost several times more and matter at a million ops.
+        """
+        d, o, w, deps = self.duration, self.output_bytes, self.workspace_bytes, self.deps
+        return (
+            type(self.name) is str
+            and self.name != ""
+            and type(d) is float
+            and 0.0 <= d <= MAX_SIZE  # false for NaN
+            and type(o) is int
+            and 0 <= o <= MAX_SIZE
+            and type(w) is int
+            and 0 <= w <= MAX_SIZE
+            and type(deps) is tuple
+            and all(type(x) is str and x != "" for x in deps)
+            and len(set(deps)) == len(deps)
+            and self.name not in deps
+            and self.reads == ()
+            and self.writes == ()
+            and type(self.demands) is dict
+            and all(
+                type(r) is str and r != "" and type(a) is int and 0 <= a <= MAX_SIZE
+                for r, a in self.demands.items()
+            )
+            and (self.kind is None or type(self.kind) is str)
+            and type(self.output) is bool
+            and isinstance(self.attrs, Mapping)
+        )
+
+    def _check_and_normalise(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise GraphError(f"op name must be a non-empty string, got {self.name!r}")
         where = f"op {self.name!r}"
@@ -220,13 +257,24 @@ class OpGraph:
                     f"duplicate op name (ops[{index[op.name]}] and ops[{i}])", f"op {op.name!r}"
                 )
             index[op.name] = i
-        for op in self.ops:
-            for d in op.deps:
-                if d not in index:
-                    raise GraphError(f"unknown dependency {d!r}", f"op {op.name!r}")
         object.__setattr__(self, "_index", index)
-        cycle = self._find_cycle()
-        if cycle:
+        try:
+            self.__dict__["_csr"] = self._build_csr()
+        except KeyError:
+            for op in self.ops:
+                for d in op.deps:
+                    if d not in index:
+                        raise GraphError(f"unknown dependency {d!r}", f"op {op.name!r}") from None
+            raise  # pragma: no cover
+        # a cycle leaves Kahn's order short; only then search for one to name it
+        from opsched._jit import call
+        from opsched.analysis._kernels import kahn_order
+
+        n = len(self.ops)
+        order = call(kahn_order, n + self.num_edges, n, self.pred_ptr, self.succ_ptr,
+                     self.succ_idx)  # fmt: skip
+        if len(order) < n:
+            cycle = self._find_cycle()
             shown = " -> ".join([*cycle, cycle[0]])
             raise GraphError(f"dependency cycle: {shown}")
 
@@ -315,9 +363,8 @@ class OpGraph:
         seen: dict[str, None] = {"units": None}
         for r in self.resources:
             seen[r] = None
-        for op in self.ops:
-            for r in op.demands:
-                seen[r] = None
+        for r in self._demand_arrays:
+            seen[r] = None
         return list(seen)
 
     # ------------------------------------------------------------------ array views (cached)
@@ -337,14 +384,32 @@ class OpGraph:
         )
 
     def demand_array(self, resource: str) -> np.ndarray:
-        """Demand of every op for ``resource`` (0 where it names none)."""
-        return np.fromiter(
-            (op.demands.get(resource, 0) for op in self.ops), dtype=np.int64, count=self.num_ops
-        )
+        """Demand of every op for ``resource`` (0 where it names none); do not modify it."""
+        arrays = self._demand_arrays
+        if resource not in arrays:
+            return np.zeros(self.num_ops, dtype=np.int64)
+        return arrays[resource]
+
+    @cached_property
+    def _demand_arrays(self) -> dict[str, np.ndarray]:
+        """Resource -> demand of every op, built in one pass over the ops."""
+        n = self.num_ops
+        units = np.fromiter((op.demands.get("units", 0) for op in self.ops), np.int64, count=n)
+        out = {"units": units}
+        others = {r for op in self.ops if len(op.demands) > 1 or "units" not in op.demands
+                  for r in op.demands if r != "units"}  # fmt: skip
+        for r in sorted(others):
+            out[r] = np.fromiter((op.demands.get(r, 0) for op in self.ops), np.int64, count=n)
+        for a in out.values():
+            a.flags.writeable = False
+        return out
 
     @cached_property
     def _csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        n = self.num_ops
+        return self._build_csr()
+
+    def _build_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        n = len(self.ops)
         index = self._index  # type: ignore[attr-defined]
         counts = np.fromiter((len(op.deps) for op in self.ops), dtype=np.int64, count=n)
         pred_ptr = np.zeros(n + 1, dtype=np.int64)

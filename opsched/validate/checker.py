@@ -335,7 +335,8 @@ def _memory_peak(
             i += 1
         if base + level > best:
             best, best_t = base + level, t
-            best_live = sorted(w for _r, _b, w in live)
+    if best_t is not None:  # what is live at the peak, found once (not at every new high)
+        best_live = sorted(w for s, rel, _b, w in allocs if s <= best_t < rel)
     return best, best_t, best_live
 
 

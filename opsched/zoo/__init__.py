@@ -1,5 +1,7 @@
-"""Graph generators (the model zoo comes with its own issue)."""
+"""Graph generators and the model zoo (:mod:`opsched.zoo.models`: published networks)."""
 
 from opsched.zoo.generators import gnp, layered
+from opsched.zoo.models import MODELS
+from opsched.zoo.models import build as build_model
 
-__all__ = ["gnp", "layered"]
+__all__ = ["MODELS", "build_model", "gnp", "layered"]

@@ -4,6 +4,12 @@
   previous one), like the stages of a network.
 * :func:`gnp`: G(n, p) in topological order, every edge ``i -> j`` (``i < j``) present with
   probability ``p`` (the STG set's "sameprob" generator).
+* :func:`fork_join`, :func:`series_parallel`: structured families
+  (:mod:`opsched.zoo.gen.structured`).
+* :func:`random_network`: conv / GEMM / elementwise blocks with shapes from
+  :mod:`opsched.ir.kinds` (:mod:`opsched.zoo.gen.network`), the input of the fusion pass.
+* :func:`example_graph`: the seed document's two examples.
+* The planted-optimum generator is :func:`opsched.zoo.planted.planted`.
 
 Durations are integers in ``[1, max_duration]``; output sizes are multiples of ``size_unit``
 bytes so that the CP-SAT memory quantum stays exact.
@@ -14,10 +20,23 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
+
 from opsched.errors import ProblemError
 from opsched.ir.graph import Op, OpGraph
+from opsched.zoo.gen._build import build_graph, draw_durations, draw_sizes, rng_for
+from opsched.zoo.gen.network import random_network
+from opsched.zoo.gen.structured import EXAMPLES, example_graph, fork_join, series_parallel
 
-__all__ = ["gnp", "layered"]
+__all__ = [
+    "EXAMPLES",
+    "example_graph",
+    "fork_join",
+    "gnp",
+    "layered",
+    "random_network",
+    "series_parallel",
+]
 
 
 def _check(ops: int, what: str, lo: int = 1) -> None:
@@ -68,7 +87,8 @@ def layered(
                 k = rng.randint(1, max_deps)
                 prev = layer_of[li - 1]
                 deps.add(rng.choice(prev))
-                earlier = [j for lj in layer_of[:li] for j in lj]
+                # every op of layers 0..li-1: ops are numbered layer by layer
+                earlier = range(bounds[li])
                 while len(deps) < min(k, len(earlier)):
                     pool = prev if rng.random() < 0.7 else earlier
                     deps.add(rng.choice(pool))
@@ -96,26 +116,70 @@ def gnp(
     p: float,
     *,
     max_duration: int = 10,
+    memory: bool = False,
+    size_unit: int = 1 << 20,
+    max_size: int = 16,
+    workspace_prob: float = 0.0,
     seed: int = 0,
     name: str | None = None,
 ) -> OpGraph:
     """G(n, p) DAG in topological order: edge ``i -> j`` for ``i < j`` with probability ``p``.
 
+    The edge count is drawn from its binomial law and that many distinct pairs are sampled
+    (NumPy), so the cost is O(n + edges): a million ops with p = 2e-6 take seconds.
+
+    Parameters
+    ----------
+    ops
+        Number of ops ``t0 .. t{n-1}``, in topological order.
+    p
+        Probability of each of the ``n (n - 1) / 2`` forward edges.
+    max_duration
+        Durations are integers uniform in ``[1, max_duration]``.
+    memory, size_unit, max_size, workspace_prob
+        With ``memory``, output sizes ``size_unit * U[1, max_size]``, and a workspace with
+        probability ``workspace_prob``; ops without a consumer are graph outputs.
+    seed
+        Seed of the NumPy generator: equal arguments give equal graphs.
+
+    Examples
+    --------
     >>> g = gnp(20, 0.2, seed=3)
     >>> g.num_ops, all(g.index(d) < g.index(op.name) for op in g.ops for d in op.deps)
     (20, True)
+    >>> gnp(20, 0.2, seed=3).to_dict() == g.to_dict(), gnp(6, 1.0).num_edges
+    (True, 15)
     """
     _check(ops, "ops")
     if not 0.0 <= p <= 1.0:
         raise ProblemError(f"edge probability must be in [0, 1], got {p}")
-    rng = random.Random(seed)
-    records = [
-        Op(
-            f"t{j}",
-            rng.randint(1, max_duration),
-            deps=tuple(f"t{i}" for i in range(j) if rng.random() < p),
-            kind="task",
-        )
-        for j in range(ops)
-    ]
-    return OpGraph(tuple(records), name=name or f"gnp-{ops}-p{p:g}-s{seed}")
+    rng = rng_for(seed)
+    durations = draw_durations(rng, ops, max_duration)
+    pairs = ops * (ops - 1) // 2
+    m = int(rng.binomial(pairs, p)) if pairs else 0
+    k = np.sort(rng.choice(pairs, size=m, replace=False)) if m else np.zeros(0, np.int64)
+    src, dst = _pair_of_index(k.astype(np.int64))
+    out = ws = outputs = None
+    if memory:
+        out, ws = draw_sizes(rng, ops, size_unit, max_size, workspace_prob)
+        outputs = np.bincount(src, minlength=ops) == 0
+    return build_graph(
+        durations,
+        src,
+        dst,
+        name=name or f"gnp-{ops}-p{p:g}-s{seed}",
+        prefix="t",
+        kind="task",
+        output_bytes=out,
+        workspace_bytes=ws,
+        outputs=outputs,
+    )
+
+
+def _pair_of_index(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Invert the pair numbering ``k = j (j - 1) / 2 + i`` (``0 <= i < j``)."""
+    j = np.floor((1.0 + np.sqrt(1.0 + 8.0 * k.astype(np.float64))) / 2.0).astype(np.int64)
+    # float rounding can be off by one for huge k: correct both ways
+    j -= (j * (j - 1) // 2) > k
+    j += ((j + 1) * j // 2) <= k
+    return k - j * (j - 1) // 2, j

@@ -1,0 +1,88 @@
+"""Held-out accuracy of the cost model: grouped k-fold per family, and leave-one-GPU-out.
+
+Prints markdown tables of median / mean absolute percentage error (APE), the shipped hybrid
+(calibrated curve x residual trees) next to the curve alone and the plain roofline:
+k-fold per family on GPUs with timings (folds grouped by shape, so a shape timed on several
+GPUs or repeated in a trace never sits on both sides), per family and timing source, and
+leave-one-GPU-out (each GPU's rows predicted from a fit without them, through its specs).
+
+Run: ``python benchmarks/bench_cost_model.py [--k 5] [--gpus V100-PCIe,T4,...] [--skip-logo]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from opsched.cost.fit import load_fit_data
+from opsched.cost.heldout import crossval, leave_one_gpu_out
+
+
+def _ape(pred: np.ndarray, t: np.ndarray) -> np.ndarray:
+    return np.abs(pred - t) / t * 100
+
+
+def _row(name: str, t: np.ndarray, roof: np.ndarray, *preds: np.ndarray) -> str:
+    # A family without a curve in the training folds (pool: one shape) is priced by the
+    # plain roofline, as Profile.predict does.
+    preds = tuple(np.where(np.isfinite(p), p, roof) for p in preds)
+    ok = np.ones(len(t), bool)
+    cells = [name, str(int(ok.sum()))]
+    for p in preds:
+        a = _ape(p[ok], t[ok])
+        cells += [f"{np.median(a):.1f}", f"{np.mean(a):.1f}"]
+    r = _ape(roof[ok], t[ok])
+    cells += [f"{np.median(r):.1f}", f"{np.mean(r):.1f}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _head(first: str, forms: list[str]) -> str:
+    cols = [first, "rows"]
+    for f in forms:
+        cols += [f"{f} median %", f"{f} mean %"]
+    cols += ["roofline median %", "roofline mean %"]
+    return "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--gpus", default="V100-PCIe,V100-SXM2,A100-PCIe-40GB,A100-SXM4-80GB,"
+                    "A100-SXM4-40GB,H100-SXM5,T4,P100-PCIe,P4")  # fmt: skip
+    ap.add_argument("--skip-logo", action="store_true")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    data = load_fit_data()
+    print(f"loaded in {time.perf_counter() - t0:.0f} s")
+    t0 = time.perf_counter()
+    curve = crossval(data, k=args.k, trees=False)
+    hybrid = crossval(data, k=args.k, trees=True)
+    print(f"\n{args.k}-fold grouped cross-validation ({time.perf_counter() - t0:.0f} s)\n")
+    print(_head("family", ["hybrid", "curve"]))
+    for fam, fd in sorted(data.families.items()):
+        print(_row(fam, fd.t, fd.roof, hybrid[fam], curve[fam]))
+    print("\nby family and timing source\n")
+    print(_head("family / source", ["hybrid", "curve"]))
+    for fam, fd in sorted(data.families.items()):
+        for src in np.unique(fd.source):
+            s = fd.source == src
+            print(_row(f"{fam} / {src}", fd.t[s], fd.roof[s], hybrid[fam][s], curve[fam][s]))
+    if args.skip_logo:
+        return
+    t0 = time.perf_counter()
+    gpus = args.gpus.split(",")
+    logo = leave_one_gpu_out(data, gpus)
+    print(f"\nleave-one-GPU-out ({time.perf_counter() - t0:.0f} s): pooled curves through the "
+          "GPU's specs, no tree correction (what a GPU without timings gets)\n")  # fmt: skip
+    print(_head("left-out GPU / family", ["ours"]))
+    for gpu in gpus:
+        for fam, fd in sorted(data.families.items()):
+            s = fd.gpu == gpu
+            if s.sum():
+                print(_row(f"{gpu} / {fam}", fd.t[s], fd.roof[s], logo[gpu][fam][s]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Helpers shared by every ``opsched`` command module: errors, JSON output, common options.
+
+Command modules import from here, never from :mod:`opsched.cli` (which imports them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from opsched.errors import OpschedError, ProblemError
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INVALID",
+    "cap_option",
+    "emit_json",
+    "fail",
+    "handle_errors",
+    "json_option",
+    "load_problem",
+    "machine_from_options",
+    "res_option",
+    "units_option",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+
+def _jsonable(x: Any) -> Any:
+    """Convert numpy scalars and integral floats so JSON output reads naturally."""
+    import numpy as np
+
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
+        return int(x)
+    return x
+
+
+def _emit_json(doc: Any) -> None:
+    click.echo(json.dumps(_jsonable(doc), indent=1, allow_nan=False))
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    click.echo(f"opsched: error: {message}", err=True)
+    sys.exit(code)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn opsched errors into one line on stderr and exit status 2 (never a traceback)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OpschedError as e:
+            _fail(str(e))
+        except (BrokenPipeError, KeyboardInterrupt):
+            sys.exit(130)
+        except RecursionError:
+            _fail("input is nested too deeply")
+        except MemoryError:
+            _fail("out of memory")
+        except Exception as e:  # an opsched bug: still one line, with a hint
+            if "OPSCHED_DEBUG" in __import__("os").environ:
+                raise
+            _fail(f"internal error ({type(e).__name__}: {e}); set OPSCHED_DEBUG=1 for details", 3)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _parse_resources(text: str | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if not text:
+        return out
+    for part in text.split(","):
+        name, eq, value = part.partition("=")
+        if not eq or not name.strip():
+            raise ProblemError(f"--resources: expected NAME=CAPACITY, got {part!r}")
+        try:
+            cap = int(value)
+        except ValueError:
+            raise ProblemError(
+                f"--resources: capacity of {name.strip()!r} must be an integer, got {value!r}"
+            ) from None
+        if cap < 0:
+            raise ProblemError(f"--resources: capacity of {name.strip()!r} must be >= 0")
+        out[name.strip()] = cap
+    return out
+
+
+def _machine(units: int | None, memory_cap: str | None, resources: str | None) -> Any:
+    from opsched.problem import Machine
+    from opsched.units import parse_bytes
+
+    cap = None
+    if memory_cap is not None:
+        try:
+            cap = parse_bytes(memory_cap)
+        except ProblemError as e:
+            raise ProblemError(f"--memory-cap: {e.message}") from None
+    return Machine(units=units, resources=_parse_resources(resources), memory_cap=cap)
+
+
+units_option = click.option(
+    "--units",
+    "-k",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Number of identical compute units (streams); unlimited if omitted.",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+cap_option = click.option("--memory-cap", default=None, help="Memory cap, e.g. 3GiB, 512MB, 4096.")
+res_option = click.option("--resources", default=None, help="Capacities, e.g. R1=10,R2=4.")
+
+
+def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
+                  resources: str | None) -> Any:  # fmt: skip
+    from opsched.importers import read_graph
+    from opsched.problem import Problem
+
+    return Problem(read_graph(graph), _machine(units, memory_cap, resources))
+
+
+# public names for command modules
+emit_json = _emit_json
+fail = _fail
+machine_from_options = _machine
+load_problem = _load_problem

@@ -1,0 +1,46 @@
+"""Compiled inner loops, with the same code runnable as plain Python.
+
+Graph sweeps and list scheduling are sequential loops over arrays; at a million ops a
+Python loop costs seconds, so those loops are written once in the subset of Python that
+numba compiles (NumPy arrays, scalars, no objects) and decorated with :func:`kernel`.
+
+:func:`call` picks how to run one: compiled for large inputs (the first compiled call of a
+session loads the machine code from numba's on-disk cache, or compiles it once, about a
+second per kernel, done once per installation), interpreted for toy ones (a few dozen ops),
+where even loading the compiled code would cost more than it saves. The
+environment variable ``OPSCHED_JIT`` overrides the choice: ``1`` always compiles, ``0``
+never does (useful to debug a kernel with pdb). Tests run both ways and compare.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["JIT_MIN_SIZE", "call", "kernel"]
+
+#: Inputs at least this large (ops + edges) run compiled when ``OPSCHED_JIT`` is unset.
+#: Interpreted, a kernel is ~1000x slower (NumPy scalar access), so only toy graphs stay so.
+JIT_MIN_SIZE = 100
+
+_numba: Any
+try:  # numba is a dependency, but a broken install should only cost speed
+    import numba as _numba
+except Exception:  # pragma: no cover
+    _numba = None
+
+
+def kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` as a kernel: compiled lazily with numba, the original kept as ``py_func``."""
+    if _numba is None:  # pragma: no cover
+        fn.py_func = fn  # type: ignore[attr-defined]
+        return fn
+    return _numba.njit(cache=True, nogil=True)(fn)
+
+
+def call(fn: Callable[..., Any], size: int, *args: Any) -> Any:
+    """Run kernel ``fn`` on ``args``, compiled if ``size`` is large (see module docstring)."""
+    mode = os.environ.get("OPSCHED_JIT", "")
+    compiled = (mode == "1" or (mode != "0" and size >= JIT_MIN_SIZE)) and _numba is not None
+    return fn(*args) if compiled else fn.py_func(*args)  # type: ignore[attr-defined]

@@ -1,0 +1,20 @@
+"""The cost model: op durations from CUDA kernel timings, calibrated per GPU.
+
+``load_profile(gpu).predict(op)`` gives an op's time in microseconds; ``apply(graph, gpu,
+dtype)`` fills a whole graph (durations, output sizes, SM demands and the GPU's SM capacity).
+See ``docs/cost-model.md`` for the model, the data and the measured errors.
+
+Examples
+--------
+>>> from opsched.cost import known_gpus, load_profile
+>>> "A100-SXM4-80GB" in known_gpus()
+True
+>>> load_profile("T4").predict("softmax", {"rows": 1024, "cols": 1024}) > 0
+True
+"""
+
+from opsched.cost.apply import apply
+from opsched.cost.profile import Profile, load_profile
+from opsched.cost.specs import GpuSpec, known_gpus, resolve_gpu
+
+__all__ = ["GpuSpec", "Profile", "apply", "known_gpus", "load_profile", "resolve_gpu"]

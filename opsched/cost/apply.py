@@ -1,0 +1,100 @@
+"""Fill an op graph's durations, output sizes and SM demands from a GPU's cost profile.
+
+Examples
+--------
+>>> from opsched.ir import Op, OpGraph
+>>> g = OpGraph((Op("x", kind="input", attrs={"numel": 1024}),
+...              Op("mm", deps=("x",), kind="matmul", attrs={"M": 32, "N": 32, "K": 32})))
+>>> out = apply(g, "T4", "float16")
+>>> out["x"].duration, out["x"].output_bytes, out["mm"].output_bytes, out.resources["sm"]
+(0.0, 2048, 2048, 40)
+>>> out["mm"].duration > 0, out["mm"].demands["sm"], out.attrs["time_unit"]
+(True, 1, 'us')
+"""
+
+from __future__ import annotations
+
+import math
+
+from opsched.cost.profile import load_profile
+from opsched.errors import GraphError
+from opsched.ir import Op, OpGraph, kinds
+
+__all__ = ["apply"]
+
+
+def apply(
+    graph: OpGraph, gpu: str, dtype: str | None = None, tick_us: float | None = None
+) -> OpGraph:
+    """Return ``graph`` with every op costed on ``gpu``.
+
+    Parameters
+    ----------
+    graph
+        Ops with a ``kind`` of :mod:`opsched.ir.kinds` and its shape ``attrs``.
+    gpu
+        GPU name (``"A100-SXM4-80GB"``, ``"H200"``... see :func:`opsched.cost.known_gpus`).
+    dtype
+        Precision of every op (written into ``attrs["dtype"]``); None keeps each op's own
+        dtype (float32 when absent).
+    tick_us
+        If given, durations become integer ticks of this many microseconds (rounded, at least
+        1 for an op that takes time), for solvers that need integers; otherwise microseconds.
+
+    Returns
+    -------
+    OpGraph
+        ``duration`` = predicted kernel time (us, or ticks); ``output_bytes`` =
+        ``output_numel x dtype size`` (0 for ``view``, an alias); ``demands["sm"]`` = the op's
+        SM footprint (thread blocks it launches, 1..SM count; 0 for ``view`` / ``input``);
+        graph ``resources["sm"]`` = the GPU's SM count; ``attrs["time_unit"]`` says the unit.
+
+    Raises
+    ------
+    GraphError
+        An op without a kind, with an unknown kind or missing shape attrs (the op is named).
+    InputError
+        Unknown GPU.
+    """
+    profile = load_profile(gpu)
+    if dtype is not None:
+        kinds.dtype_bytes({"dtype": dtype})
+    if tick_us is not None and not (tick_us > 0 and math.isfinite(tick_us)):
+        raise GraphError(f"tick must be a positive number of microseconds, got {tick_us!r}")
+    attrs_list = []
+    for op in graph.ops:
+        if op.kind is None:
+            raise GraphError(
+                "op has no kind; the cost model needs kind and attrs", f"op {op.name!r}"
+            )
+        a = dict(op.attrs)
+        if dtype is not None:
+            a["dtype"] = dtype
+        attrs_list.append(a)
+    try:
+        times = profile.predict_many([op.kind or "" for op in graph.ops], attrs_list)
+    except GraphError:
+        for op, a in zip(graph.ops, attrs_list, strict=True):  # find the op to blame
+            try:
+                profile.predict_many([op.kind or ""], [a])
+            except GraphError as e:
+                raise GraphError(e.message, f"op {op.name!r}") from None
+        raise
+    ops = []
+    for op, a, t in zip(graph.ops, attrs_list, times, strict=True):
+        kind = op.kind or ""
+        out_bytes = 0 if kind == "view" else kinds.output_numel(kind, a) * kinds.dtype_bytes(a)
+        dur = float(t)
+        if tick_us is not None and dur > 0:
+            dur = float(max(1, round(dur / tick_us)))
+        demands = dict(op.demands) | {"sm": profile.footprint(kind, a)}
+        ops.append(Op(name=op.name, duration=dur, deps=op.deps, output_bytes=out_bytes,
+                      workspace_bytes=op.workspace_bytes, demands=demands, kind=kind,
+                      output=op.output, attrs=a, reads=op.reads, writes=op.writes))  # fmt: skip
+    unit = "us" if tick_us is None else f"tick of {tick_us:g} us"
+    attrs = dict(graph.attrs) | {
+        "time_unit": unit,
+        "cost_model": {"gpu": profile.gpu, "dtype": dtype, "tick_us": tick_us},
+    }
+    resources = dict(graph.resources) | {"sm": profile.spec.sm_count}
+    return graph.replace_ops(ops, resources=resources, attrs=attrs)

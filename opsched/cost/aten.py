@@ -1,0 +1,213 @@
+"""Map PyTorch (aten) ops as recorded by the profiler onto the op-kind vocabulary.
+
+A profiler row names the aten op (``aten::addmm``) and its input dims and types
+(``[[1000], [32, 2048], [2048, 1000], [], []]``). :func:`aten_kind` turns that into a kind of
+:mod:`opsched.ir.kinds` with its ``attrs``. Ops without a shape rule (optimizer kernels,
+fbgemm, backward passes of norms) become ``fused`` with the FLOP and byte counts the row
+carries, so they still get a calibrated latency instead of nothing.
+
+Examples
+--------
+>>> aten_kind("aten::addmm", [[1000], [32, 2048], [2048, 1000], [], []], ["float"] * 3)
+('matmul', {'M': 32, 'N': 1000, 'K': 2048, 'dtype': 'float32'})
+>>> aten_kind("aten::add_", [[32, 256, 56, 56], [32, 256, 56, 56], []], ["float", "float", "Int"])
+('elementwise', {'numel': 25690112, 'arity': 2, 'fn': 'add', 'dtype': 'float32'})
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+__all__ = ["aten_dtype", "aten_kind"]
+
+_TYPES = {
+    "float": "float32",
+    "double": "float64",
+    "c10::half": "float16",
+    "half": "float16",
+    "c10::bfloat16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "long int": "int64",
+    "long": "int64",
+    "int": "int32",
+    "bool": "bool",
+    "unsigned char": "int8",
+    "signed char": "int8",
+}
+
+_ELEMENTWISE = {
+    "add", "sub", "mul", "div", "relu", "clamp_min", "clamp", "clamp_max", "sigmoid", "tanh",
+    "gelu", "silu", "exp", "log", "log2", "pow", "neg", "abs", "sqrt", "rsqrt", "where",
+    "threshold_backward", "sigmoid_backward", "tanh_backward", "gelu_backward",
+    "silu_backward", "fill", "zero", "copy", "nan_to_num", "maximum", "minimum", "reciprocal",
+    "eq", "ne", "lt", "gt", "le", "ge", "masked_fill", "addcmul", "addcdiv", "lerp", "sign",
+    "hardtanh", "leaky_relu", "elu", "dropout", "native_dropout", "mul_out", "ones_like",
+}  # fmt: skip
+
+
+_POOL = {"max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+         "adaptive_max_pool2d"}  # fmt: skip
+
+
+def _pool_attrs(name: str, x: list[int]) -> dict[str, Any]:
+    """Pooling attrs: the window is not recorded in the dims.
+
+    Adaptive pooling is taken as global (``R = H``, ``S = W``, one value per channel); max and
+    average pooling as the 3x3 stride-2 pad-1 window of CNN stems, which halves ``H`` and
+    ``W`` (a 2x2 stride-2 window gives the same output size, so bytes agree either way).
+    """
+    n, c, h, w = x
+    mode = "avg" if "avg" in name else "max"
+    if name.startswith("adaptive"):
+        return {"N": n, "C": c, "H": h, "W": w, "R": h, "S": w, "mode": mode}
+    return {"N": n, "C": c, "H": h, "W": w, "R": min(3, h), "S": min(3, w), "stride_h": 2,
+            "stride_w": 2, "pad_h": 1 if h >= 3 else 0, "pad_w": 1 if w >= 3 else 0,
+            "mode": mode}  # fmt: skip
+
+
+def aten_dtype(types: list[Any]) -> str:
+    """dtype of the first tensor input (``"float"`` -> ``"float32"``); float32 if none.
+
+    Examples
+    --------
+    >>> aten_dtype(["c10::Half", "c10::Half"])
+    'float16'
+    """
+    for t in types:
+        d = _TYPES.get(str(t).lower())
+        if d is not None:
+            return d
+    return "float32"
+
+
+def _prod(dims: list[int]) -> int:
+    return math.prod(int(x) for x in dims) if dims else 1
+
+
+def _tensors(dims: list[Any]) -> list[list[int]]:
+    return [
+        list(d) for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)
+    ]
+
+
+def _parse_shape_text(text: str) -> dict[str, list[int]]:
+    """``"x=[32,3,224,224] w=[64,3,7,7] y=[...] stride~2"`` -> {'x': [...], 'w': [...], ...}."""
+    out = {k: [int(v) for v in body.split(",") if v.strip()] for k, body in
+           re.findall(r"\b(x|w|y|dy)=\[([0-9, ]*)\]", text or "")}  # fmt: skip
+    m = re.search(r"stride~(\d+)", text or "")
+    if m:
+        out["stride"] = [int(m.group(1))]
+    return out
+
+
+def _pad(size: int, out: int, window: int, stride: int) -> int:
+    """Least padding that makes a ``window``/``stride`` sweep of ``size`` give ``out``."""
+    return max(0, -(-((out - 1) * stride + window - size) // 2))
+
+
+def _conv_attrs(x: list[int], w: list[int], y: list[int] | None, stride: int) -> dict[str, Any]:
+    """Conv attrs from input, weight and (when recorded) output dims.
+
+    With the output known, stride and padding follow from it; without, ``(R-1)/2`` padding
+    (the "same" convention of the CNNs these traces come from) is assumed.
+    """
+    n, c, h, wd = x
+    k, cg, r, s = w
+    if y is not None and len(y) == 4 and y[2] > 0 and y[3] > 0:
+        stride = max(1, round(h / y[2]))
+        pad_h, pad_w = _pad(h, y[2], r, stride), _pad(wd, y[3], s, stride)
+    else:
+        pad_h, pad_w = (r - 1) // 2, (s - 1) // 2
+    groups = max(1, c // cg) if cg else 1
+    return {"N": n, "C": c, "H": h, "W": wd, "K": k, "R": r, "S": s, "stride_h": stride,
+            "stride_w": stride, "pad_h": pad_h, "pad_w": pad_w, "groups": groups}  # fmt: skip
+
+
+def _reduce_out(x: list[int], types: list[Any]) -> int:
+    """Output size of ``sum``/``mean``/``amax`` over ``x``: the reduced axes are not recorded.
+
+    No ``dim`` argument (its type is empty): a full reduction, one value. With a ``dim`` list
+    (values not recorded): a 4-D input is taken as a spatial mean (global pooling, ``N*C``
+    out), a 2-D or 3-D one as a reduction over the leading axis (the bias-gradient pattern).
+    """
+    has_dims = len(types) > 1 and str(types[1]) in ("GenericList", "IntList", "Int")
+    if not has_dims or len(x) < 2:
+        return 1
+    return x[0] * x[1] if len(x) == 4 else _prod(x[1:])
+
+
+def aten_kind(
+    op: str, dims: list[Any], types: list[Any], shape_text: str = ""
+) -> tuple[str, dict[str, Any]] | None:
+    """Kind and attrs of a profiled aten op, or None when no shape rule applies.
+
+    Parameters
+    ----------
+    op
+        The aten name (``"aten::mm"``).
+    dims, types
+        The profiler's ``Input Dims`` and ``Input type`` lists.
+    shape_text
+        The timing files' ``shape`` column (``x=[..] w=[..] y=[..] stride~2``), used for
+        convolutions whose stride and weight shape the dims lack.
+    """
+    name = op.split("::")[-1].rstrip("_")
+    dtype = aten_dtype(types)
+    ts = _tensors(dims)
+    try:
+        if name in ("mm", "matmul") and len(ts) >= 2 and len(ts[0]) == 2:
+            return "matmul", {"M": ts[0][0], "N": ts[1][1], "K": ts[0][1], "dtype": dtype}
+        if name == "addmm" and len(ts) >= 3:
+            return "matmul", {"M": ts[1][0], "N": ts[2][1], "K": ts[1][1], "dtype": dtype}
+        if name in ("bmm", "baddbmm") and len(ts) >= 2:
+            a, b = ts[-2], ts[-1]
+            return "matmul", {"B": a[0], "M": a[1], "N": b[2], "K": a[2], "dtype": dtype}
+        if name in ("linear",) and len(ts) >= 2:
+            x, w = ts[0], ts[1]
+            return "matmul", {"M": _prod(x[:-1]), "N": w[0], "K": x[-1], "dtype": dtype}
+        sh = _parse_shape_text(shape_text)
+        stride = sh.get("stride", [1])[0]
+        conv = name in ("cudnn_convolution", "convolution", "_convolution", "conv2d")
+        if conv and len(ts) >= 2 and len(ts[0]) == 4 and len(ts[1]) == 4:
+            return "conv2d", _conv_attrs(ts[0], ts[1], sh.get("y"), stride) | {"dtype": dtype}
+        if name == "cudnn_convolution_backward_input" and "dy" in sh and "w" in sh:
+            dy, w = sh["dy"], sh["w"]
+            x = [dy[0], w[1], dy[2] * stride, dy[3] * stride]
+            return "conv2d_bwd_data", _conv_attrs(x, w, dy, stride) | {"dtype": dtype}
+        if name == "cudnn_convolution_backward_weight" and {"dy", "x", "w"} <= sh.keys():
+            return "conv2d_bwd_filter", _conv_attrs(sh["x"], sh["w"], sh["dy"], stride) | {
+                "dtype": dtype
+            }
+        if name in ("cudnn_batch_norm", "native_batch_norm", "batch_norm") and ts:
+            return "batchnorm", {"numel": _prod(ts[0]), "dtype": dtype}
+        if name in ("native_layer_norm", "layer_norm") and ts:
+            x = ts[0]
+            return "layernorm", {"rows": _prod(x[:-1]), "cols": x[-1], "dtype": dtype}
+        if name in ("_softmax", "softmax", "_log_softmax", "log_softmax") and ts:
+            x = ts[0]
+            return "softmax", {"rows": _prod(x[:-1]), "cols": x[-1], "dtype": dtype}
+        if name in ("sum", "mean", "amax", "max", "min") and ts:
+            out = _reduce_out(ts[0], types)
+            return "reduce", {"numel": _prod(ts[0]), "out_numel": out, "dtype": dtype}
+        if name in _POOL and ts and len(ts[0]) == 4:
+            return "pool", _pool_attrs(name, ts[0]) | {"dtype": dtype}
+        if name == "cudnn_batch_norm_backward" and ts:
+            return "batchnorm", {"numel": _prod(ts[0]), "fn": "backward", "dtype": dtype}
+        if name == "native_layer_norm_backward" and ts:
+            x = ts[0]
+            return "layernorm", {"rows": _prod(x[:-1]), "cols": x[-1], "fn": "backward",
+                                 "dtype": dtype}  # fmt: skip
+        if name in ("_softmax_backward_data", "_log_softmax_backward_data") and ts:
+            x = ts[0]
+            return "softmax", {"rows": _prod(x[:-1]), "cols": x[-1], "fn": "backward",
+                               "dtype": dtype}  # fmt: skip
+        if name in _ELEMENTWISE:
+            numel = max((_prod(t) for t in ts), default=1)
+            arity = max(1, sum(1 for t in ts[:3] if _prod(t) > 1)) if ts else 1
+            return "elementwise", {"numel": numel, "arity": min(arity, 3), "fn": name,
+                                   "dtype": dtype}  # fmt: skip
+    except (IndexError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return None

@@ -1,0 +1,101 @@
+"""The residual trees: gradient boosting on what the calibrated curve gets wrong.
+
+The hybrid model is ``time = curve(op, gpu, method) * exp(r)``, where ``r`` is predicted by
+boosted trees (one ensemble per op family, pooled over all GPUs) from :func:`tree_features`:
+the curve's own features (log roofline time on the op's GPU, its hinges, intensity, log
+dims, tile waves and SM fill, conv flags), the timing method and the dtype class. The curve
+carries the physics and the extrapolation (to other GPUs through their specs, to sizes
+outside the data); the trees only learn bounded, shape-dependent corrections such as
+cuDNN's algorithm switches. The trees get no GPU-identity features: with the GPU's specs as
+inputs (tried: log peak, bandwidth, SM count, compute capability) they split on the nine
+GPUs with timings and the leave-one-GPU-out error rose (docs/cost-model.md).
+
+Training needs scikit-learn (the ``ml`` extra); the fitted trees ship as JSON and are
+evaluated with numpy (:mod:`opsched.cost.trees`).
+
+Examples
+--------
+>>> import numpy as np
+>>> from opsched.cost.specs import load_specs
+>>> f = tree_features(np.ones((2, 4)), np.array(["T4", "H100-SXM5"]),
+...                   np.array(["half", "fp32"]), np.array(["kernel", "events"]), load_specs())
+>>> f.shape, f[:, -2].tolist()          # 3 curve columns + method + class
+((2, 5), [0.0, 2.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from opsched.cost.specs import GpuSpec
+from opsched.cost.trees import TreeEnsemble, from_sklearn
+
+__all__ = ["METHOD_CODES", "TREE_METHODS", "TREE_PARAMS", "fit_trees", "tree_features"]
+
+#: Timing methods the trees are fitted on and applied to: the shape sweeps (NeuSight events,
+#: DeepBench wall clock, Vidur kernel time). Profiler (``cupti``) rows, a few models' ops
+#: repeated many times, keep the curve alone: with trees their held-out median error rose
+#: (elementwise 19 -> 44 %) while the sweeps' fell (docs/cost-model.md).
+TREE_METHODS = frozenset({"events", "wallclock", "kernel"})
+
+#: Timing method -> feature code (kernel and cupti are both pure kernel time).
+METHOD_CODES: Mapping[str, int] = {"kernel": 0, "cupti": 1, "events": 2, "wallclock": 3}
+_CLASS_CODES = {"fp32": 0, "half": 1, "int8": 2}
+
+#: Boosting settings (chosen by the 5-fold comparison in docs/cost-model.md). Fixed seed and
+#: no early stopping, so a refit on the same rows gives the same trees.
+TREE_PARAMS: Mapping[str, Any] = {
+    "max_iter": 100,
+    "learning_rate": 0.1,
+    "max_leaf_nodes": 15,
+    "min_samples_leaf": 40,
+    "l2_regularization": 1.0,
+    "early_stopping": False,
+    "random_state": 0,
+}
+
+
+def tree_features(
+    x: np.ndarray,
+    gpus: np.ndarray,
+    classes: np.ndarray,
+    methods: np.ndarray,
+    specs: Mapping[str, GpuSpec],
+) -> np.ndarray:
+    """Tree inputs: curve features without the intercept, timing method, dtype class.
+
+    Parameters
+    ----------
+    x
+        Curve design matrix (:func:`opsched.cost.features.feature_matrix`), intercept first.
+    gpus, classes, methods
+        Per row: canonical GPU key, dtype class (``fp32``/``half``/``int8``), timing method.
+    specs
+        GPU key -> :class:`GpuSpec` (every GPU in ``gpus`` must be known; the specs already
+        enter through ``x``).
+    """
+    unknown = set(gpus.tolist()) - set(specs)
+    if unknown:
+        raise KeyError(f"no specs for {sorted(unknown)}")
+    method = np.array([METHOD_CODES.get(str(m), 0) for m in methods], dtype=float)
+    cls_code = np.array([_CLASS_CODES.get(str(c), 0) for c in classes], dtype=float)
+    return np.column_stack([x[:, 1:], method, cls_code])
+
+
+def fit_trees(features: np.ndarray, residual: np.ndarray) -> TreeEnsemble:
+    """Boost trees on ``residual`` (log measured / log curve) and export them.
+
+    Requires scikit-learn (``pip install opsched[ml]``). Runs on one thread: the trees are
+    then bit-for-bit reproducible (a multi-threaded histogram sum may differ in the last
+    bits) and a busy machine does not stall the OpenMP barriers.
+    """
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
+
+    model = HistGradientBoostingRegressor(**TREE_PARAMS)
+    with threadpool_limits(limits=1, user_api="openmp"):
+        model.fit(features, residual)
+    return from_sklearn(model)

@@ -1,0 +1,126 @@
+"""The ``opsched cost`` command group: predict, evaluate, fit, apply."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import click
+
+from opsched._clikit import _emit_json, handle_errors, json_option
+
+__all__ = ["register"]
+
+
+def _write_table(df: object, path: Path) -> None:
+    import gzip
+    import os
+
+    from opsched._files import write_text_atomic
+
+    text = df.to_csv(index=False)  # type: ignore[attr-defined]
+    if path.name.endswith(".gz"):
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        try:
+            with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
+                fh.write(text.encode())
+            os.replace(tmp, path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            from opsched.errors import InputError
+
+            raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
+    else:
+        write_text_atomic(text, path)
+
+
+@click.group("cost")
+def cost() -> None:
+    """GPU cost model calibrated from measured CUDA kernel timings."""
+
+
+@cost.command("predict")
+@click.option("--gpu", default=None, help="GPU for every row (default: each row's gpu column).")
+@click.option("--input", "-i", "input_", required=True, type=click.Path(path_type=Path),
+              help="Timing table (.csv or .csv.gz) in any kernel-timings schema.")  # fmt: skip
+@click.option("--output", "-o", required=True, type=click.Path(path_type=Path),
+              help="Where to write the rows plus predicted_time_us (.csv or .csv.gz).")  # fmt: skip
+@handle_errors
+def predict(gpu: str | None, input_: Path, output: Path) -> None:
+    """Predict the time of every row of a timing table."""
+    from opsched.cost.data import read_table
+    from opsched.cost.evaluate import predict_table
+
+    out = predict_table(read_table(input_), gpu, str(input_))
+    missing = int(out["predicted_time_us"].isna().sum())
+    _write_table(out, output)
+    note = f" ({missing} rows without a readable shape left empty)" if missing else ""
+    click.echo(f"wrote {len(out)} rows to {output}{note}")
+
+
+@cost.command("evaluate")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--gpu", default=None, help="GPU for every row (default: each row's gpu column).")
+@json_option
+@handle_errors
+def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
+    """Median / mean absolute % error per GPU and family, next to the plain roofline."""
+    from opsched.cost.data import read_table
+    from opsched.cost.evaluate import errors, predict_table
+
+    table = errors(predict_table(read_table(file), gpu, str(file)))
+    if as_json:
+        _emit_json(table.to_dict(orient="records"))
+        return
+    buf = io.StringIO()
+    buf.write(
+        "gpu              family              rows   median%   mean%  roof-med%  roof-mean%\n"
+    )
+    for r in table.itertuples(index=False):
+        buf.write(f"{r.gpu:16s} {r.family:18s} {r.rows:5d} {r.median_ape:9.1f} {r.mean_ape:7.1f}"
+                  f" {r.roofline_median_ape:10.1f} {r.roofline_mean_ape:11.1f}\n")  # fmt: skip
+    click.echo(buf.getvalue().rstrip())
+
+
+@cost.command("fit")
+@click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder of timing tables (default: datasets/kernel-timings).")  # fmt: skip
+@click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for the profiles (default: the package's cost/profiles).")  # fmt: skip
+@handle_errors
+def fit(data: Path | None, output: Path | None) -> None:
+    """Rebuild the shipped per-GPU profiles from the timing data (deterministic)."""
+    from opsched.cost.fit import fit_profiles
+
+    written = fit_profiles(data, output)
+    click.echo(f"wrote {len(written)} files to {written[0].parent}")
+
+
+@cost.command("apply")
+@click.argument("graph", type=click.Path(path_type=Path))
+@click.option("--gpu", required=True, help="GPU name, e.g. A100-SXM4-80GB, H100-SXM5, T4.")
+@click.option(
+    "--dtype", default=None, help="Precision of every op, e.g. float16 (default: each op's)."
+)
+@click.option("--tick", "tick_us", type=float, default=None,
+              help="Integer durations in ticks of this many microseconds.")  # fmt: skip
+@click.option("--output", "-o", required=True, type=click.Path(path_type=Path))
+@handle_errors
+def apply_cmd(
+    graph: Path, gpu: str, dtype: str | None, tick_us: float | None, output: Path
+) -> None:
+    """Fill a graph's durations (us), output sizes and SM demands for one GPU."""
+    from opsched.cost.apply import apply
+    from opsched.importers import read_graph
+    from opsched.ir import write_graph_json
+
+    g = apply(read_graph(graph), gpu, dtype, tick_us)
+    write_graph_json(g, output)
+    total = sum(op.duration for op in g.ops)
+    click.echo(f"wrote {output}: {len(g.ops)} ops, {total:.1f} {g.attrs['time_unit']} of work, "
+               f"{g.resources['sm']} SMs")  # fmt: skip
+
+
+def register(main: click.Group) -> None:
+    """Add the ``cost`` group to the ``opsched`` command."""
+    main.add_command(cost)

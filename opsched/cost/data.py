@@ -1,0 +1,242 @@
+"""Read the kernel-timing tables and map their rows onto op kinds.
+
+Six schemas are recognised by their columns (:func:`detect_schema`): ``deepbench_gemm``,
+``deepbench_conv``, ``neusight``, ``vidur``, ``profiler_ops`` (Kineto / HTA per-op rows) and
+``profiler_kernels`` (one row per kernel). :func:`canonical_rows` turns a table into one
+record per timing: the canonical GPU key, the timing ``method``, the op ``kind`` and
+``attrs`` of :mod:`opsched.ir.kinds`, and the measured time in microseconds.
+
+Timing methods (see the data's README): ``wallclock`` (DeepBench: host clock over many calls),
+``events`` (NeuSight: CUDA events around one PyTorch call, dispatch included), ``kernel``
+(Vidur: summed kernel time) and ``cupti`` (profiler kernel durations).
+
+Examples
+--------
+>>> import pandas as pd
+>>> df = pd.DataFrame({"gpu": ["NVIDIA T4"], "dtype": ["fp16"], "M": [64], "N": [32], "K": [16],
+...                    "transA": ["N"], "transB": ["N"], "time_us": [7.0]})
+>>> detect_schema(df.columns)
+'deepbench_gemm'
+>>> r = canonical_rows(df, "deepbench_gemm")[0]
+>>> r["gpu"], r["method"], r["kind"], r["attrs"]["dtype"], r["time_us"]
+('T4', 'wallclock', 'matmul', 'float16', 7.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from opsched.cost.aten import aten_dtype, aten_kind
+from opsched.cost.specs import resolve_gpu
+from opsched.errors import InputError
+
+__all__ = [
+    "METHODS",
+    "SCHEMAS",
+    "TIME_COLUMNS",
+    "canonical_rows",
+    "detect_schema",
+    "read_table",
+]
+
+#: schema -> columns that identify it.
+SCHEMAS: dict[str, tuple[str, ...]] = {
+    "deepbench_conv": ("fwd_time_us", "N", "C", "H", "W", "K", "R", "S"),
+    "deepbench_gemm": ("M", "N", "K", "time_us", "transA"),
+    "neusight": ("op", "measured_time_us", "H_dim", "Cin"),
+    "vidur": ("op", "time_us_median", "num_tokens", "n_embd"),
+    "profiler_kernels": ("kernel", "kernel_dur_us", "op", "op_input_dims"),
+    "profiler_ops": ("op", "gpu_time_us", "input_dims", "input_types"),
+}
+
+#: schema -> {target: measured-time column}; deepbench_conv has three timings per row.
+TIME_COLUMNS: dict[str, dict[str, str]] = {
+    "deepbench_conv": {
+        "conv2d": "fwd_time_us",
+        "conv2d_bwd_data": "bwd_data_time_us",
+        "conv2d_bwd_filter": "bwd_filter_time_us",
+    },
+    "deepbench_gemm": {"": "time_us"},
+    "neusight": {"": "measured_time_us"},
+    "vidur": {"": "time_us_median"},
+    "profiler_kernels": {"": "kernel_dur_us"},
+    "profiler_ops": {"": "gpu_time_us"},
+}
+
+#: schema -> timing method.
+METHODS: dict[str, str] = {
+    "deepbench_conv": "wallclock",
+    "deepbench_gemm": "wallclock",
+    "neusight": "events",
+    "vidur": "kernel",
+    "profiler_kernels": "cupti",
+    "profiler_ops": "cupti",
+}
+
+_DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8",
+                     "fp16_storage_fp32_math": "float16"}  # fmt: skip
+_NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
+
+
+def read_table(path: str | Path) -> Any:
+    """Read a ``.csv`` or ``.csv.gz`` timing table into a pandas DataFrame.
+
+    Raises
+    ------
+    InputError
+        Missing, empty or malformed file.
+    """
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", str(p))
+    try:
+        return pd.read_csv(p, low_memory=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
+        raise InputError(f"not a readable CSV table ({str(e).splitlines()[0]})", str(p)) from None
+    except EOFError:
+        raise InputError("truncated compressed file", str(p)) from None
+
+
+def detect_schema(columns: Iterable[str], where: str = "table") -> str:
+    """Name of the timing schema whose identifying columns all appear in ``columns``."""
+    cols = set(columns)
+    for name, need in SCHEMAS.items():
+        if set(need) <= cols:
+            return name
+    raise InputError("unknown timing schema: columns match none of " + ", ".join(SCHEMAS), where)
+
+
+def _i(v: Any) -> int:
+    f = float(v)
+    if not math.isfinite(f) or f < 0:
+        raise ValueError(f"bad size {v!r}")
+    return round(f)
+
+
+def _deepbench_conv_attrs(r: Any) -> dict[str, Any]:
+    return {"N": _i(r.N), "C": _i(r.C), "H": _i(r.H), "W": _i(r.W), "K": _i(r.K), "R": _i(r.R),
+            "S": _i(r.S), "pad_h": _i(r.pad_h), "pad_w": _i(r.pad_w),
+            "stride_h": _i(r.stride_h), "stride_w": _i(r.stride_w)}  # fmt: skip
+
+
+def _neusight(r: Any) -> tuple[str, dict[str, Any]]:
+    op = str(r.op)
+    if op in ("linear", "bmm"):
+        # NeuSight's columns: N is the contracted dimension and K the output columns.
+        b, m, n_in, n_out = _i(r.B), _i(r.M), _i(r.N), _i(r.K)
+        if op == "linear":
+            return "matmul", {"M": b * m, "N": n_out, "K": n_in}
+        return "matmul", {"B": b, "M": m, "N": n_out, "K": n_in}
+    if op == "conv":
+        k, s, p = _i(r.kernel), _i(r.stride), _i(r.pad)
+        return "conv2d", {"N": _i(r.B), "C": _i(r.Cin), "H": _i(r.H), "W": _i(r.W),
+                          "K": _i(r.Cout), "R": k, "S": k, "stride_h": s, "stride_w": s,
+                          "pad_h": p, "pad_w": p}  # fmt: skip
+    rows, cols = _i(r.B), _i(r.H_dim)
+    if op == "ln":
+        return "layernorm", {"rows": rows, "cols": cols}
+    if op == "softmax":
+        return "softmax", {"rows": rows, "cols": cols}
+    fn = op[:-1] if op.endswith("u") and op[:-1] in _NEUSIGHT_BINARY else op
+    arity = 2 if op in _NEUSIGHT_BINARY else 1
+    return "elementwise", {"numel": rows * cols, "arity": arity, "fn": fn}
+
+
+def _vidur(r: Any) -> tuple[str, dict[str, Any]]:
+    op = str(r.op)
+    if op.endswith("_proj"):
+        return "matmul", {"M": _i(r.M), "N": _i(r.N), "K": _i(r.K)}
+    tokens, embd = _i(r.num_tokens), _i(r.n_embd)
+    if op.endswith("layernorm"):
+        kind = "layernorm" if "phi" in str(getattr(r, "model", "")).lower() else "rmsnorm"
+        return kind, {"rows": tokens, "cols": embd}
+    if op == "emb":
+        return "embedding", {"tokens": tokens, "dim": embd}
+    elems = _i(r.elems)
+    if op == "add":
+        return "elementwise", {"numel": elems, "arity": 2, "fn": "add"}
+    if op == "mlp_act":
+        gated = str(getattr(r, "gated_mlp", "True")).lower() == "true"
+        return "elementwise", {"numel": elems, "arity": 2 if gated else 1,
+                               "fn": "silu_mul" if gated else "gelu"}  # fmt: skip
+    if op == "attn_rope":
+        return "elementwise", {"numel": elems, "arity": 1, "fn": "rope"}
+    raise ValueError(f"unknown vidur op {op!r}")
+
+
+def _profiler(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any]]:
+    dims = json.loads(getattr(r, dims_col)) if isinstance(getattr(r, dims_col), str) else []
+    types = json.loads(getattr(r, types_col)) if isinstance(getattr(r, types_col), str) else []
+    shape = getattr(r, "shape", "")
+    found = aten_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "")
+    if found is not None:
+        return found
+    # No shape rule: a fused op with the row's own FLOP and byte counts (0 when unknown).
+    fl, by = getattr(r, "flops", float("nan")), getattr(r, "bytes_min", float("nan"))
+    fl = _i(fl) if isinstance(fl, int | float) and math.isfinite(fl) else 0
+    by = _i(by) if isinstance(by, int | float) and math.isfinite(by) else 0
+    return "fused", {"flops": fl, "bytes": by, "numel": max(1, by // 4), "dtype": aten_dtype(types)}
+
+
+def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[str, Any]]:
+    """One record per timing of a table in ``schema``.
+
+    Each record has ``row`` (index into ``df``), ``target`` (``""`` or, for DeepBench convs,
+    the conv kind), ``gpu`` (canonical key; ``gpu`` overrides the table's column), ``method``,
+    ``kind``, ``attrs`` (with ``dtype``) and ``time_us`` (NaN when the row has no timing).
+    Rows that cannot be mapped (an unparseable shape) are left out.
+
+    Raises
+    ------
+    InputError
+        A GPU name no spec matches (the message lists the known GPUs).
+    """
+    out: list[dict[str, Any]] = []
+    method = METHODS[schema]
+    targets = TIME_COLUMNS[schema]
+    cache: dict[str, str] = {}
+    for pos, r in enumerate(df.itertuples(index=False)):
+        name = gpu if gpu is not None else str(r.gpu)
+        if name not in cache:
+            cache[name] = resolve_gpu(name)
+        key = cache[name]
+        try:
+            if schema == "deepbench_gemm":
+                base: tuple[str, dict[str, Any]] = (
+                    "matmul", {"M": _i(r.M), "N": _i(r.N), "K": _i(r.K)}
+                )  # fmt: skip
+                dtype = _DEEPBENCH_DTYPES.get(str(r.dtype), "float32")
+            elif schema == "deepbench_conv":
+                base = ("conv2d", _deepbench_conv_attrs(r))
+                dtype = _DEEPBENCH_DTYPES.get(str(r.dtype), "float32")
+            elif schema == "neusight":
+                base = _neusight(r)
+                dtype = "float32"
+            elif schema == "vidur":
+                base = _vidur(r)
+                dtype = "float16"
+            elif schema == "profiler_ops":
+                base = _profiler(r, "input_dims", "input_types")
+                dtype = base[1].get("dtype", "float32")
+            else:
+                base = _profiler(r, "op_input_dims", "op_input_types")
+                dtype = base[1].get("dtype", "float32")
+        except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
+            continue
+        for target, col in targets.items():
+            kind = target or base[0]
+            t = getattr(r, col, float("nan"))
+            try:
+                t = float(t)
+            except (TypeError, ValueError):
+                t = float("nan")
+            out.append({"row": pos, "target": target, "gpu": key, "method": method,
+                        "kind": kind, "attrs": {**base[1], "dtype": dtype},
+                        "time_us": t})  # fmt: skip
+    return out

@@ -1,0 +1,100 @@
+"""Predict the rows of a timing table and measure the error against the measured times.
+
+Examples
+--------
+>>> import pandas as pd
+>>> df = pd.DataFrame({"gpu": ["NVIDIA T4"] * 2, "dtype": ["fp32"] * 2, "M": [512, 64],
+...                    "N": [512, 64], "K": [512, 64], "transA": ["N"] * 2,
+...                    "transB": ["N"] * 2, "time_us": [120.0, 9.0]})
+>>> out = predict_table(df)
+>>> list(out.columns[-2:]), bool((out.predicted_time_us > 0).all())
+(['time_us', 'predicted_time_us'], True)
+>>> errors(out)[["gpu", "family", "rows"]].values.tolist()
+[['T4', 'matmul', 2]]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from opsched.cost.data import METHODS, TIME_COLUMNS, canonical_rows, detect_schema
+from opsched.cost.features import family_of
+from opsched.cost.profile import load_profile
+
+__all__ = ["errors", "predict_table"]
+
+#: Column names of the predictions; DeepBench convs get one per timing.
+_PRED = {"": "predicted_time_us", "conv2d": "predicted_time_us",
+         "conv2d_bwd_data": "predicted_bwd_data_time_us",
+         "conv2d_bwd_filter": "predicted_bwd_filter_time_us"}  # fmt: skip
+
+
+def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
+    """``df`` (any timing schema) plus predicted times in microseconds.
+
+    Rows whose shape cannot be read get NaN. Kernel-level profiler rows share their op's
+    predicted time equally among the kernels of the same op instance. Also attaches, for
+    :func:`errors`, the hidden columns ``_family``, ``_gpu``, ``_roofline_us`` (per target).
+    """
+    schema = detect_schema(df.columns, where)
+    recs = canonical_rows(df, schema, gpu)
+    out = df.copy()
+    n = len(df)
+    targets = TIME_COLUMNS[schema]
+    cols = {t: np.full(n, np.nan) for t in targets}
+    roofs = {t: np.full(n, np.nan) for t in targets}
+    fams = np.full(n, "", dtype=object)
+    gpus = np.full(n, "", dtype=object)
+    by_gpu: dict[str, list[dict[str, Any]]] = {}
+    for r in recs:
+        by_gpu.setdefault(r["gpu"], []).append(r)
+    for key, rs in by_gpu.items():
+        prof = load_profile(key)
+        pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs], METHODS[schema])
+        for r, p in zip(rs, pred, strict=True):
+            cols[r["target"]][r["row"]] = p
+            roofs[r["target"]][r["row"]] = prof.roofline(r["kind"], r["attrs"])
+            if r["target"] in ("", "conv2d"):
+                fams[r["row"]] = family_of(r["kind"], r["attrs"])
+                gpus[r["row"]] = key
+    if schema == "profiler_kernels" and "op_instance" in df.columns:
+        share = df.groupby("op_instance")["op_instance"].transform("size").to_numpy()
+        cols[""] = cols[""] / share
+        roofs[""] = roofs[""] / share
+    for t in targets:
+        out[_PRED[t]] = cols[t]
+    out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs}
+    return out
+
+
+def errors(pred: Any) -> Any:
+    """Absolute percentage errors per GPU and family: ours next to the plain roofline.
+
+    Returns a DataFrame with ``gpu, family, rows, median_ape, mean_ape, roofline_median_ape,
+    roofline_mean_ape`` (percent). Rows measured at 0 us or without a prediction are skipped.
+    """
+    import pandas as pd
+
+    meta = pred.attrs["_opsched"]
+    schema = meta["schema"]
+    parts = []
+    for target, col in TIME_COLUMNS[schema].items():
+        fam = meta["family"]
+        if target not in ("", "conv2d"):
+            fam = np.where(fam != "", target, "")
+        measured = pd.to_numeric(pred[col], errors="coerce").to_numpy(float)
+        p = pred[_PRED[target]].to_numpy(float)
+        ok = (measured > 0) & np.isfinite(p) & np.isfinite(measured)
+        parts.append(pd.DataFrame({
+            "gpu": meta["gpu"][ok], "family": fam[ok],
+            "ape": np.abs(p[ok] - measured[ok]) / measured[ok] * 100,
+            "roof_ape": np.abs(meta["roof"][target][ok] - measured[ok]) / measured[ok] * 100,
+        }))  # fmt: skip
+    d = pd.concat(parts, ignore_index=True)
+    g = d.groupby(["gpu", "family"], sort=True)
+    res = g.agg(rows=("ape", "size"), median_ape=("ape", "median"), mean_ape=("ape", "mean"),
+                roofline_median_ape=("roof_ape", "median"),
+                roofline_mean_ape=("roof_ape", "mean")).reset_index()  # fmt: skip
+    return res.round(2)

@@ -1,0 +1,192 @@
+"""Op families, the roofline time, and the features the calibrated curves are fitted on.
+
+Every op of a kind in :mod:`opsched.ir.kinds` belongs to one *family* (:func:`family_of`):
+``matmul`` (``B == 1``, linear layers), ``bmm`` (``B > 1``), ``conv2d``,
+``conv2d_bwd_data``, ``conv2d_bwd_filter``, ``elementwise_unary``, ``elementwise_binary``,
+``softmax``, ``layernorm``, ``rmsnorm``, ``batchnorm``, ``pool``, ``reduce``, ``embedding``,
+``copy``, ``fused``; ``attention`` is priced from its parts and ``view`` / ``input`` take no
+time.
+
+The roofline time is ``max(flops / peak, bytes / bandwidth)`` with the peak picked by dtype
+(:meth:`GpuSpec.peak_tflops`). The features (:func:`feature_matrix`) are expressed in units of
+the GPU (roofline microseconds, tiles per SM) so a curve fitted on one GPU carries over to
+another through its specs.
+
+Examples
+--------
+>>> from opsched.cost.specs import load_specs
+>>> a100 = load_specs()["A100-SXM4-80GB"]
+>>> attrs = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}
+>>> round(roofline_us("matmul", attrs, a100), 1)   # 2*4096^3 / 312 TFLOPS
+440.5
+>>> family_of("matmul", {"B": 8, "M": 64, "N": 64, "K": 64})
+'bmm'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from opsched.cost.specs import GpuSpec
+from opsched.ir import kinds
+
+__all__ = [
+    "FAMILIES",
+    "ZERO_KINDS",
+    "dtype_class",
+    "family_of",
+    "feature_matrix",
+    "roofline_us",
+]
+
+#: Every family with a calibrated curve.
+FAMILIES: tuple[str, ...] = (
+    "matmul", "bmm", "conv2d", "conv2d_bwd_data", "conv2d_bwd_filter", "elementwise_unary",
+    "elementwise_binary", "softmax", "layernorm", "rmsnorm", "batchnorm", "pool", "reduce",
+    "embedding", "copy", "fused",
+)  # fmt: skip
+
+#: Kinds that launch no kernel: duration 0.
+ZERO_KINDS = frozenset({"view", "input"})
+
+_TRANSCENDENTAL = frozenset({"gelu", "tanh", "pow", "exp", "log", "log2", "sigmoid", "silu",
+                             "silu_mul", "rope", "sqrt", "rsqrt", "div", "erf",
+                             "tanh_backward", "sigmoid_backward", "gelu_backward"})  # fmt: skip
+_KNOTS = tuple(math.log(k) for k in (0.3, 3.0, 30.0, 300.0))
+_EPS_US = 1e-4
+
+
+def dtype_class(dtype: str) -> str:
+    """The calibration class of a dtype: ``fp32``, ``half`` or ``int8``.
+
+    Examples
+    --------
+    >>> dtype_class("bfloat16"), dtype_class("tf32"), dtype_class("float8")
+    ('half', 'fp32', 'int8')
+    """
+    if dtype in ("float16", "bfloat16"):
+        return "half"
+    if dtype in ("int8", "float8"):
+        return "int8"
+    return "fp32"
+
+
+def family_of(kind: str, attrs: Mapping[str, Any]) -> str:
+    """The calibration family of an op (``attention``, ``view``, ``input`` are their own)."""
+    if kind == "matmul":
+        return "bmm" if int(attrs.get("B", 1)) > 1 else "matmul"
+    if kind == "elementwise":
+        return "elementwise_binary" if int(attrs.get("arity", 1)) >= 2 else "elementwise_unary"
+    return kind
+
+
+def roofline_us(kind: str, attrs: Mapping[str, Any], spec: GpuSpec) -> float:
+    """Roofline time in microseconds: ``max(flops / peak(dtype), bytes / bandwidth)``."""
+    dtype = str(attrs.get("dtype", "float32"))
+    tf = kinds.flops(kind, attrs) / (spec.peak_tflops(dtype) * 1e6)
+    tm = kinds.bytes_min(kind, attrs) / (spec.mem_bw_gbps * 1e3)
+    return max(tf, tm)
+
+
+def _ln(x: float) -> float:
+    return math.log(max(float(x), 1.0))
+
+
+def _tiles(rows: int, cols: int, sm: int) -> tuple[float, float]:
+    """Wave quantisation and fill of a ``rows x cols`` output cut in 128 x 128 tiles."""
+    tiles = math.ceil(rows / 128) * math.ceil(cols / 128)
+    w = tiles / sm
+    return math.log(math.ceil(w) / w), math.log(min(w, 1.0))
+
+
+def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
+    g = lambda k, d=1: int(a.get(k, d))  # noqa: E731
+    if family in ("matmul", "bmm"):
+        b, m, n, k = g("B"), g("M"), g("N"), g("K")
+        q, fill = _tiles(b * m, n, sm) if family == "matmul" else _tiles(m, n, max(1, sm // b))
+        return [_ln(m), _ln(n), _ln(k), _ln(b), q, fill]
+    if family.startswith("conv2d"):
+        p, qq = kinds.conv_out_hw(a, family)
+        r, s = g("R"), g("S")
+        st = max(g("stride_h"), g("stride_w"))
+        q, fill = _tiles(g("N") * p * qq, g("K"), sm)
+        groups, c = max(g("groups"), 1), g("C")
+        return [_ln(g("N")), _ln(c), _ln(g("K")), _ln(p * qq), _ln(r * s),
+                float(r == s == 1), float(r == s == 3 and st == 1), float(st > 1),
+                _ln(groups), float(1 < groups == c), _ln(c // groups), q, fill]  # fmt: skip
+    if family.startswith("elementwise"):
+        numel = g("numel")
+        fn = str(a.get("fn", ""))
+        return [_ln(numel), float(fn in _TRANSCENDENTAL), math.log(min(numel / (sm * 2048), 1.0)
+                                                                   if numel else 1.0)]  # fmt: skip
+    backward = float(a.get("fn") == "backward")
+    if family in ("softmax", "layernorm", "rmsnorm"):
+        rows, cols = g("rows"), g("cols")
+        return [_ln(rows), _ln(cols), math.log(min(max(rows, 1) / sm, 1.0)), backward]
+    if family == "batchnorm":
+        return [_ln(g("numel")), backward]
+    if family == "pool":
+        return [_ln(kinds.output_numel("pool", a)), _ln(g("R") * g("S"))]
+    if family == "reduce":
+        return [_ln(g("numel")), _ln(g("out_numel"))]
+    numel = kinds.output_numel(family, a) if family != "fused" else g("numel")
+    return [_ln(numel)]
+
+
+def feature_matrix(
+    family: str, attrs_list: Sequence[Mapping[str, Any]], spec: GpuSpec
+) -> np.ndarray:
+    """The design matrix of ``family`` ops on ``spec`` (one row per op).
+
+    Columns: intercept, ``u = ln(roofline us)``, four hinges of ``u`` (at 0.3, 3, 30 and
+    300 us), the arithmetic-intensity term ``v = ln(t_flops / t_bytes)`` and ``max(v, 0)``, then
+    the family's shape terms (log dims, 1x1 / 3x3-stride-1 (Winograd) / depthwise flags and
+    channels per group for convolutions, tile wave quantisation and SM fill, a backward flag
+    for norms and softmax (``fn == "backward"``), window size for pooling, output size for
+    reductions).
+
+    Examples
+    --------
+    >>> from opsched.cost.specs import load_specs
+    >>> x = feature_matrix("softmax", [{"rows": 64, "cols": 1024}], load_specs()["T4"])
+    >>> x.shape
+    (1, 12)
+    """
+    rows = []
+    kind = {"bmm": "matmul", "elementwise_unary": "elementwise",
+            "elementwise_binary": "elementwise"}.get(family, family)  # fmt: skip
+    for a in attrs_list:
+        dtype = str(a.get("dtype", "float32"))
+        tf = kinds.flops(kind, a) / (spec.peak_tflops(dtype) * 1e6)
+        tm = kinds.bytes_min(kind, a) / (spec.mem_bw_gbps * 1e3)
+        lf, lm = math.log(tf + _EPS_US), math.log(tm + _EPS_US)
+        u = max(lf, lm)
+        v = min(max(lf - lm, -8.0), 8.0)
+        rows.append([1.0, u, *(max(0.0, u - k) for k in _KNOTS), v, max(v, 0.0),
+                     *_extra(family, a, spec.sm_count)])  # fmt: skip
+    width = 8 + len(_extra(family, _SAMPLE[family], 80))
+    return np.asarray(rows, dtype=float).reshape(len(rows), width)
+
+
+_SAMPLE: dict[str, Mapping[str, Any]] = {
+    "matmul": {"M": 1, "N": 1, "K": 1},
+    "bmm": {"B": 2, "M": 1, "N": 1, "K": 1},
+    "conv2d": {"N": 1, "C": 1, "H": 1, "W": 1, "K": 1, "R": 1, "S": 1},
+    "conv2d_bwd_data": {"N": 1, "C": 1, "H": 1, "W": 1, "K": 1, "R": 1, "S": 1},
+    "conv2d_bwd_filter": {"N": 1, "C": 1, "H": 1, "W": 1, "K": 1, "R": 1, "S": 1},
+    "elementwise_unary": {"numel": 1},
+    "elementwise_binary": {"numel": 1, "arity": 2},
+    "softmax": {"rows": 1, "cols": 1},
+    "layernorm": {"rows": 1, "cols": 1},
+    "rmsnorm": {"rows": 1, "cols": 1},
+    "batchnorm": {"numel": 1},
+    "pool": {"N": 1, "C": 1, "H": 1, "W": 1, "R": 1, "S": 1},
+    "reduce": {"numel": 1, "out_numel": 1},
+    "embedding": {"tokens": 1, "dim": 1},
+    "copy": {"numel": 1},
+    "fused": {"flops": 0, "bytes": 0, "numel": 1},
+}

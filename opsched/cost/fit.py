@@ -1,0 +1,384 @@
+"""Fit the per-GPU profiles from the timing tables; k-fold and leave-one-GPU-out errors.
+
+The fit runs in two stages for every op family and dtype class:
+
+1. a *pooled* curve over all GPUs (features in GPU units, one overhead per GPU and timing
+   method), pulled towards the plain roofline;
+2. one curve per GPU that has timings, pulled towards the pooled curve.
+
+A GPU without timings (or a family it has no rows for) uses the pooled curve through its own
+specs, with each timing method's median overhead. :mod:`opsched.cost.heldout` measures the held-out
+error of this whole procedure (grouped k-fold and leave-one-GPU-out).
+
+Examples
+--------
+>>> data = load_fit_data(files=["deepbench_gemm.csv"])
+>>> model = fit_model(data)
+>>> ("T4", "matmul", "half") in model.groups
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from opsched.cost.boost import TREE_METHODS, fit_trees, tree_features
+from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve, predict_curve
+from opsched.cost.data import canonical_rows, detect_schema, read_table
+from opsched.cost.features import dtype_class, family_of, feature_matrix, roofline_us
+from opsched.cost.specs import GpuSpec, load_specs
+from opsched.cost.trees import TreeEnsemble
+
+__all__ = [
+    "FIT_FILES",
+    "FamilyData",
+    "FitData",
+    "Model",
+    "fit_model",
+    "load_fit_data",
+]
+
+#: Timing tables the shipped profiles are fitted on (the kernel-level profiler tables repeat
+#: the per-op ones and are not used).
+FIT_FILES: tuple[str, ...] = (
+    "deepbench_gemm.csv", "deepbench_conv.csv", "neusight_ops.csv.gz", "vidur_llm_ops.csv.gz",
+    "kineto_resnet50_v100_ops.csv.gz", "hta_ops.csv.gz",
+)  # fmt: skip
+
+POOLED_RIDGE = 1.0
+GROUP_RIDGE = 3.0
+#: Rows per (GPU, timing method, dtype class) a fit uses at most (a fixed random subset):
+#: more add little to a curve of ~20 parameters and slow the fit down.
+MAX_ROWS_PER_SLOT = 3000
+#: Least training rows and distinct shapes for a family to get residual trees: with fewer
+#: shapes (profiler families: a few dozen shapes repeated) the trees learned the training
+#: shapes and raised the held-out error of reduce and fused (see docs/cost-model.md).
+MIN_TREE_ROWS = 200
+MIN_TREE_SHAPES = 100
+
+
+@dataclass
+class FamilyData:
+    """Arrays of one family: features (own GPU's specs), times, GPU, method, dtype class."""
+
+    x: np.ndarray
+    t: np.ndarray
+    roof: np.ndarray
+    gpu: np.ndarray
+    method: np.ndarray
+    cls: np.ndarray
+    source: np.ndarray
+    group: np.ndarray
+
+
+@dataclass
+class FitData:
+    """All timing rows, by family."""
+
+    families: dict[str, FamilyData]
+
+
+@dataclass
+class Model:
+    """Fitted curves: pooled per (family, class) and per (gpu, family, class); residual trees
+    per family (pooled over GPUs)."""
+
+    pooled: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    groups: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    trees: dict[str, TreeEnsemble] = field(default_factory=dict)
+
+    def curve(self, gpu: str, family: str, cls: str) -> dict[str, Any] | None:
+        """The GPU's own curve, else the pooled one, else the pooled one of another class."""
+        own = self.groups.get((gpu, family, cls))
+        if own is not None:
+            return own
+        if (family, cls) in self.pooled:
+            return self.pooled[(family, cls)]
+        for other in ("fp32", "half", "int8"):
+            if (family, other) in self.pooled:
+                return self.pooled[(family, other)]
+        return None
+
+
+def load_fit_data(
+    root: str | Path | None = None, files: Iterable[str] = FIT_FILES, limit: int | None = None
+) -> FitData:
+    """Read the timing tables under ``root`` (default: the built-in datasets) into arrays.
+
+    ``limit`` keeps only the first ``limit`` rows of each table (for quick tests).
+    """
+    from opsched.datasets import dataset_path
+
+    base = Path(root) if root is not None else dataset_path("kernel-timings")
+    specs = load_specs()
+    recs: dict[str, list[tuple[Any, ...]]] = {}
+    for name in files:
+        df = read_table(base / name)
+        if limit is not None:
+            df = df.head(limit)
+        schema = detect_schema(df.columns, name)
+        for r in canonical_rows(df, schema):
+            t = r["time_us"]
+            if not (t > 0 and np.isfinite(t)):
+                continue
+            fam = family_of(r["kind"], r["attrs"])
+            recs.setdefault(fam, []).append(
+                (
+                    r["attrs"],
+                    t,
+                    r["gpu"],
+                    r["method"],
+                    dtype_class(r["attrs"]["dtype"]),
+                    schema,
+                    _shape_key(r["kind"], r["attrs"]),
+                )
+            )
+    out: dict[str, FamilyData] = {}
+    for fam, rows in recs.items():
+        kind = {"bmm": "matmul"}.get(fam, "elementwise" if fam.startswith("elementwise") else fam)
+        gpus = np.array([r[2] for r in rows])
+        x = np.zeros((len(rows), feature_matrix(fam, [rows[0][0]], specs[rows[0][2]]).shape[1]))
+        roof = np.zeros(len(rows))
+        for gpu in sorted(set(gpus)):
+            idx = np.nonzero(gpus == gpu)[0]
+            attrs = [rows[i][0] for i in idx]
+            x[idx] = feature_matrix(fam, attrs, specs[gpu])
+            roof[idx] = [roofline_us(kind, a, specs[gpu]) for a in attrs]
+        out[fam] = FamilyData(
+            x=x, t=np.array([r[1] for r in rows]), roof=roof, gpu=gpus,
+            method=np.array([r[3] for r in rows]), cls=np.array([r[4] for r in rows]),
+            source=np.array([r[5] for r in rows]), group=np.array([r[6] for r in rows]),
+        )  # fmt: skip
+    return FitData(out)
+
+
+def _shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
+    """The k-fold group of a timing: its kind and shape attrs (dtype included), not its GPU.
+
+    The same shape timed on several GPUs or by several sources lands in one fold, so no fold
+    is scored on a shape whose time on another GPU was in its training rows.
+    """
+    return kind + "|" + "|".join(f"{k}={attrs[k]}" for k in sorted(attrs))
+
+
+def _cap(fd: FamilyData, sel: np.ndarray) -> np.ndarray:
+    """``sel`` with at most MAX_ROWS_PER_SLOT rows per (GPU, method, class), chosen by seed."""
+    out = sel.copy()
+    keys = np.char.add(np.char.add(fd.gpu, "|"), np.char.add(fd.method, fd.cls))
+    for key in np.unique(keys[sel]):
+        idx = np.nonzero(sel & (keys == key))[0]
+        if idx.size > MAX_ROWS_PER_SLOT:
+            rng = np.random.default_rng(idx.size)
+            out[rng.choice(idx, idx.size - MAX_ROWS_PER_SLOT, replace=False)] = False
+    return out
+
+
+def _fit(
+    fd: FamilyData, sel: np.ndarray, prior: np.ndarray, ridge: float
+) -> tuple[np.ndarray, dict[tuple[str, str], float]]:
+    sel = _cap(fd, sel)
+    slots = sorted({(g, m) for g, m in zip(fd.gpu[sel], fd.method[sel], strict=True)})
+    index = {s: i for i, s in enumerate(slots)}
+    slot = np.array([index[(g, m)] for g, m in zip(fd.gpu[sel], fd.method[sel], strict=True)])
+    free = [m in FREE_OVERHEAD_METHODS for _, m in slots]
+    res = fit_curve(fd.x[sel], fd.t[sel], slot, free, prior=prior, ridge=ridge)
+    return res.beta, {s: res.overheads[i] for s, i in index.items() if free[i]}
+
+
+def fit_model(
+    data: FitData,
+    train: Mapping[str, np.ndarray] | None = None,
+    per_gpu: bool = True,
+    trees: bool = True,
+) -> Model:
+    """Fit pooled and (if ``per_gpu``) per-GPU curves on rows where ``train[family]`` holds.
+
+    With ``trees`` (needs scikit-learn), each family with at least :data:`MIN_TREE_ROWS`
+    training rows of :data:`MIN_TREE_SHAPES` shapes also gets residual trees
+    (:mod:`opsched.cost.boost`) fitted on the log ratio of measured time to the curve's
+    prediction, on the same capped rows of the timing methods in ``TREE_METHODS``. The
+    trees correct only a GPU's own curve: a GPU without timings for a family keeps the
+    pooled curve through its specs (trees there raised the leave-one-GPU-out error, e.g.
+    A100-PCIe-40GB softmax 11 -> 79 %), so ``per_gpu=False`` fits no trees.
+    """
+    model = Model()
+    for fam, fd in sorted(data.families.items()):
+        mask = np.ones(len(fd.t), bool) if train is None else train[fam]
+        d = fd.x.shape[1]
+        roof_prior = np.zeros(d)
+        roof_prior[1] = 1.0
+        for cls in sorted(set(fd.cls[mask])):
+            sel = mask & (fd.cls == cls)
+            if sel.sum() < 3:
+                continue
+            beta, ovh = _fit(fd, sel, roof_prior, POOLED_RIDGE)
+            by_method: dict[str, list[float]] = {}
+            for (_, m), o in ovh.items():
+                by_method.setdefault(m, []).append(o)
+            pooled_ovh = {m: float(np.median(v)) for m, v in by_method.items()}
+            model.pooled[(fam, cls)] = {"beta": beta, "overheads": pooled_ovh,
+                                        "rows": int(sel.sum()), "source": "pooled"}  # fmt: skip
+            for gpu in sorted(set(fd.gpu[sel])) if per_gpu else ():
+                gsel = sel & (fd.gpu == gpu)
+                if gsel.sum() < 3:
+                    continue
+                gbeta, govh = _fit(fd, gsel, beta, GROUP_RIDGE)
+                overheads = dict(pooled_ovh) | {m: o for (_, m), o in govh.items()}
+                model.groups[(gpu, fam, cls)] = {"beta": gbeta, "overheads": overheads,
+                                                 "rows": int(gsel.sum()),
+                                                 "source": "fitted"}  # fmt: skip
+    _fill_overheads(model)
+    trees = trees and per_gpu  # the trees correct GPUs' own curves only (see predict_family)
+    if trees and not _have_sklearn():
+        import warnings
+
+        warnings.warn("cost model: scikit-learn missing (pip install opsched[ml]); "
+                      "fitting the curves without residual trees", stacklevel=2)  # fmt: skip
+        trees = False
+    if trees:
+        for fam, fd in sorted(data.families.items()):
+            mask = np.ones(len(fd.t), bool) if train is None else train[fam]
+            sel = _cap(fd, mask) & np.isin(fd.method, list(TREE_METHODS))
+            if sel.sum() < MIN_TREE_ROWS or np.unique(fd.group[sel]).size < MIN_TREE_SHAPES:
+                continue
+            base = predict_family(model, fam, fd, sel)
+            ok = np.isfinite(base) & (base > 0)
+            idx = np.nonzero(sel)[0][ok]
+            feats = tree_features(fd.x[idx], fd.gpu[idx], fd.cls[idx], fd.method[idx], _specs())
+            model.trees[fam] = fit_trees(feats, np.log(fd.t[idx] / base[ok]))
+    return model
+
+
+def _specs() -> Mapping[str, GpuSpec]:
+    return load_specs()
+
+
+def _have_sklearn() -> bool:
+    try:
+        import sklearn.ensemble  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _fill_overheads(model: Model) -> None:
+    """Give every curve an overhead for every timing method that has one anywhere.
+
+    A missing (family, class, method) overhead is taken from the same family's other dtype
+    class, else the median over all families of that method.
+    """
+    by_method: dict[str, list[float]] = {}
+    for c in model.pooled.values():
+        for m, o in c["overheads"].items():
+            by_method.setdefault(m, []).append(o)
+    medians = {m: float(np.median(v)) for m, v in by_method.items()}
+    for (fam, cls), c in model.pooled.items():
+        for m, med in medians.items():
+            if m not in c["overheads"]:
+                others = [
+                    model.pooled[(fam, o)]["overheads"].get(m)
+                    for o in ("fp32", "half", "int8")
+                    if o != cls and (fam, o) in model.pooled
+                ]
+                found = [o for o in others if o is not None]
+                c["overheads"][m] = found[0] if found else med
+    for (_, fam, cls), c in model.groups.items():
+        c["overheads"] = dict(model.pooled[(fam, cls)]["overheads"]) | c["overheads"]
+
+
+def predict_family(model: Model, fam: str, fd: FamilyData, sel: np.ndarray) -> np.ndarray:
+    """Predicted times of the selected rows of one family (NaN where no curve exists).
+
+    Rows whose GPU has its own curve and whose method is in ``TREE_METHODS`` are multiplied
+    by ``exp`` of the family's residual trees, if it has any.
+    """
+    out = np.full(int(sel.sum()), np.nan)
+    idx = np.nonzero(sel)[0]
+    keys = list(zip(fd.gpu[idx], fd.cls[idx], fd.method[idx], strict=True))
+    for key in sorted(set(keys)):
+        gpu, cls, method = key
+        rows = np.array([i for i, k in enumerate(keys) if k == key])
+        c = model.curve(gpu, fam, cls)
+        if c is None:
+            continue
+        o = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
+        out[rows] = predict_curve(fd.x[idx[rows]], np.asarray(c["beta"]), o)
+    ens = model.trees.get(fam)
+    pairs = zip(fd.gpu[idx], fd.cls[idx], strict=True)
+    own = np.array([(g, fam, c) in model.groups for g, c in pairs], dtype=bool)
+    use = np.isin(fd.method[idx], list(TREE_METHODS)) & own
+    if ens is not None and use.any():
+        j = idx[use]
+        feats = tree_features(fd.x[j], fd.gpu[j], fd.cls[j], fd.method[j], _specs())
+        out[use] *= np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
+    return out
+
+
+def profile_docs(model: Model, specs: Mapping[str, GpuSpec] | None = None) -> dict[str, Any]:
+    """One ``opsched-cost-profile/1`` document per known GPU."""
+    specs = load_specs() if specs is None else specs
+    fams = sorted({f for f, _ in model.pooled})
+    docs = {}
+    for key, spec in specs.items():
+        curves: dict[str, dict[str, Any]] = {}
+        for fam in fams:
+            for cls in ("fp32", "half", "int8"):
+                c = model.groups.get((key, fam, cls)) or model.pooled.get((fam, cls))
+                if c is None:
+                    continue
+                curves.setdefault(fam, {})[cls] = {
+                    "source": c["source"],
+                    "rows": c["rows"],
+                    "beta": [round(float(b), 6) for b in c["beta"]],
+                    "overheads": {m: round(o, 3) for m, o in sorted(c["overheads"].items())},
+                }
+        docs[key] = {"format": "opsched-cost-profile/1", "gpu": key, "spec": spec.to_dict(),
+                     "time_unit": "us", "curves": curves}  # fmt: skip
+    return docs
+
+
+def fit_profiles(root: str | Path | None = None, out_dir: str | Path | None = None) -> list[Path]:
+    """Fit on the timing tables under ``root`` and write one profile JSON per GPU.
+
+    ``out_dir`` defaults to the package's ``opsched/cost/profiles``; ``gpus.json`` (the spec
+    table) is rewritten from ``root/gpu_specs.csv`` first. Deterministic: the same data gives
+    byte-identical files.
+    """
+    import json
+
+    from opsched._files import read_text, write_text_atomic
+    from opsched.cost.specs import parse_specs_csv
+    from opsched.datasets import dataset_path
+
+    base = Path(root) if root is not None else dataset_path("kernel-timings")
+    out = Path(out_dir) if out_dir is not None else Path(__file__).parent / "profiles"
+    out.mkdir(parents=True, exist_ok=True)
+    specs = parse_specs_csv(read_text(base / "gpu_specs.csv"), str(base / "gpu_specs.csv"))
+    doc = {"format": "opsched-gpu-specs/1", "source": "datasets/kernel-timings/gpu_specs.csv",
+           "gpus": [s.to_dict() for s in specs.values()]}  # fmt: skip
+    write_text_atomic(json.dumps(doc, indent=1) + "\n", out / "gpus.json")
+    load_specs.cache_clear()
+    model = fit_model(load_fit_data(base))
+    written = [out / "gpus.json"]
+    trees_path = out / "trees.json"
+    if model.trees:
+        tdoc = {"format": "opsched-cost-trees/1",
+                "families": {f: e.to_dict() for f, e in sorted(model.trees.items())}}  # fmt: skip
+        write_text_atomic(json.dumps(tdoc, separators=(",", ":")) + "\n", trees_path)
+        written.append(trees_path)
+    else:
+        trees_path.unlink(missing_ok=True)
+    for key, prof in profile_docs(model, specs).items():
+        path = out / f"{key}.json"
+        write_text_atomic(json.dumps(prof, indent=1, sort_keys=True) + "\n", path)
+        written.append(path)
+    from opsched.cost.profile import _load, _load_trees
+
+    _load.cache_clear()
+    _load_trees.cache_clear()
+    return written

@@ -1,0 +1,77 @@
+"""Held-out error of the cost-model fit: grouped k-fold and leave-one-GPU-out.
+
+Both refit the whole procedure of :func:`opsched.cost.fit.fit_model` (pooled curves,
+per-GPU curves, residual trees) without the rows they then predict.
+
+Examples
+--------
+>>> from opsched.cost.fit import load_fit_data
+>>> data = load_fit_data(files=["deepbench_conv.csv"], limit=60)
+>>> folds = fold_of(data, k=3)
+>>> fd, f = data.families["conv2d"], folds["conv2d"]
+>>> all(len(set(f[fd.group == g])) == 1 for g in set(fd.group))   # a shape stays in one fold
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from opsched.cost.fit import FitData, fit_model, predict_family
+
+__all__ = ["crossval", "fold_of", "leave_one_gpu_out"]
+
+
+def fold_of(data: FitData, k: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
+    """Fold index of every row, drawn per shape group (:func:`_shape_key`), not per row.
+
+    Rows of one shape (the same op on other GPUs, by other sources, or repeated in a trace)
+    share a fold: a random split per row would score a model on shapes it was trained on.
+    """
+    rng = np.random.default_rng(seed)
+    out = {}
+    for f, fd in sorted(data.families.items()):
+        uniq, inverse = np.unique(fd.group, return_inverse=True)
+        out[f] = rng.integers(0, k, uniq.size)[inverse]
+    return out
+
+
+def crossval(data: FitData, k: int = 5, seed: int = 0, trees: bool = True) -> dict[str, np.ndarray]:
+    """k-fold held-out predictions: family -> predicted time of every row (fold-wise fits).
+
+    Folds are grouped by shape (:func:`fold_of`); ``trees`` adds the residual trees.
+    """
+    folds = fold_of(data, k, seed)
+    pred = {f: np.full(len(fd.t), np.nan) for f, fd in data.families.items()}
+    for i in range(k):
+        model = fit_model(data, {f: folds[f] != i for f in folds}, trees=trees)
+        for f, fd in data.families.items():
+            sel = folds[f] == i
+            pred[f][sel] = predict_family(model, f, fd, sel)
+    return pred
+
+
+def leave_one_gpu_out(
+    data: FitData, gpus: Iterable[str], trees: bool = True
+) -> dict[str, dict[str, np.ndarray]]:
+    """For each GPU: fit without its rows, predict them through its specs (pooled curves).
+
+    ``trees`` is accepted for symmetry with :func:`crossval`; a GPU without timings gets no
+    tree correction (:func:`opsched.cost.fit.fit_model`), so it changes nothing.
+
+    Returns gpu -> family -> predictions of that GPU's rows (NaN for rows of other GPUs).
+    """
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for gpu in gpus:
+        train = {f: fd.gpu != gpu for f, fd in data.families.items()}
+        model = fit_model(data, train, per_gpu=False, trees=trees)
+        out[gpu] = {}
+        for f, fd in data.families.items():
+            pred = np.full(len(fd.t), np.nan)
+            sel = fd.gpu == gpu
+            if sel.any():
+                pred[sel] = predict_family(model, f, fd, sel)
+            out[gpu][f] = pred
+    return out

@@ -1,0 +1,252 @@
+"""A GPU's calibrated cost profile: predict an op's time in microseconds.
+
+Profiles ship as ``opsched/cost/profiles/<GPU>.json`` (``opsched cost fit`` rebuilds them).
+Each holds the GPU's specs and, per op family and dtype class, the curve's ``beta``, where it
+came from (``fitted`` on the GPU's own timings or ``pooled`` over all GPUs and transferred
+through the specs) and the fixed overhead of each timing method.
+
+Examples
+--------
+>>> p = load_profile("A100-SXM4-80GB")
+>>> t = p.predict("matmul", {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"})
+>>> 400 < t < 800      # roofline 440 us at 312 TFLOPS
+True
+>>> p.predict("view", {"numel": 10})
+0.0
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from opsched.cost.boost import TREE_METHODS, tree_features
+from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
+from opsched.cost.features import (
+    ZERO_KINDS,
+    dtype_class,
+    family_of,
+    feature_matrix,
+    roofline_us,
+)
+from opsched.cost.specs import GpuSpec, resolve_gpu
+from opsched.cost.trees import TreeEnsemble
+from opsched.errors import GraphError, InputError
+from opsched.ir import kinds
+
+__all__ = ["PROFILE_FORMAT", "Profile", "load_profile"]
+
+PROFILE_FORMAT = "opsched-cost-profile/1"
+TREES_FORMAT = "opsched-cost-trees/1"
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _check(kind: str, attrs: Mapping[str, Any]) -> None:
+    if kind not in kinds.KINDS:
+        raise GraphError(f"unknown op kind {kind!r}; known: {', '.join(kinds.KINDS)}")
+    missing = [k for k in kinds.KINDS[kind] if k not in attrs]
+    if missing:
+        raise GraphError(f"{kind} op needs attrs {', '.join(map(repr, missing))}")
+
+
+class Profile:
+    """The calibrated curves of one GPU (see :func:`load_profile`).
+
+    Parameters
+    ----------
+    doc
+        An ``opsched-cost-profile/1`` document.
+    trees
+        Residual trees per family (:mod:`opsched.cost.boost`); None loads the shipped ones,
+        ``{}`` uses the curves alone.
+    """
+
+    def __init__(
+        self, doc: Mapping[str, Any], trees: Mapping[str, TreeEnsemble] | None = None
+    ) -> None:
+        if doc.get("format") != PROFILE_FORMAT:
+            raise InputError(f"not an {PROFILE_FORMAT} document")
+        s = doc["spec"]
+        self.gpu: str = doc["gpu"]
+        self.spec = GpuSpec(s["key"], s["name"], s["arch"], int(s["sm_count"]),
+                            float(s["mem_bw_gbps"]), dict(s["peaks"]))  # fmt: skip
+        self.curves: dict[str, dict[str, Any]] = {
+            fam: {cls: dict(c) | {"beta": np.asarray(c["beta"], float)} for cls, c in by.items()}
+            for fam, by in doc["curves"].items()
+        }
+        self.trees: Mapping[str, TreeEnsemble] = _load_trees() if trees is None else trees
+
+    def __repr__(self) -> str:
+        return f"Profile({self.gpu!r}, {len(self.curves)} families)"
+
+    def curve(self, family: str, dtype: str) -> dict[str, Any] | None:
+        """The curve of ``family`` for ``dtype``'s class (another class if that one is absent)."""
+        by = self.curves.get(family)
+        if not by:
+            return None
+        cls = dtype_class(dtype)
+        order = [cls, *(c for c in ("fp32", "half", "int8") if c != cls)]
+        return next((by[c] for c in order if c in by), None)
+
+    def roofline(self, kind: str, attrs: Mapping[str, Any]) -> float:
+        """Plain roofline time (us) on this GPU: the physical lower limit, no calibration."""
+        _check(kind, attrs)
+        if kind in ZERO_KINDS:
+            return 0.0
+        return roofline_us(kind, attrs, self.spec)
+
+    def predict(
+        self, op: Any, attrs: Mapping[str, Any] | None = None, method: str = "kernel"
+    ) -> float:
+        """Predicted time in microseconds of one op.
+
+        Parameters
+        ----------
+        op
+            An :class:`~opsched.ir.Op` (its ``kind`` and ``attrs`` are used) or a kind name.
+        attrs
+            The shape attrs when ``op`` is a kind name.
+        method
+            Timing method to mimic: ``kernel`` (pure kernel time, the default), ``cupti``,
+            ``events`` (one PyTorch call timed with CUDA events) or ``wallclock``.
+        """
+        if isinstance(op, str):
+            kind, a = op, attrs or {}
+        else:
+            kind, a = op.kind, op.attrs
+            if kind is None:
+                raise GraphError("op has no kind", f"op {op.name!r}")
+        return float(self.predict_many([kind], [a], method)[0])
+
+    def predict_many(
+        self,
+        kind_list: Sequence[str],
+        attrs_list: Sequence[Mapping[str, Any]],
+        method: str = "kernel",
+    ) -> np.ndarray:
+        """Predicted times (us) of many ops at once, vectorised per family."""
+        out = np.zeros(len(kind_list))
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, (kind, a) in enumerate(zip(kind_list, attrs_list, strict=True)):
+            _check(kind, a)
+            kinds.dtype_bytes(a)
+            if kind in ZERO_KINDS:
+                continue
+            if kind == "attention":
+                out[i] = self._attention(a, method)
+                continue
+            fam = family_of(kind, a)
+            groups.setdefault((fam, str(a.get("dtype", "float32"))), []).append(i)
+        for (fam, dtype), idx in groups.items():
+            attrs = [attrs_list[i] for i in idx]
+            c = self.curve(fam, dtype)
+            if c is None:
+                if (self.gpu, fam) not in _WARNED:
+                    _WARNED.add((self.gpu, fam))
+                    warnings.warn(
+                        f"cost model: no calibration for {fam!r} ops on {self.gpu}; "
+                        "using the plain roofline time",
+                        stacklevel=2,
+                    )
+                kind = kind_list[idx[0]]
+                out[idx] = [roofline_us(kind, a, self.spec) for a in attrs]
+                continue
+            ovh = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
+            x = feature_matrix(fam, attrs, self.spec)
+            t = predict_curve(x, c["beta"], ovh)
+            ens = self.trees.get(fam)
+            if ens is not None and method in TREE_METHODS and c.get("source") == "fitted":
+                n = len(idx)
+                feats = tree_features(x, np.full(n, self.gpu), np.full(n, dtype_class(dtype)),
+                                      np.full(n, method), {self.gpu: self.spec})  # fmt: skip
+                t = t * np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
+            out[idx] = t
+        return out
+
+    def _attention(self, a: Mapping[str, Any], method: str) -> float:
+        """Attention priced from its parts: scores (bmm), softmax, weighted sum (bmm)."""
+        b, sq, skv, d = (int(a[k]) for k in ("B", "Sq", "Skv", "D"))
+        dt = a.get("dtype", "float32")
+        parts = [("matmul", {"B": b, "M": sq, "N": skv, "K": d, "dtype": dt}),
+                 ("softmax", {"rows": b * sq, "cols": skv, "dtype": dt}),
+                 ("matmul", {"B": b, "M": sq, "N": d, "K": skv, "dtype": dt})]  # fmt: skip
+        times = self.predict_many([p[0] for p in parts], [p[1] for p in parts], "kernel")
+        extra = 0.0
+        if method in FREE_OVERHEAD_METHODS:
+            c = self.curve("softmax", str(dt))
+            extra = c["overheads"].get(method, 0.0) if c else 0.0
+        return float(times.sum()) + extra
+
+    def footprint(self, kind: str, attrs: Mapping[str, Any]) -> int:
+        """SMs the op can keep busy: its thread blocks (tiles), between 1 and the SM count.
+
+        Examples
+        --------
+        >>> p = load_profile("T4")
+        >>> p.footprint("matmul", {"M": 4096, "N": 4096, "K": 64}), p.spec.sm_count
+        (40, 40)
+        >>> p.footprint("elementwise", {"numel": 4096})
+        4
+        """
+        _check(kind, attrs)
+        if kind in ZERO_KINDS:
+            return 0
+        g = lambda k, d=1: int(attrs.get(k, d))  # noqa: E731
+        if kind == "matmul":
+            blocks = g("B") * math.ceil(g("M") / 128) * math.ceil(g("N") / 128)
+        elif kind.startswith("conv2d"):
+            p, q = kinds.conv_out_hw(attrs, kind)
+            blocks = math.ceil(g("N") * p * q / 128) * math.ceil(g("K") / 128)
+        elif kind in ("softmax", "layernorm", "rmsnorm"):
+            blocks = g("rows")
+        elif kind == "attention":
+            blocks = g("B") * math.ceil(g("Sq") / 128)
+        else:
+            blocks = math.ceil(kinds.output_numel(kind, attrs) / 1024)
+        return int(min(max(blocks, 1), self.spec.sm_count))
+
+
+@cache
+def _load_trees() -> dict[str, TreeEnsemble]:
+    """The shipped residual trees (``profiles/trees.json``); none if the file is absent."""
+    path = resources.files("opsched.cost").joinpath("profiles/trees.json")
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    if doc.get("format") != TREES_FORMAT:
+        raise InputError(f"not an {TREES_FORMAT} document", "profiles/trees.json")
+    return {fam: TreeEnsemble.from_dict(d) for fam, d in doc["families"].items()}
+
+
+@cache
+def _load(key: str) -> Profile:
+    path = resources.files("opsched.cost").joinpath(f"profiles/{key}.json")
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"no shipped profile for {key}; run `opsched cost fit`") from None
+    return Profile(doc)
+
+
+def load_profile(gpu: str) -> Profile:
+    """The shipped profile of ``gpu`` (any spelling :func:`resolve_gpu` understands).
+
+    Raises
+    ------
+    InputError
+        Unknown GPU (the message lists the known ones).
+
+    Examples
+    --------
+    >>> load_profile("NVIDIA H100 80GB HBM3").gpu
+    'H100-SXM5'
+    """
+    return _load(resolve_gpu(gpu))

@@ -1,0 +1,230 @@
+"""GPU datasheet specs: peak throughput by dtype, SM count, memory bandwidth, name lookup.
+
+The table comes from ``datasets/kernel-timings/gpu_specs.csv`` (one row per board variant).
+Each variant gets a short canonical key (``"A100-SXM4-80GB"``, ``"V100-PCIe"``, ``"H200"``...)
+and :func:`resolve_gpu` maps the many spellings found in timing files and traces
+(``"NVIDIA A100-PCIE-40GB"``, ``"Tesla V100-DGXS-32GB"``, ``"A100 80GB (DGX, SXM4)"``) onto it.
+
+Examples
+--------
+>>> resolve_gpu("NVIDIA A100-PCIE-40GB")
+'A100-PCIe-40GB'
+>>> resolve_gpu("Tesla V100-DGXS-32GB")
+'V100-SXM2'
+>>> spec = load_specs()["H100-SXM5"]
+>>> spec.sm_count, spec.peak_tflops("float16"), spec.peak_tflops("float32")
+(132, 989.4, 66.9)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from opsched.errors import InputError
+
+__all__ = ["GpuSpec", "known_gpus", "load_specs", "parse_specs_csv", "resolve_gpu"]
+
+#: (gpu, variant) of gpu_specs.csv -> canonical key.
+_KEYS: Mapping[tuple[str, str], str] = {
+    ("V100", "SXM2 16/32GB"): "V100-SXM2",
+    ("V100", "PCIe 16/32GB"): "V100-PCIe",
+    ("P100", "PCIe 16GB"): "P100-PCIe",
+    ("P4", "PCIe"): "P4",
+    ("T4", "PCIe"): "T4",
+    ("A100", "SXM4 40GB"): "A100-SXM4-40GB",
+    ("A100", "SXM4 80GB"): "A100-SXM4-80GB",
+    ("A100", "PCIe 40GB"): "A100-PCIe-40GB",
+    ("A100", "PCIe 80GB"): "A100-PCIe-80GB",
+    ("A40", "PCIe 48GB"): "A40",
+    ("L4", "PCIe 24GB"): "L4",
+    ("H100", "SXM5 80GB"): "H100-SXM5",
+    ("H100", "PCIe 80GB"): "H100-PCIe",
+    ("H200", "SXM 141GB"): "H200",
+    ("GTX 1080 Ti", "PCIe"): "GTX-1080-Ti",
+    ("Titan Xp", "PCIe"): "Titan-Xp",
+    ("Titan X (Pascal)", "PCIe"): "Titan-X-Pascal",
+    ("Titan X (Maxwell)", "PCIe"): "Titan-X-Maxwell",
+    ("Tesla M40", "PCIe"): "M40",
+}
+
+# Spellings seen in timing files and traces, checked in order on a squashed lower-case name
+# (letters and digits only). The first pattern found wins.
+_ALIASES: tuple[tuple[str, str], ...] = (
+    ("h200", "H200"),
+    ("h100pcie", "H100-PCIe"),
+    ("h100", "H100-SXM5"),
+    ("pg509", "A100-SXM4-40GB"),
+    ("unknownsm80", "A100-SXM4-40GB"),
+    ("a100pcie40", "A100-PCIe-40GB"),
+    ("a10080gbpcie", "A100-PCIe-80GB"),
+    ("a100pcie80", "A100-PCIe-80GB"),
+    ("a100pcie", "A100-PCIe-40GB"),
+    ("a100sxm440", "A100-SXM4-40GB"),
+    ("a10040gb", "A100-SXM4-40GB"),
+    ("a100", "A100-SXM4-80GB"),
+    ("v100pcie", "V100-PCIe"),
+    ("v100", "V100-SXM2"),
+    ("p100", "P100-PCIe"),
+    ("a40", "A40"),
+    ("l4", "L4"),
+    ("t4", "T4"),
+    ("p4", "P4"),
+    ("1080ti", "GTX-1080-Ti"),
+    ("titanxpascal", "Titan-X-Pascal"),
+    ("titanxp", "Titan-Xp"),
+    ("titanx", "Titan-X-Maxwell"),
+    ("m40", "M40"),
+)
+
+
+def _num(text: str) -> float | None:
+    """Leading number of a spec cell (``"18.7 (non-TC FP16)"`` -> 18.7); None if empty."""
+    m = re.match(r"\s*([0-9]+(?:\.[0-9]+)?)", text or "")
+    return float(m.group(1)) if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """Datasheet numbers of one GPU variant.
+
+    Parameters
+    ----------
+    key
+        Canonical name (``"A100-SXM4-80GB"``).
+    name
+        The datasheet's product and variant.
+    arch
+        Architecture and compute capability (``"Ampere sm_80"``).
+    sm_count
+        Streaming multiprocessors.
+    mem_bw_gbps
+        Memory bandwidth in GB/s.
+    peaks
+        Dense peak throughput in TFLOPS (TOPS for int8) by class: ``fp32`` (SIMT), ``tf32``,
+        ``fp16``, ``bf16``, ``fp8``, ``int8``; missing ones are absent.
+    """
+
+    key: str
+    name: str
+    arch: str
+    sm_count: int
+    mem_bw_gbps: float
+    peaks: Mapping[str, float]
+
+    def peak_tflops(self, dtype: str) -> float:
+        """Peak for ``dtype``: fp32 SIMT for float32/float64/int32/int64, tensor cores otherwise.
+
+        A class the GPU lacks falls back to the next slower one (bf16 -> fp16 -> fp32,
+        fp8/int8 -> fp16 -> fp32, tf32 -> fp32).
+        """
+        cls = {
+            "float16": ("fp16", "fp32"),
+            "bfloat16": ("bf16", "fp16", "fp32"),
+            "tf32": ("tf32", "fp32"),
+            "float8": ("fp8", "int8", "fp16", "fp32"),
+            "int8": ("int8", "fp16", "fp32"),
+        }.get(dtype, ("fp32",))
+        for c in cls:
+            if c in self.peaks:
+                return self.peaks[c]
+        return self.peaks["fp32"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (see :func:`load_specs`)."""
+        return {
+            "key": self.key,
+            "name": self.name,
+            "arch": self.arch,
+            "sm_count": self.sm_count,
+            "mem_bw_gbps": self.mem_bw_gbps,
+            "peaks": dict(self.peaks),
+        }
+
+
+def parse_specs_csv(text: str, where: str = "gpu_specs.csv") -> dict[str, GpuSpec]:
+    """Parse the ``gpu_specs.csv`` table into canonical key -> :class:`GpuSpec`.
+
+    Examples
+    --------
+    >>> head = "gpu,variant,arch,sm_count,mem_bw_GBps,fp32_tflops,fp16_tc_tflops_dense"
+    >>> specs = parse_specs_csv(head + "\\nT4,PCIe,Turing sm_75,40,320,8.1,65\\n")
+    >>> specs["T4"].peak_tflops("float16"), specs["T4"].peak_tflops("bfloat16")
+    (65.0, 65.0)
+    """
+    out: dict[str, GpuSpec] = {}
+    columns = {
+        "fp32": "fp32_tflops",
+        "tf32": "tf32_tc_tflops_dense",
+        "fp16": "fp16_tc_tflops_dense",
+        "bf16": "bf16_tc_tflops_dense",
+        "fp8": "fp8_tc_tflops_dense",
+        "int8": "int8_tc_tops_dense",
+    }
+    for lineno, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        key = _KEYS.get((row.get("gpu", ""), row.get("variant", "")))
+        if key is None:
+            key = re.sub(r"[^A-Za-z0-9]+", "-", f"{row.get('gpu')} {row.get('variant')}").strip("-")
+        sm, bw, fp32 = _num(row.get("sm_count", "")), _num(row.get("mem_bw_GBps", "")), None
+        fp32 = _num(row.get("fp32_tflops", ""))
+        if not sm or not bw or not fp32:
+            raise InputError(f"line {lineno}: sm_count, mem_bw_GBps and fp32_tflops needed", where)
+        peaks = {c: v for c, col in columns.items() if (v := _num(row.get(col, "")))}
+        out[key] = GpuSpec(
+            key, f"{row['gpu']} {row['variant']}", row.get("arch", ""), int(sm), bw, peaks
+        )
+    return out
+
+
+@cache
+def load_specs() -> dict[str, GpuSpec]:
+    """The spec table shipped with the package (``opsched/cost/profiles/gpus.json``)."""
+    text = resources.files("opsched.cost").joinpath("profiles/gpus.json").read_text()
+    doc = json.loads(text)
+    return {
+        d["key"]: GpuSpec(
+            d["key"], d["name"], d["arch"], int(d["sm_count"]), float(d["mem_bw_gbps"]), d["peaks"]
+        )
+        for d in doc["gpus"]
+    }
+
+
+def known_gpus() -> list[str]:
+    """Canonical keys of every GPU the cost model can predict for (with or without timings).
+
+    Examples
+    --------
+    >>> "H200" in known_gpus() and "T4" in known_gpus()
+    True
+    """
+    return list(load_specs())
+
+
+def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
+    """Canonical key of a GPU name as written in a timing file, a trace or on the command line.
+
+    Raises
+    ------
+    InputError
+        For a name no known GPU matches; the message lists the known ones.
+    """
+    specs = load_specs() if specs is None else specs
+    if name in specs:
+        return name
+    squashed = re.sub(r"[^a-z0-9]", "", str(name).lower())
+    for key in specs:
+        if re.sub(r"[^a-z0-9]", "", key.lower()) == squashed:
+            return key
+    squashed = squashed.replace("nvidia", "").replace("tesla", "").replace("geforce", "")
+    squashed = squashed.replace("gtx", "")
+    for pattern, key in _ALIASES:
+        if pattern in squashed and key in specs:
+            return key
+    raise InputError(f"unknown GPU {name!r}; known: {', '.join(specs)}")

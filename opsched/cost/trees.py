@@ -1,0 +1,175 @@
+"""Gradient-boosted regression trees stored as plain arrays and evaluated with numpy.
+
+The cost model's residual correction is trained with scikit-learn's
+``HistGradientBoostingRegressor`` (the ``ml`` extra) but shipped as JSON: :func:`from_sklearn`
+copies each fitted tree's split feature, threshold, children and leaf values into a
+:class:`TreeEnsemble`, whose :meth:`~TreeEnsemble.predict` needs only numpy. No pickle is
+written or read, so a profile file cannot run code, and prediction works without scikit-learn.
+
+A sample goes left at a split when ``x[feature] <= threshold`` (NaN follows the split's
+``missing_left`` flag), as in scikit-learn; the prediction is ``baseline`` plus the sum of
+the leaves reached (learning rate already applied to the leaves).
+
+Examples
+--------
+>>> import numpy as np
+>>> stump = TreeEnsemble(baseline=1.0, feature=np.array([0, 0, 0]),
+...                      threshold=np.array([0.5, 0.0, 0.0]), left=np.array([1, 0, 0]),
+...                      right=np.array([2, 0, 0]), value=np.array([0.0, -1.0, 2.0]),
+...                      leaf=np.array([False, True, True]), missing_left=np.array([True] * 3),
+...                      roots=np.array([0]))
+>>> stump.predict(np.array([[0.2], [0.9], [np.nan]])).tolist()
+[0.0, 3.0, 0.0]
+>>> TreeEnsemble.from_dict(stump.to_dict()).predict(np.array([[0.7]])).tolist()
+[3.0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from opsched.errors import InputError
+
+__all__ = ["TreeEnsemble", "from_sklearn"]
+
+
+@dataclass(frozen=True)
+class TreeEnsemble:
+    """Boosted trees as flat node arrays (all trees concatenated; ``roots`` index the tops).
+
+    Parameters
+    ----------
+    baseline
+        The constant the boosting started from.
+    feature, threshold, left, right, value, leaf, missing_left
+        Per node: split feature, split threshold, left / right child (global node indices),
+        leaf value, whether it is a leaf, where NaN goes.
+    roots
+        Root node of each tree.
+    """
+
+    baseline: float
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    leaf: np.ndarray
+    missing_left: np.ndarray
+    roots: np.ndarray
+
+    @property
+    def n_trees(self) -> int:
+        """Number of trees."""
+        return int(self.roots.size)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Sum of the trees' leaf values plus the baseline, one value per row of ``x``."""
+        x = np.asarray(x, dtype=float)
+        n = x.shape[0]
+        if self.roots.size == 0 or n == 0:
+            return np.full(n, self.baseline)
+        node = np.broadcast_to(self.roots, (n, self.roots.size)).copy()
+        rows = np.arange(n)[:, None]
+        while True:
+            inner = ~self.leaf[node]
+            if not inner.any():
+                break
+            v = x[rows, self.feature[node]]
+            go_left = np.where(np.isnan(v), self.missing_left[node], v <= self.threshold[node])
+            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
+        return self.baseline + self.value[node].sum(axis=1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (leaf values and thresholds kept exact)."""
+        return {
+            "baseline": float(self.baseline),
+            "roots": self.roots.tolist(),
+            "feature": self.feature.tolist(),
+            "threshold": [float(t) for t in self.threshold],
+            "left": self.left.tolist(),
+            "right": self.right.tolist(),
+            "value": [float(v) for v in self.value],
+            "leaf": [int(b) for b in self.leaf],
+            "missing_left": [int(b) for b in self.missing_left],
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> TreeEnsemble:
+        """Inverse of :meth:`to_dict`; checks that the node arrays agree.
+
+        Raises
+        ------
+        InputError
+            Arrays of different lengths or a child index outside the node table.
+        """
+        try:
+            n = len(doc["feature"])
+            arrays = {k: np.asarray(doc[k]) for k in ("threshold", "left", "right", "value",
+                                                      "leaf", "missing_left")}  # fmt: skip
+            ens = cls(
+                baseline=float(doc["baseline"]),
+                feature=np.asarray(doc["feature"], dtype=np.int64),
+                threshold=arrays["threshold"].astype(float),
+                left=arrays["left"].astype(np.int64),
+                right=arrays["right"].astype(np.int64),
+                value=arrays["value"].astype(float),
+                leaf=arrays["leaf"].astype(bool),
+                missing_left=arrays["missing_left"].astype(bool),
+                roots=np.asarray(doc["roots"], dtype=np.int64),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"malformed tree ensemble ({e})") from None
+        if any(a.size != n for a in arrays.values()):
+            raise InputError("malformed tree ensemble: node arrays differ in length")
+        for a in (ens.left, ens.right, ens.roots):
+            if a.size and (a.min() < 0 or a.max() >= max(n, 1)):
+                raise InputError("malformed tree ensemble: node index out of range")
+        return ens
+
+
+def from_sklearn(model: Any) -> TreeEnsemble:
+    """Copy a fitted ``HistGradientBoostingRegressor`` (numeric features only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.ensemble import HistGradientBoostingRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0, 1, (400, 2))
+    >>> y = np.sin(6 * x[:, 0]) + x[:, 1]
+    >>> m = HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(x, y)
+    >>> bool(np.allclose(from_sklearn(m).predict(x), m.predict(x)))
+    True
+    """
+    feats, thr, lefts, rights, vals, leafs, miss, roots = [], [], [], [], [], [], [], []
+    offset = 0
+    for stage in model._predictors:
+        for tree in stage:
+            nodes = tree.nodes
+            if nodes["is_categorical"].any():
+                raise InputError("categorical splits are not supported")
+            roots.append(offset)
+            feats.append(nodes["feature_idx"].astype(np.int64))
+            thr.append(nodes["num_threshold"].astype(float))
+            lefts.append(nodes["left"].astype(np.int64) + offset)
+            rights.append(nodes["right"].astype(np.int64) + offset)
+            vals.append(nodes["value"].astype(float))
+            leafs.append(nodes["is_leaf"].astype(bool))
+            miss.append(nodes["missing_go_to_left"].astype(bool))
+            offset += len(nodes)
+    cat = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)  # noqa: E731
+    return TreeEnsemble(
+        baseline=float(np.ravel(model._baseline_prediction)[0]),
+        feature=cat(feats, np.int64),
+        threshold=cat(thr, float),
+        left=cat(lefts, np.int64),
+        right=cat(rights, np.int64),
+        value=cat(vals, float),
+        leaf=cat(leafs, bool),
+        missing_left=cat(miss, bool),
+        roots=np.asarray(roots, dtype=np.int64),
+    )

@@ -1,0 +1,29 @@
+"""The seed's three-mode visual demo: one self-contained HTML page.
+
+Tab 1 steps through the greedy scheduling loop on the seed graph (:func:`trace_greedy`,
+checked against :func:`opsched.heuristics.greedy`); tab 2 compares parallel, memory-aware and
+pipeline schedules of one graph (:func:`compare_strategies`); tab 3 shows the critical-path
+optimisation of the program A..E. :func:`write_page` computes it all and writes the file;
+``opsched demo page -o demo.html`` does the same from the command line.
+"""
+
+from opsched.demo_page.build import page_data, render_page, write_page
+from opsched.demo_page.strategies import (
+    admission_interval,
+    compare_strategies,
+    inception_block,
+    unroll_micro_batches,
+)
+from opsched.demo_page.trace import layered_layout, trace_greedy
+
+__all__ = [
+    "admission_interval",
+    "compare_strategies",
+    "inception_block",
+    "layered_layout",
+    "page_data",
+    "render_page",
+    "trace_greedy",
+    "unroll_micro_batches",
+    "write_page",
+]

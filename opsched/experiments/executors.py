@@ -1,0 +1,215 @@
+"""Where jobs run: worker processes on this machine, or a Dask distributed cluster.
+
+Both executors take ``(key, payload, deadline_s)`` tasks and yield :class:`Outcome` objects
+in the order jobs finish, so the runner can store each one as soon as it arrives.
+
+:class:`LocalExecutor` keeps ``workers`` processes, each fed one job at a time through a pipe.
+A job still running ``deadline_s`` after it started is killed with its process (outcome
+``timeout``); a process that dies (a crash, the out-of-memory killer) gives outcome ``crash``;
+either way a fresh process replaces it and the run goes on. If the parent is killed, the
+workers see their pipe close and exit.
+
+:class:`DaskExecutor` submits every job to ``distributed.Client(address)`` (or to a local
+cluster it starts), one task per job. When a worker dies, the scheduler reruns its tasks
+elsewhere; a task that kills several workers ends as ``crash``. Deadlines are left to the
+schedulers' own time limits there (Dask cannot stop a running task).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import signal
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from opsched.errors import OpschedError
+
+__all__ = ["DaskExecutor", "LocalExecutor", "Outcome", "Task"]
+
+Task = tuple[str, Any, float]  #: (key, payload, deadline in seconds)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one task: ``kind`` is ``ok``, ``error``, ``timeout`` or ``crash``."""
+
+    key: str
+    kind: str
+    value: Any  #: the function's return value (``ok``) or an error text
+
+
+def _worker_main(conn: Connection, fn: Callable[[Any], Any]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        if msg is None:
+            return
+        key, payload = msg
+        try:
+            out: tuple[str, str, Any] = (key, "ok", fn(payload))
+        except Exception as e:
+            text = "".join(traceback.format_exception_only(type(e), e)).strip()
+            out = (key, "error", text)
+        try:
+            conn.send(out)
+        except (BrokenPipeError, OSError):
+            return
+
+
+class _Proc:
+    def __init__(self, ctx: Any, fn: Callable[[Any], Any]) -> None:
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, fn), daemon=True)
+        self.proc.start()
+        child.close()
+        self.key: str | None = None
+        self.deadline = 0.0
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.proc.kill()
+        else:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self.conn.send(None)
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+class LocalExecutor:
+    """Run tasks in ``workers`` processes on this machine (default 2: a 2-core machine).
+
+    Examples
+    --------
+    >>> ex = LocalExecutor(workers=2, fn=abs)
+    >>> sorted((o.key, o.kind, o.value) for o in ex.run([("a", -3, 10.0), ("b", 4, 10.0)]))
+    [('a', 'ok', 3), ('b', 'ok', 4)]
+    """
+
+    name = "local"
+
+    def __init__(
+        self, workers: int = 2, fn: Callable[[Any], Any] | None = None, start_method: str = "spawn"
+    ) -> None:
+        if workers < 1:
+            raise OpschedError(f"--workers must be >= 1, got {workers}")
+        if fn is None:
+            from opsched.experiments.worker import run_job
+
+            fn = run_job
+        self.workers = workers
+        self.fn = fn
+        self.ctx = mp.get_context(start_method)
+
+    def run(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
+        """Yield one :class:`Outcome` per task, as each finishes."""
+        queue = deque(tasks)
+        procs: list[_Proc | None] = [None] * min(self.workers, len(queue))
+        try:
+            while True:
+                for i, p in enumerate(procs):
+                    if queue and (p is None or p.key is None):
+                        if p is None:  # started lazily: a lost worker is replaced on demand
+                            p = procs[i] = _Proc(self.ctx, self.fn)
+                        key, payload, deadline = queue.popleft()
+                        p.conn.send((key, payload))
+                        p.key, p.deadline = key, time.monotonic() + deadline
+                busy = [p for p in procs if p is not None and p.key is not None]
+                if not busy:
+                    return
+                wait_s = max(0.0, min(p.deadline for p in busy) - time.monotonic())
+                ready = set(wait([p.conn for p in busy], timeout=min(wait_s, 1.0)))
+                for i, p in enumerate(procs):
+                    if p is None or p.key is None:
+                        continue
+                    if p.conn in ready:
+                        try:
+                            key, kind, value = p.conn.recv()
+                        except (EOFError, OSError):
+                            p.proc.join(timeout=5)
+                            code = p.proc.exitcode
+                            yield Outcome(p.key, "crash", f"worker process died (exit code {code})")
+                            p.stop(kill=True)
+                            procs[i] = None
+                            continue
+                        p.key = None
+                        yield Outcome(key, kind, value)
+                    elif time.monotonic() > p.deadline:
+                        p.stop(kill=True)
+                        procs[i] = None
+                        yield Outcome(p.key, "timeout", "killed: still running at its deadline")
+        finally:
+            for p in procs:
+                if p is not None:
+                    p.stop(kill=p.key is not None)
+
+
+def _dask_run(payload: Any) -> Any:
+    from opsched.experiments.worker import run_job
+
+    return run_job(payload)
+
+
+class DaskExecutor:
+    """Run tasks on a Dask distributed cluster (``address``) or a local one it starts."""
+
+    name = "dask"
+
+    def __init__(self, address: str | None = None, workers: int = 2, tag: str = "") -> None:
+        self.address = address
+        self.workers = workers
+        self.tag = tag or str(time.time_ns())
+
+    def _client(self) -> Any:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise OpschedError("--executor dask needs dask: pip install 'opsched[dask]'") from None
+        if self.address is None:
+            cluster = LocalCluster(
+                n_workers=self.workers, threads_per_worker=1, processes=True,
+                dashboard_address=None,
+            )  # fmt: skip
+            return Client(cluster)
+        try:
+            return Client(self.address, timeout="20s")
+        except (OSError, TimeoutError) as e:
+            raise OpschedError(f"cannot reach the Dask scheduler at {self.address}: {e}") from None
+
+    def run(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
+        """Yield one :class:`Outcome` per task, as each finishes on the cluster."""
+        from distributed import as_completed
+
+        client = self._client()
+        try:
+            keys: dict[str, str] = {}
+            futures = []
+            for key, payload, _deadline in tasks:
+                dkey = f"opsched-{key}-{self.tag}"
+                keys[dkey] = key
+                futures.append(client.submit(_dask_run, payload, key=dkey, pure=False))
+            for fut in as_completed(futures):
+                key = keys[fut.key]
+                if fut.status == "finished":
+                    yield Outcome(key, "ok", fut.result())
+                else:
+                    exc = fut.exception()
+                    kind = "crash" if type(exc).__name__ == "KilledWorker" else "error"
+                    yield Outcome(key, kind, f"{type(exc).__name__}: {exc}")
+                fut.release()
+        finally:
+            cluster = client.cluster
+            client.close()
+            if cluster is not None and self.address is None:
+                cluster.close()

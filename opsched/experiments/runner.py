@@ -1,0 +1,225 @@
+"""Running an experiment: expand, skip what is finished, execute, store each result.
+
+:func:`run_experiment` is what ``opsched bench`` calls. Jobs already in the store are not
+run again; every other job is stored in its own transaction as soon as it finishes, so an
+interrupted run (Ctrl-C, SIGKILL, a lost machine) is resumed by running the same command.
+A job that fails is stored with status ``ERROR`` (or ``TIMEOUT``) and its error text; the
+run goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from opsched.errors import OpschedError
+from opsched.experiments.config import ExperimentConfig, load_config
+from opsched.experiments.executors import DaskExecutor, LocalExecutor, Outcome
+from opsched.experiments.jobs import expand_jobs, iter_payloads, load_graphs
+from opsched.experiments.store import ResultStore
+from opsched.experiments.worker import error_result
+
+__all__ = ["Progress", "RunSummary", "environment", "run_experiment"]
+
+#: Seconds a local job may run past its time limit before it is killed (plus 50 %).
+GRACE_S = 10.0
+
+
+@dataclass
+class RunSummary:
+    """What one :func:`run_experiment` call did."""
+
+    experiment: str
+    jobs: int
+    skipped: int
+    ran: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    run_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Progress:
+    """A progress bar on stderr: done / total, failures, elapsed time and ETA.
+
+    On a terminal the line is redrawn in place; otherwise a line is printed at most every
+    ``every`` seconds and at the end (logs of batch systems stay short).
+    """
+
+    def __init__(
+        self, total: int, stream: IO[str] | None = None, enabled: bool = True, every: float = 10.0
+    ) -> None:
+        self.total, self.done, self.failed = total, 0, 0
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = every
+        self.t0 = time.monotonic()
+        self._last = -1e9
+
+    def line(self) -> str:
+        el = time.monotonic() - self.t0
+        eta = el / self.done * (self.total - self.done) if self.done else float("nan")
+        width = 24
+        filled = int(width * self.done / self.total) if self.total else width
+        bar = "#" * filled + "." * (width - filled)
+        eta_s = "?" if eta != eta else f"{eta:.0f}s"
+        return (
+            f"[bench] [{bar}] {self.done}/{self.total} jobs, {self.failed} failed, "
+            f"{el:.0f}s elapsed, ETA {eta_s}"
+        )
+
+    def update(self, failed: bool = False) -> None:
+        self.done += 1
+        self.failed += failed
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if self.tty:
+            print("\r" + self.line(), end="", file=self.stream, flush=True)
+        elif now - self._last >= self.every or self.done == self.total:
+            print(self.line(), file=self.stream, flush=True)
+            self._last = now
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            print(file=self.stream, flush=True)
+
+
+def environment() -> dict[str, Any]:
+    """The machine and package versions a run happens on (stored with each run)."""
+    from importlib import metadata
+
+    versions: dict[str, str] = {}
+    for pkg in ("opsched", "ortools", "numpy", "pandas", "networkx", "dask", "distributed"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[pkg] = metadata.version(pkg)
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "packages": versions,
+    }
+
+
+def _deadline(time_limit: float) -> float:
+    return 1.5 * time_limit + GRACE_S
+
+
+def _as_result(o: Outcome) -> dict[str, Any]:
+    if o.kind == "ok" and isinstance(o.value, dict):
+        return o.value
+    status = "TIMEOUT" if o.kind == "timeout" else "ERROR"
+    return error_result(status, str(o.value))
+
+
+def run_experiment(
+    config: ExperimentConfig | str | os.PathLike[str],
+    db: str | os.PathLike[str],
+    *,
+    executor: str = "local",
+    workers: int = 2,
+    cluster: str | None = None,
+    progress: bool = True,
+    base: Path | None = None,
+    stream: IO[str] | None = None,
+) -> RunSummary:
+    """Run every unfinished job of an experiment and store the results in ``db``.
+
+    Parameters
+    ----------
+    config
+        An :class:`ExperimentConfig` or the path of its TOML file.
+    db
+        The SQLite results store (created if missing).
+    executor
+        ``"local"`` (worker processes here) or ``"dask"``.
+    workers
+        Local processes, or workers of the local Dask cluster when no ``cluster`` is given.
+    cluster
+        Address of a running Dask scheduler (``tcp://HOST:PORT``); implies ``executor="dask"``.
+    base
+        Directory that relative ``files`` globs start from (the current one by default).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from opsched.experiments.config import parse_config
+    >>> cfg = parse_config('''
+    ... [experiment]
+    ... name = "doc"
+    ... [[graphs]]
+    ... generate = "layered"
+    ... ops = 8
+    ... [machines]
+    ... units = [2]
+    ... [schedulers]
+    ... names = ["greedy", "serial"]
+    ... ''')
+    >>> db = os.path.join(tempfile.mkdtemp(), "r.sqlite")
+    >>> s = run_experiment(cfg, db, workers=1, progress=False)
+    >>> s.ran, s.statuses, run_experiment(cfg, db, progress=False).ran
+    (2, {'FEASIBLE': 2}, 0)
+    """
+    t0 = time.monotonic()
+    cfg = config if isinstance(config, ExperimentConfig) else load_config(config)
+    if cluster is not None:
+        executor = "dask"
+    if executor not in ("local", "dask"):
+        raise OpschedError(f"--executor must be 'local' or 'dask', got {executor!r}")
+    if workers < 1:
+        raise OpschedError(f"--workers must be >= 1, got {workers}")
+    graphs = load_graphs(cfg, base)
+    jobs = expand_jobs(cfg, graphs)
+    with ResultStore(db) as store:
+        store.register(cfg, jobs, graphs)
+        done = store.finished_ids(cfg.name)
+        todo = [j for j in jobs if j.job_id not in done]
+        summary = RunSummary(cfg.name, len(jobs), len(jobs) - len(todo))
+        if not todo:
+            summary.seconds = time.monotonic() - t0
+            return summary
+        run_id = uuid.uuid4().hex[:12]
+        summary.run_id = run_id
+        ex: LocalExecutor | DaskExecutor = (
+            LocalExecutor(workers)
+            if executor == "local"
+            else DaskExecutor(cluster, workers, tag=run_id)
+        )
+        store.start_run(run_id, cfg.name, executor, workers, len(todo), environment())
+        limits = {j.job_id: j.time_limit for j in todo}
+        tasks = [(k, p, _deadline(limits[k])) for k, p in iter_payloads(todo, graphs)]
+        bar = Progress(len(todo), stream, progress)
+        try:
+            for outcome in ex.run(tasks):
+                result = _as_result(outcome)
+                store.record(outcome.key, run_id, result)
+                status = str(result.get("status"))
+                summary.statuses[status] = summary.statuses.get(status, 0) + 1
+                summary.ran += 1
+                bar.update(failed=status in ("ERROR", "TIMEOUT"))
+        finally:
+            bar.close()
+        store.finish_run(run_id)
+    summary.seconds = time.monotonic() - t0
+    return summary

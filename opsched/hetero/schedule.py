@@ -1,0 +1,247 @@
+"""Heterogeneous schedules: each op's start, end, device type and instance.
+
+The JSON format ``opsched-hetero-schedule/1``::
+
+    {"format": "opsched-hetero-schedule/1", "graph": "g", "solver": "heft",
+     "status": "FEASIBLE", "makespan": 7, "lower_bound": 5,
+     "machine": {"devices": {"gpu": 2, "cpu": 4}, "link": {...}, "links": []},
+     "wall_time_s": 0.001, "info": {},
+     "ops": [{"name": "a", "start": 0, "end": 1, "device": "gpu", "instance": 0}]}
+
+The makespan is recomputed from the op ends (here and again by the validator).
+
+Examples
+--------
+>>> s = HeteroSchedule("g", "hand", Status.FEASIBLE,
+...                    [PlacedOp("a", 0.0, 1.0, "gpu", 0), PlacedOp("b", 4.0, 6.0, "cpu", 0)])
+>>> s.makespan
+6.0
+>>> HeteroSchedule.from_dict(s.to_dict()).ops[1]
+PlacedOp(name='b', start=4.0, end=6.0, device='cpu', instance=0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from opsched.errors import ScheduleFormatError
+from opsched.schedule import Status
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from opsched.hetero.model import HeteroProblem
+
+__all__ = ["HETERO_SCHEDULE_FORMAT", "HeteroSchedule", "PlacedOp"]
+
+HETERO_SCHEDULE_FORMAT = "opsched-hetero-schedule/1"
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedOp:
+    """One op: runs over ``[start, end)`` on instance ``instance`` of type ``device``."""
+
+    name: str
+    start: float
+    end: float
+    device: str
+    instance: int
+
+
+@dataclass
+class HeteroSchedule:
+    """A heterogeneous schedule (or none: INFEASIBLE / UNKNOWN with ``info["reason"]``)."""
+
+    graph: str
+    solver: str
+    status: Status
+    ops: list[PlacedOp]
+    machine: dict[str, Any] = field(default_factory=dict)
+    lower_bound: float | None = None
+    wall_time_s: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    makespan: float | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+        self.makespan = max((o.end for o in self.ops), default=0.0) if self.ops else None
+
+    @classmethod
+    def build(
+        cls,
+        problem: HeteroProblem,
+        starts: Sequence[float],
+        instances: Sequence[int],
+        *,
+        solver: str,
+        status: Status | str = Status.FEASIBLE,
+        lower_bound: float | None = None,
+        wall_time_s: float | None = None,
+        info: Mapping[str, Any] | None = None,
+    ) -> HeteroSchedule:
+        """Make a schedule from start times and global instance indices, in graph order.
+
+        Ends are ``start + duration`` on the instance's type (``problem.instances`` numbers
+        the instances type by type).
+        """
+        g = problem.graph
+        ops = []
+        for i, (s, p) in enumerate(zip(starts, instances, strict=True)):
+            t, k = problem.instances[int(p)]
+            d = float(problem.durations[i, problem.type_index[t]])
+            ops.append(PlacedOp(g.ops[i].name, float(s), float(s) + d, t, k))
+        return cls(g.name, solver, Status(status), ops, problem.machine.to_dict(),
+                   lower_bound, wall_time_s, dict(info or {}))  # fmt: skip
+
+    @classmethod
+    def empty(cls, problem: HeteroProblem, *, solver: str, status: Status | str,
+              **kw: Any) -> HeteroSchedule:  # fmt: skip
+        """A result without a schedule (INFEASIBLE or UNKNOWN)."""
+        return cls(problem.graph.name, solver, Status(status), [], problem.machine.to_dict(),
+                   **kw)  # fmt: skip
+
+    @property
+    def has_schedule(self) -> bool:
+        return bool(self.ops)
+
+    @property
+    def gap(self) -> float | None:
+        """``(makespan - lower_bound) / makespan`` when both are known."""
+        if self.makespan is None or self.lower_bound is None or self.makespan <= 0:
+            return None
+        return max(0.0, (self.makespan - self.lower_bound) / self.makespan)
+
+    def placement(self) -> dict[str, tuple[str, int]]:
+        """Op name -> (device type, instance)."""
+        return {o.name: (o.device, o.instance) for o in self.ops}
+
+    def to_dict(self) -> dict[str, Any]:
+        def num(x: float | None) -> float | int | None:
+            if x is None:
+                return None
+            return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
+
+        return {
+            "format": HETERO_SCHEDULE_FORMAT,
+            "graph": self.graph,
+            "solver": self.solver,
+            "status": self.status.value,
+            "makespan": num(self.makespan),
+            "lower_bound": num(self.lower_bound),
+            "machine": self.machine,
+            "wall_time_s": self.wall_time_s,
+            "info": self.info,
+            "ops": [
+                {
+                    "name": o.name,
+                    "start": num(o.start),
+                    "end": num(o.end),
+                    "device": o.device,
+                    "instance": o.instance,
+                }
+                for o in self.ops
+            ],
+        }
+
+    def to_json(self, path: str | None = None) -> str:
+        """The JSON text; with ``path``, also written there atomically."""
+        text = json.dumps(self.to_dict(), indent=1, allow_nan=False)
+        if path is not None:
+            from opsched._files import write_text_atomic
+
+            write_text_atomic(text + "\n", path)
+        return text
+
+    @classmethod
+    def from_dict(cls, data: Any) -> HeteroSchedule:
+        """Read an ``opsched-hetero-schedule/1`` document (errors name the op entry)."""
+        if not isinstance(data, Mapping):
+            raise ScheduleFormatError("a schedule document must be a JSON object")
+        if data.get("format", HETERO_SCHEDULE_FORMAT) != HETERO_SCHEDULE_FORMAT:
+            raise ScheduleFormatError(f"unsupported format {data.get('format')!r}; expected "
+                                      f"{HETERO_SCHEDULE_FORMAT!r}")  # fmt: skip
+        raw = data.get("ops")
+        if not isinstance(raw, list):
+            raise ScheduleFormatError("missing list 'ops'")
+        ops = []
+        for i, rec in enumerate(raw):
+            where = f"ops[{i}]"
+            if not isinstance(rec, Mapping) or not isinstance(rec.get("name"), str):
+                raise ScheduleFormatError("each entry needs a string 'name'", where)
+            where = f"op {rec['name']!r} ({where})"
+            vals = []
+            for key in ("start", "end"):
+                v = rec.get(key)
+                if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                    raise ScheduleFormatError(f"{key} must be a finite number, got {v!r}", where)
+                vals.append(float(v))
+            dev, inst = rec.get("device"), rec.get("instance")
+            if not isinstance(dev, str):
+                raise ScheduleFormatError(f"device must be a string, got {dev!r}", where)
+            if isinstance(inst, bool) or not isinstance(inst, int):
+                raise ScheduleFormatError(f"instance must be an integer, got {inst!r}", where)
+            ops.append(PlacedOp(rec["name"], vals[0], vals[1], dev, inst))
+        try:
+            status = Status(data.get("status", "FEASIBLE"))
+        except ValueError:
+            raise ScheduleFormatError(f"unknown status {data.get('status')!r}") from None
+        for key in ("machine", "info"):
+            if data.get(key) is not None and not isinstance(data[key], Mapping):
+                raise ScheduleFormatError(f"'{key}' must be an object")
+        lb = data.get("lower_bound")
+        return cls(
+            graph=str(data.get("graph", "graph")),
+            solver=str(data.get("solver", "unknown")),
+            status=status,
+            ops=ops,
+            machine=dict(data.get("machine") or {}),
+            lower_bound=float(lb) if isinstance(lb, int | float) else None,
+            wall_time_s=data.get("wall_time_s"),
+            info=dict(data.get("info") or {}),
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per op: name, start, end, duration, device, instance."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "name": [o.name for o in self.ops],
+                "start": [o.start for o in self.ops],
+                "end": [o.end for o in self.ops],
+                "duration": [o.end - o.start for o in self.ops],
+                "device": [o.device for o in self.ops],
+                "instance": [o.instance for o in self.ops],
+            }
+        )
+
+    def summary(self) -> str:
+        """One line: solver, status, makespan, bound, gap, time, ops per device type."""
+        parts = [f"{self.solver} on {self.graph}: {self.status.value}"]
+        if self.makespan is not None:
+            parts.append(f"makespan {self.makespan:g}")
+        if self.lower_bound is not None:
+            parts.append(f"lower bound {self.lower_bound:g}")
+            if self.status is Status.FEASIBLE and self.gap:
+                parts.append(f"gap {100 * self.gap:.2f}%")
+        if self.ops:
+            per: dict[str, int] = {}
+            for o in self.ops:
+                per[o.device] = per.get(o.device, 0) + 1
+            parts.append("ops on " + ", ".join(f"{t} {c}" for t, c in per.items()))
+        if self.wall_time_s is not None:
+            parts.append(f"{self.wall_time_s:.3f} s")
+        return ", ".join(parts)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{o.name}</td><td>{o.start:g}</td><td>{o.end:g}</td>"
+            f"<td>{o.device}:{o.instance}</td></tr>"
+            for o in self.ops[:50]
+        )
+        return (f"<p><b>{self.summary()}</b></p><table><tr><th>op</th><th>start</th>"
+                f"<th>end</th><th>device</th></tr>{rows}</table>")  # fmt: skip

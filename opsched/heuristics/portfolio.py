@@ -1,0 +1,149 @@
+"""``portfolio``: run several heuristics, keep the best — cuDNN's benchmark mode for schedules.
+
+cuDNN's ``benchmark=True`` times every candidate algorithm once and keeps the fastest; the
+portfolio does the same with schedules. Each candidate is a list schedule (priority rule x
+placement, :mod:`opsched.heuristics.listsched`) improved by forward-backward justification
+(:mod:`opsched.heuristics.improve`); under a memory cap, memory-feasible placements with
+memory-aware priorities join in. The winner has the smallest makespan, then the smallest
+peak memory, then the earliest place in the candidate list.
+
+With ``noise`` (a relative spread, e.g. ``0.1``) candidates are ranked by their *expected*
+makespan when actual durations vary: each schedule's per-unit orders are replayed
+(:func:`opsched.validate.simulate.execute_orders`) with durations drawn from a lognormal of
+median 1 and ``sigma = noise`` around the estimates, ``runs`` times with a fixed ``seed``.
+
+Examples
+--------
+>>> from opsched.demo import seed_problem
+>>> s = portfolio(seed_problem(units=2))
+>>> s.solver, s.makespan, s.info["winner"]
+('portfolio', 6.0, 'list')
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from opsched.heuristics.greedy import greedy
+from opsched.heuristics.improve import justify
+from opsched.heuristics.listsched import list_schedule
+from opsched.problem import Problem
+from opsched.schedule import Schedule, Status
+
+__all__ = ["DEFAULT_CANDIDATES", "Candidate", "portfolio"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One portfolio member: ``priority`` x ``placement``, optionally justified."""
+
+    priority: str
+    placement: str = "earliest"
+    justify: bool = True
+
+    def run(self, problem: Problem, seed: int = 0) -> Schedule:
+        if self.priority == "fifo":
+            s = greedy(problem, "fifo")
+        else:
+            s = list_schedule(problem, self.priority, self.placement, seed=seed)
+        return justify(problem, s) if self.justify else s
+
+
+#: Tried in this order (ties keep the earlier one).
+DEFAULT_CANDIDATES: tuple[Candidate, ...] = tuple(
+    [Candidate(p, pl) for p in ("b-level", "cpop", "t-level", "successors", "lpt")
+     for pl in ("earliest", "insertion")]
+    + [Candidate("random", "earliest"), Candidate("fifo", "earliest")]
+)  # fmt: skip
+
+_MEMORY_CANDIDATES: tuple[Candidate, ...] = (
+    Candidate("b-level", "memory"),
+    Candidate("t-level", "memory"),
+    Candidate("successors", "memory"),
+    Candidate("fifo", "memory"),
+)
+
+
+def _expected_makespan(
+    problem: Problem, schedule: Schedule, noise: float, runs: int, seed: int
+) -> float:
+    from opsched.validate.simulate import execute_orders
+
+    g = problem.graph
+    orders: dict[int, list[str]] = {}
+    solo = problem.machine.units or g.num_ops  # ops that hold no unit run on their own
+    for o in sorted(schedule.ops, key=lambda o: (o.start, o.end)):
+        if o.unit is None:
+            orders[solo] = [o.name]
+            solo += 1
+        else:
+            orders.setdefault(o.unit, []).append(o.name)
+    rng = np.random.default_rng(seed)
+    spans: list[float] = []
+    for _ in range(runs):
+        actual = g.durations * rng.lognormal(0.0, noise, g.num_ops)
+        spans.append(float(execute_orders(problem, orders, actual).makespan or 0.0))
+    return float(np.mean(spans))
+
+
+def portfolio(
+    problem: Problem,
+    candidates: Sequence[Candidate] | None = None,
+    *,
+    noise: float | None = None,
+    runs: int = 20,
+    seed: int = 0,
+) -> Schedule:
+    """Run every candidate and return the best schedule (see the module docstring).
+
+    ``info`` holds ``winner`` and ``candidates`` (name -> makespan, or expected makespan with
+    ``noise``). If no candidate finds a schedule (a dead end under a tight memory cap), the
+    result is UNKNOWN with each candidate's reason.
+    """
+    t0 = time.perf_counter()
+    if candidates is None:
+        candidates = DEFAULT_CANDIDATES
+        if problem.memory_cap is not None:
+            candidates = (*candidates, *_MEMORY_CANDIDATES)
+    scores: dict[str, float | None] = {}
+    reasons: dict[str, str] = {}
+    best: tuple[tuple[float, float, int], Schedule] | None = None
+    for i, cand in enumerate(candidates):
+        s = cand.run(problem, seed=seed)
+        label = s.solver
+        if s.status not in (Status.FEASIBLE, Status.OPTIMAL) or s.makespan is None:
+            scores[label] = None
+            reasons[label] = str(s.info.get("reason", s.status.value))
+            continue
+        score = s.makespan
+        if noise:
+            score = _expected_makespan(problem, s, noise, runs, seed)
+        scores[label] = score
+        key = (score, float(s.peak_memory or 0), i)
+        if best is None or key < best[0]:
+            best = (key, s)
+    elapsed = time.perf_counter() - t0
+    info: dict[str, object] = {"candidates": scores}
+    if noise:
+        info.update(noise=noise, runs=runs, seed=seed)
+    if best is None:
+        info["reasons"] = reasons
+        info["reason"] = "no candidate found a schedule: " + "; ".join(
+            f"{k}: {v}" for k, v in list(reasons.items())[:3]
+        )
+        return Schedule.empty(
+            problem, solver="portfolio", status=Status.UNKNOWN, info=info, wall_time_s=elapsed
+        )
+    win = best[1]
+    info["winner"] = win.solver
+    if noise:
+        info["expected_makespan"] = best[0][0]
+    return Schedule(
+        graph=win.graph, solver="portfolio", status=win.status, ops=win.ops,
+        machine=win.machine, makespan=win.makespan, peak_memory=win.peak_memory,
+        lower_bound=win.lower_bound, wall_time_s=elapsed, info={**win.info, **info},
+    )  # fmt: skip

@@ -1,0 +1,336 @@
+"""Import an ONNX model as an op graph (``onnx`` is an optional extra).
+
+:func:`from_onnx` runs ``onnx.shape_inference`` (with data propagation, so ``Reshape`` targets
+computed from ``Shape`` resolve), then maps every node onto a kind of :mod:`opsched.ir.kinds`
+through the same table as the torch importer (an ONNX ``Conv`` is an ATen ``convolution``...).
+Initializers and ``Constant`` nodes are not ops: their bytes are ``persistent_bytes``. Graph
+inputs are ``input`` ops; symbolic dimensions (``batch``) take the value given in ``dims``, or 1
+(listed in ``graph.attrs["symbolic_dims"]``). Every op keeps its ONNX type in
+``attrs["onnx_op"]``; types the table does not know get a generic kind and one warning.
+
+Examples
+--------
+>>> import onnx.helper as oh
+>>> from onnx import TensorProto as TP
+>>> x = oh.make_tensor_value_info("x", TP.FLOAT, [8, 64])
+>>> w = oh.make_tensor("w", TP.FLOAT, [64, 32], [0.0] * 64 * 32)
+>>> y = oh.make_tensor_value_info("y", TP.FLOAT, None)
+>>> mm = oh.make_node("MatMul", ["x", "w"], ["h"], name="mm")
+>>> act = oh.make_node("Relu", ["h"], ["y"], name="act")
+>>> model = oh.make_model(oh.make_graph([mm, act], "mlp", [x], [y], [w]))
+>>> g = from_onnx(model)
+>>> [(op.name, op.kind, op.attrs["flops"]) for op in g.ops]
+[('x', 'input', 0), ('mm', 'matmul', 32768), ('act', 'elementwise', 256)]
+>>> g.persistent_bytes, g["act"].output
+(8192, True)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from opsched.errors import InputError, ProblemError
+from opsched.importers._build import GraphBuilder, TensorMeta, dtype_name
+from opsched.importers.torch.aten import Mapped, map_aten
+from opsched.ir.graph import OpGraph
+
+__all__ = ["INSTALL_HINT", "from_onnx", "read_onnx"]
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+INSTALL_HINT = "pip install onnx"
+
+#: ONNX op type -> the ATen op with the same meaning (arguments in the same order).
+_SAME_AS = {
+    **{t: t.lower() for t in _words(
+    """
+    Relu Sigmoid Tanh Exp Log Sqrt Neg Abs Erf Reciprocal Floor Ceil Round Sign Sin Cos
+    Tan Sinh Cosh Asin Acos Atan Softplus Softsign Selu Elu Celu Mish Gelu Add Sub Mul
+    Div Pow Mod Where Not And Or Xor Equal Less Greater Max Min Sum Mean
+    """
+)},
+    "LeakyRelu": "leaky_relu", "HardSwish": "hardswish", "HardSigmoid": "hardsigmoid",
+    "PRelu": "prelu", "Clip": "clamp", "Cast": "float", "CastLike": "float",
+    "LessOrEqual": "le", "GreaterOrEqual": "ge", "IsNaN": "isnan", "IsInf": "isinf",
+    "ThresholdedRelu": "threshold", "Trilu": "triu", "BitwiseAnd": "bitwise_and",
+    "BitwiseOr": "bitwise_or", "BitwiseNot": "bitwise_not", "ConstantOfShape": "full",
+    "RandomNormalLike": "randn_like", "RandomUniformLike": "rand_like", "Range": "arange",
+    "Reshape": "reshape", "Flatten": "flatten", "Squeeze": "squeeze", "Unsqueeze": "unsqueeze",
+    "Identity": "alias", "Dropout": "alias", "Shape": "__shape__", "Size": "__shape__",
+    "Concat": "cat", "Transpose": "clone", "Slice": "clone", "Split": "clone", "Pad": "pad",
+    "Tile": "repeat", "Expand": "clone", "Resize": "interpolate", "Upsample": "interpolate",
+    "ScatterND": "scatter", "ScatterElements": "scatter", "GatherElements": "gather",
+    "GatherND": "gather", "DepthToSpace": "pixel_shuffle", "SpaceToDepth": "pixel_unshuffle",
+    "ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "amax", "ReduceMin": "amin",
+    "ReduceProd": "prod", "ReduceL1": "norm", "ReduceL2": "norm", "ReduceLogSumExp": "logsumexp",
+    "ReduceSumSquare": "sum", "ArgMax": "argmax", "ArgMin": "argmin", "TopK": "topk",
+    "CumSum": "cumsum", "MatMul": "matmul", "BatchNormalization": "batch_norm",
+    "InstanceNormalization": "instance_norm",
+}  # fmt: skip
+_VARIADIC_MINMAX = {"Max", "Min", "Sum", "Mean"}  # elementwise over all their inputs
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise ProblemError(f"the ONNX importer needs onnx: {INSTALL_HINT}") from None
+    return onnx
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    import onnx.helper as oh
+
+    return {a.name: oh.get_attribute_value(a) for a in node.attribute}
+
+
+def _conv(t: str, ins: list[Any], a: dict[str, Any]) -> tuple[str, list[Any]]:
+    x, w = ins[0], ins[1]
+    sd = len(w.shape) - 2
+    pads = list(a.get("pads", [0] * 2 * sd))[:sd]  # begin pads; the end pads are implied
+    auto = a.get("auto_pad", b"NOTSET")
+    if isinstance(auto, bytes):
+        auto = auto.decode()
+    padding: Any = "same" if auto.startswith("SAME") else pads
+    call = [x, w, ins[2] if len(ins) > 2 else None, list(a.get("strides", [1] * sd)), padding,
+            list(a.get("dilations", [1] * sd)), t == "ConvTranspose",
+            list(a.get("output_padding", [0] * sd)), int(a.get("group", 1))]  # fmt: skip
+    return "convolution", call
+
+
+def _map(t: str, ins: list[Any], a: dict[str, Any], outs: list[TensorMeta], opset: int) -> Mapped:
+    """Kind and attrs of one ONNX node (``ins``: input metas, None where absent)."""
+    x: Any = ins[0] if ins else None
+    y = outs[0]
+    if t in ("Conv", "ConvTranspose"):
+        name, call = _conv(t, ins, a)
+        return map_aten(name, call, {}, outs)
+    if t == "Gemm":
+        a_s, b_s = ins[0].shape, ins[1].shape
+        m, k = (a_s[1], a_s[0]) if a.get("transA", 0) else (a_s[0], a_s[1])
+        n = b_s[0] if a.get("transB", 0) else b_s[1]
+        attrs: dict[str, Any] = {"M": m, "N": n, "K": k}
+        if len(ins) > 2 and ins[2] is not None:
+            attrs["bias"] = True
+        return Mapped("matmul", attrs)
+    if t in ("MaxPool", "AveragePool", "LpPool"):
+        sd = len(x.shape) - 2
+        kernel = list(a["kernel_shape"])
+        op = f"{'max' if t == 'MaxPool' else 'avg'}_pool{sd}d"
+        pads = list(a.get("pads", [0] * 2 * sd))[:sd]
+        call = [
+            x,
+            kernel,
+            list(a.get("strides", [1] * sd)),
+            pads,
+            list(a.get("dilations", [1] * sd)),
+        ]
+        return map_aten(op, call, {}, outs)
+    if t in ("GlobalAveragePool", "GlobalMaxPool"):
+        sd = len(x.shape) - 2
+        op = f"adaptive_{'max' if 'Max' in t else 'avg'}_pool{sd}d"
+        return map_aten(op, [x, [1] * sd], {}, outs)
+    if t in ("Softmax", "LogSoftmax", "Hardmax"):
+        axis = int(a.get("axis", -1 if opset >= 13 else 1)) % max(1, len(x.shape))
+        cols = x.shape[axis] if opset >= 13 else math.prod(x.shape[axis:])
+        return Mapped("softmax", {"rows": x.numel // max(1, cols), "cols": max(1, cols)})
+    if t in ("LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization"):
+        axis = int(a.get("axis", -1)) % max(1, len(x.shape))
+        cols = math.prod(x.shape[axis:])
+        kind = "layernorm" if t == "LayerNormalization" else "rmsnorm"
+        return Mapped(kind, {"rows": x.numel // max(1, cols), "cols": max(1, cols)})
+    if t == "GroupNormalization":
+        return map_aten("group_norm", [x, int(a.get("num_groups", 1))], {}, outs)
+    if t == "Attention":  # opset 23: Q [B, H, S, D] or [B, S, H*D] with q_num_heads
+        q, k = ins[0], ins[1]
+        if len(q.shape) == 4:
+            return map_aten("scaled_dot_product_attention", [q, k], {}, outs)
+        heads = int(a.get("q_num_heads", 1))
+        b, s, hd = q.shape
+        return Mapped("attention", {"B": b * heads, "Sq": s, "Skv": k.shape[1], "D": hd // heads})
+    if t == "Gather" and x is not None and len(x.shape) == 2 and int(a.get("axis", 0)) == 0:
+        return map_aten("embedding", [x, ins[1]], {}, outs)
+    if t in ("Gather", "Compress", "OneHot", "NonZero"):
+        return Mapped("copy", {"numel": y.numel})
+    if t in _SAME_AS:
+        name = _SAME_AS[t]
+        if name == "__shape__":  # a tiny int64 tensor of metadata: no data is read
+            return Mapped("view", {"numel": y.numel})
+        tensors = [i for i in ins if i is not None]
+        if t in _VARIADIC_MINMAX and len(tensors) > 1:
+            return Mapped("elementwise", {"numel": y.numel, "arity": len(tensors), "fn": name})
+        if name in ("reshape", "flatten", "squeeze", "unsqueeze", "alias", "clone"):
+            tensors = tensors[:1]  # the other inputs are shapes / axes
+        return map_aten(name, tensors, {}, outs)
+    m = map_aten("__unknown__", [i for i in ins if i is not None], {}, outs)
+    m.known = False
+    return m
+
+
+def from_onnx(
+    model: Any, name: str | None = None, dims: Mapping[str, int] | None = None, where: str = "onnx"
+) -> OpGraph:
+    """Build the op graph of an ONNX model.
+
+    Parameters
+    ----------
+    model
+        A path to a ``.onnx`` file or an ``onnx.ModelProto``.
+    name
+        Graph name (default: the file stem or the ONNX graph's name).
+    dims
+        Values of symbolic input dimensions (``{"batch": 8}``); the others are taken as 1.
+    where
+        Prefix of error messages (the file name when ``model`` is a path).
+
+    Raises
+    ------
+    ProblemError
+        ``onnx`` is not installed (with the install hint).
+    InputError
+        A missing or unreadable file, a failed shape inference, or a node whose output shape
+        stays unknown (the message names the node and its op type).
+
+    Examples
+    --------
+    >>> import onnx.helper as oh
+    >>> from onnx import TensorProto as TP
+    >>> x = oh.make_tensor_value_info("x", TP.FLOAT, ["batch", 3, 32, 32])
+    >>> y = oh.make_tensor_value_info("y", TP.FLOAT, None)
+    >>> w = oh.make_tensor("w", TP.FLOAT, [16, 3, 3, 3], [0.0] * 432)
+    >>> conv = oh.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], name="conv")
+    >>> g = from_onnx(oh.make_model(oh.make_graph([conv], "c", [x], [y], [w])), dims={"batch": 2})
+    >>> g["conv"].attrs["flops"] == 2 * 2 * 16 * 3 * 9 * 32 * 32, g["conv"].output_bytes
+    (True, 131072)
+    """
+    onnx = _onnx()
+    if isinstance(model, str | os.PathLike):
+        p = Path(model)
+        where = str(p)
+        if not p.is_file():
+            raise InputError("no such file", where)
+        try:
+            model = onnx.load(str(p))
+        except Exception as e:
+            raise InputError(
+                f"not an ONNX model ({type(e).__name__}: {e})".splitlines()[0], where
+            ) from None
+        name = name or p.stem
+    if not isinstance(model, onnx.ModelProto):
+        raise InputError(
+            f"expected an onnx.ModelProto or a path, got {type(model).__name__}", where
+        )
+    model, symbolic = _bind_dims(onnx, model, dict(dims or {}))
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception as e:
+        raise InputError(f"shape inference failed: {str(e).splitlines()[0]}", where) from None
+    graph = inferred.graph
+    opset = next((o.version for o in inferred.opset_import if o.domain in ("", "ai.onnx")), 13)
+    b = GraphBuilder(name or graph.name or "onnx", where=where, source="onnx")
+    b.attrs["opset"] = int(opset)
+    types = {v.name: v.type for v in [*graph.input, *graph.value_info, *graph.output]}
+
+    consts: dict[str, TensorMeta] = {}
+
+    def meta(vname: str, node: str) -> TensorMeta | None:
+        tt = types.get(vname)
+        if vname in consts and (tt is None or not tt.tensor_type.HasField("shape")):
+            return consts[vname]
+        if tt is None or not tt.HasField("tensor_type") or not tt.tensor_type.HasField("shape"):
+            return None
+        shape = []
+        for d in tt.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(int(d.dim_value))
+            else:
+                symbolic[d.dim_param or "?"] = 1
+                shape.append(1)
+        np_dt = onnx.helper.tensor_dtype_to_np_dtype(tt.tensor_type.elem_type)
+        return b.meta(shape, dtype_name(str(np_dt), np_dt.itemsize))
+
+    for init in graph.initializer:
+        np_dt = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
+        consts[init.name] = b.meta(init.dims, dtype_name(str(np_dt), np_dt.itemsize))
+        b.add_persistent(init.name, consts[init.name].nbytes)
+    for inp in graph.input:
+        if b.has(inp.name):
+            continue  # an initializer listed as an input (older exporters)
+        t = meta(inp.name, "graph input")
+        if t is None:
+            raise InputError(f"graph input {inp.name!r} has no tensor shape", where)
+        b.add_input(inp.name, inp.name, t)
+    for i, node in enumerate(graph.node):
+        _add_node(b, node, i, meta, opset, where)
+    if symbolic:
+        b.attrs["symbolic_dims"] = dict(symbolic)
+    b.mark_outputs(o.name for o in graph.output if b.has(o.name))
+    return b.build()
+
+
+def _bind_dims(onnx: Any, model: Any, dims: dict[str, int]) -> tuple[Any, dict[str, int]]:
+    """A copy of ``model`` whose symbolic input dims are fixed, and those taken as 1."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    defaulted: dict[str, int] = {}
+    for inp in out.graph.input:
+        if not inp.type.HasField("tensor_type"):
+            continue
+        for d in inp.type.tensor_type.shape.dim:
+            if not d.HasField("dim_value"):
+                if d.dim_param not in dims:
+                    defaulted[d.dim_param or "?"] = 1
+                d.dim_value = int(dims.get(d.dim_param, 1))
+    return out, defaulted
+
+
+def _add_node(b: GraphBuilder, node: Any, i: int, meta: Any, opset: int, where: str) -> None:
+    t = node.op_type
+    nname = node.name or f"{t}_{i}"
+    a = _attrs(node)
+    if t == "Constant" and node.domain in ("", "ai.onnx"):
+        out = meta(node.output[0], nname)
+        b.add_persistent(node.output[0], out.nbytes if out is not None else 0)
+        return
+    ins = [meta(v, nname) if v else None for v in node.input]
+    for v, m in zip(node.input, ins, strict=True):
+        if v and m is None and not b.has(v):
+            raise InputError(f"node {nname!r} ({t}): input {v!r} is not defined", where)
+    outs_named = [v for v in node.output if v]
+    outs = [meta(v, nname) for v in outs_named]
+    missing = [v for v, m in zip(outs_named, outs, strict=True) if m is None]
+    if missing:
+        raise InputError(
+            f"node {nname!r} ({t}): shape inference left output {missing[0]!r} without a shape",
+            where,
+        )
+    metas = [m for m in outs if m is not None]
+    if not metas:
+        return
+    op_type = t if node.domain in ("", "ai.onnx") else f"{node.domain}.{t}"
+    try:
+        m = _map(op_type, ins, a, metas, opset) if ins or op_type in _SAME_AS else None
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+        m = None
+    if m is None:
+        m = map_aten("__unknown__", [x for x in ins if x is not None], {}, metas)
+        m.known = False
+    if not m.known:
+        b.unmapped(op_type)
+    attrs = {**m.attrs, "onnx_op": op_type}
+    keys = [v for v in node.input if v and b.has(v)]
+    op = b.add_op(nname, m.kind, attrs, keys, metas, aliasing=m.aliasing and bool(keys))
+    for v in outs_named:
+        b.register(v, op)
+
+
+def read_onnx(path: str | os.PathLike[str]) -> OpGraph:
+    """Read a ``.onnx`` file (the graph is named after the file)."""
+    return from_onnx(path)

@@ -1,0 +1,179 @@
+"""CLI: ``opsched import-trace`` and ``opsched cost collect``.
+
+``import-trace`` reads a PyTorch profiler trace and writes the op graph of one profiler step
+(``-o``), optionally its measured schedule (``--schedule``) and the per-op kernel timing rows
+of the whole trace (``--rows``). ``cost collect`` times a grid of ops with torch and writes
+rows in the NeuSight table's schema. The commands are built in :func:`register`, which
+imports the CLI helpers only then (``opsched.cli`` imports this module).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from opsched.errors import InputError
+
+__all__ = ["register"]
+
+
+def _check_suffix(path: Path, suffixes: tuple[str, ...], what: str) -> None:
+    if not path.name.lower().endswith(suffixes):
+        raise InputError(f"{what} must end with {' or '.join(suffixes)}", str(path))
+
+
+def _write_rows(frame: Any, path: Path) -> None:
+    """Write a DataFrame as CSV (gzip-compressed for ``.gz``), atomically."""
+    import gzip
+    import os
+
+    from opsched._files import write_text_atomic
+
+    if not path.name.lower().endswith(".gz"):
+        write_text_atomic(frame.to_csv(index=False), path)
+        return
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with gzip.open(tmp, "wt", encoding="utf-8") as f:
+            frame.to_csv(f, index=False)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
+
+
+def _import_trace(
+    trace: Path, output: Path, rows: Path | None, schedule: Path | None, step: int | None
+) -> tuple[Any, list[Path]]:
+    """Import ``trace`` and write the requested files; returns the import and the paths."""
+    from opsched.importers.trace import import_trace
+    from opsched.ir.jsonio import graph_to_dict, write_json_atomic
+
+    _check_suffix(output, (".json",), "-o")
+    if schedule is not None:
+        _check_suffix(schedule, (".json",), "--schedule")
+    if rows is not None:
+        _check_suffix(rows, (".csv", ".csv.gz"), "--rows")
+    imp = import_trace(trace, step)  # everything is computed before any file is written
+    tl = imp.timeline
+    doc = graph_to_dict(tl.graph)
+    writes: list[tuple[Path, Callable[[], object]]] = [
+        (output, lambda: write_json_atomic(doc, output))
+    ]
+    if schedule is not None:
+        writes.append((schedule, lambda: tl.schedule.to_json(str(schedule))))
+    if rows is not None:
+        writes.append((rows, lambda: _write_rows(imp.rows, rows)))
+    for _, write in writes:
+        write()
+    return imp, [p for p, _ in writes]
+
+
+def register(main: click.Group) -> None:
+    """Add ``import-trace`` to ``main`` and ``collect`` to its ``cost`` group.
+
+    The ``cost`` group belongs to :mod:`opsched.cost.commands`; if it is not registered yet,
+    that module is registered first (when it exists), so ``collect`` lands in the same group
+    object whatever the order of the CLI's module list; without it a bare group is made.
+    """
+    from opsched._clikit import _emit_json, handle_errors, json_option
+
+    @main.command("import-trace")
+    @click.argument("trace", type=click.Path(path_type=Path))
+    @click.option(
+        "--output", "-o", type=click.Path(path_type=Path), required=True,
+        help="Graph of the step (opsched-graph/1 JSON).",
+    )  # fmt: skip
+    @click.option(
+        "--rows", type=click.Path(path_type=Path), default=None,
+        help="Kernel timing rows of the whole trace (CSV, Kineto ops schema).",
+    )  # fmt: skip
+    @click.option(
+        "--schedule", type=click.Path(path_type=Path), default=None,
+        help="The measured timeline as an opsched-schedule/1 JSON.",
+    )  # fmt: skip
+    @click.option("--step", type=int, default=None, help="ProfilerStep number (default: first).")
+    @json_option
+    @handle_errors
+    def import_trace_cmd(
+        trace: Path, output: Path, rows: Path | None, schedule: Path | None, step: int | None,
+        as_json: bool,
+    ) -> None:  # fmt: skip
+        """Import a PyTorch profiler (Kineto) trace TRACE.json[.gz]."""
+        imp, paths = _import_trace(trace, output, rows, schedule, step)
+        tl = imp.timeline
+        if as_json:
+            a = tl.graph.attrs
+            _emit_json({
+                "graph": str(output), "schedule": str(schedule) if schedule else None,
+                "rows_file": str(rows) if rows else None, "step": tl.step, "gpu": a["gpu"],
+                "ops": tl.graph.num_ops, "edges": tl.graph.num_edges, "streams": a["streams"],
+                "kernels": a["kernels"], "kernel_time_us": a["kernel_time_us"],
+                "makespan_us": tl.schedule.makespan, "dropped_edges": a["dropped_edges"],
+                "rows": len(imp.rows),
+            })  # fmt: skip
+            return
+        click.echo(imp.summary())
+        click.echo(f"wrote {', '.join(map(str, paths))}")
+
+    @click.command("collect")
+    @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+    @click.option(
+        "--output", "-o", type=click.Path(path_type=Path), required=True,
+        help="Rows (CSV, NeuSight schema).",
+    )  # fmt: skip
+    @click.option("--quick", is_flag=True, help="A few tiny shapes (a smoke test).")
+    @click.option(
+        "--dtype", default="float32", show_default=True,
+        help="float32, or float16 / bfloat16 on cuda.",
+    )  # fmt: skip
+    @click.option("--repeats", type=click.IntRange(min=3), default=25, show_default=True)
+    @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
+    @click.option(
+        "--threads", type=click.IntRange(min=1), default=None,
+        help="CPU threads for torch while timing (default: torch's).",
+    )  # fmt: skip
+    @json_option
+    @handle_errors
+    def collect_cmd(
+        device: str, output: Path, quick: bool, dtype: str, repeats: int, warmup: int,
+        threads: int | None, as_json: bool,
+    ) -> None:  # fmt: skip
+        """Time a grid of ops with torch (median of repeats, cache flushed) and write rows."""
+        from opsched.cost.collect import collect, require_torch
+
+        _check_suffix(output, (".csv", ".csv.gz"), "-o")
+        require_torch()
+
+        def show(i: int, n: int, spec: dict[str, Any]) -> None:
+            if not as_json:
+                click.echo(f"\r[{i + 1}/{n}] {spec['op']:<8}", nl=False, err=True)
+
+        frame = collect(
+            device, quick=quick, dtype=dtype, repeats=repeats, warmup=warmup, threads=threads,
+            progress=show,
+        )  # fmt: skip
+        if not as_json:
+            click.echo("", err=True)
+        _write_rows(frame, output)
+        name = frame["gpu"].iloc[0] if len(frame) else None
+        if as_json:
+            _emit_json({"output": str(output), "rows": len(frame), "device": device, "gpu": name})
+            return
+        click.echo(f"wrote {output}: {len(frame)} rows on {name}")
+
+    if not isinstance(main.commands.get("cost"), click.Group):
+        try:
+            importlib.import_module("opsched.cost.commands").register(main)
+        except ModuleNotFoundError as e:
+            if e.name != "opsched.cost.commands":
+                raise
+    group = main.commands.get("cost")
+    if not isinstance(group, click.Group):
+        group = click.Group("cost", help="Cost model: measured timings and predictions.")
+        main.add_command(group)
+    group.add_command(collect_cmd)

@@ -1,0 +1,252 @@
+"""Building a report from a results store: numbers, figures, and the files they go to.
+
+:func:`build_report` reads the store once, computes every table of
+:mod:`opsched.report.stats`, draws the figures of :mod:`opsched.report.figures`, and only then
+writes the HTML page (self-contained: plotly.js inline, no network needed), the PNGs and the
+optional Markdown, each atomically; an error before that leaves no file behind.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from opsched._files import write_text_atomic
+from opsched.errors import InputError
+
+__all__ = ["ReportData", "build_report", "collect"]
+
+GROUP_BY = ("set_label", "units", "cap", "scheduler")
+
+
+@dataclass
+class ReportData:
+    """Everything a report shows, computed from the store."""
+
+    db: str
+    experiments: list[str]
+    results: pd.DataFrame
+    optima: pd.DataFrame
+    gaps: pd.DataFrame
+    gaps_by_group: pd.DataFrame
+    wins: pd.DataFrame
+    times: pd.DataFrame
+    peaks: pd.DataFrame
+    profile: pd.DataFrame
+    runs: list[dict[str, Any]]
+    environment: dict[str, Any]
+    instances: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Headline counts (also the CLI's ``--json`` output)."""
+        df = self.results
+        return {
+            "jobs": len(df),
+            "instances": int(df["instance_id"].nunique()),
+            "with_proven_optimum": int(self.optima["optimum"].notna().sum()),
+            "conflicts": int((self.optima["source"] == "conflict").sum()),
+            "statuses": {str(k): int(v) for k, v in df["status"].value_counts().items()},
+            "schedulers": sorted(df["scheduler"].unique().tolist()),
+        }
+
+
+def _cap_label(row: pd.Series) -> str:
+    if pd.notna(row["cap_fraction"]):
+        return f"{row['cap_fraction']:.0%} of peak"
+    if pd.notna(row["cap_bytes"]):
+        from opsched.units import format_bytes
+
+        return format_bytes(float(row["cap_bytes"]))
+    return "none"
+
+
+def collect(
+    db: str | os.PathLike[str],
+    experiment: str | None = None,
+    instances: tuple[str, ...] = (),
+    n_instances: int = 2,
+) -> ReportData:
+    """Read the store and compute every table of the report (nothing is written).
+
+    ``instances`` picks the instances drawn as Gantt charts and memory curves (instance ids
+    or graph names); by default the ``n_instances`` with the largest gap to the optimum (or,
+    without optima, the largest spread of makespans).
+    """
+    from opsched.experiments.runner import environment
+    from opsched.experiments.store import ResultStore
+    from opsched.report import stats
+
+    with ResultStore(db, create=False) as store:
+        df = store.frame(experiment)
+        if df.empty:
+            what = f"experiment {experiment!r}" if experiment else "any experiment"
+            raise InputError(f"no finished jobs of {what}", str(db))
+        df["cap"] = df.apply(_cap_label, axis=1)
+        df["units"] = df["units"].astype(object).where(df["units"].notna(), "unlimited")
+        d = stats.with_gaps(df)
+        chosen = _choose(d, instances, n_instances, str(db))
+        drawn = [_instance(store, d, inst) for inst in chosen]
+        runs = store.runs()
+        exps = sorted(df["experiment"].unique().tolist())
+    return ReportData(
+        db=str(db),
+        experiments=exps,
+        results=d,
+        optima=stats.instance_optima(df),
+        gaps=stats.gap_table(df),
+        gaps_by_group=stats.gap_table(df, GROUP_BY),
+        wins=stats.win_table(df),
+        times=stats.time_table(df),
+        peaks=stats.peak_memory_table(df),
+        profile=stats.performance_profile(df),
+        runs=[r for r in runs if r["experiment"] in exps],
+        environment=environment(),
+        instances=drawn,
+    )
+
+
+def _choose(d: pd.DataFrame, wanted: tuple[str, ...], n: int, db: str) -> list[str]:
+    if wanted:
+        out: list[str] = []
+        for w in wanted:
+            hit = d.loc[(d["instance_id"] == w) | (d["graph"] == w), "instance_id"].unique()
+            if not len(hit):
+                raise InputError(f"--instance {w!r}: no such instance id or graph name", db)
+            out.extend(h for h in hit if h not in out)
+        return out
+    v = d[d["makespan"].notna()]
+    if v.empty or n <= 0:
+        return []
+    score = v.groupby("instance_id")["gap_percent"].max()
+    if score.isna().all():
+        ms = v.groupby("instance_id")["makespan"]
+        score = (ms.max() - ms.min()) / ms.min().where(ms.min() > 0)
+    score = score.fillna(-1.0)
+    ranked = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [k for k, _ in ranked[:n]]
+
+
+def _instance(store: Any, d: pd.DataFrame, inst: str) -> dict[str, Any]:
+    from opsched.ir.jsonio import graph_from_dict
+    from opsched.problem import Machine, Problem
+    from opsched.schedule import Schedule
+
+    rows = store.instance_schedules(inst)
+    first = d[d["instance_id"] == inst].iloc[0]
+    info = {
+        "instance_id": inst,
+        "graph": first["graph"],
+        "set_label": first["set_label"],
+        "units": first["units"],
+        "cap": first["cap"],
+        "optimum": first["optimum"],
+        "problem": None,
+        "schedules": [],
+    }
+    if not rows:
+        return info
+    g = graph_from_dict(store.graph_json(rows[0]["graph_hash"]))
+    r0 = rows[0]
+    cap = r0["memory_cap"]
+    info["problem"] = Problem(
+        g, Machine(units=r0["units"], resources=r0["resources"], memory_cap=cap),
+        r0["objective"],
+    )  # fmt: skip
+    info["schedules"] = [Schedule.from_dict(r["schedule"]) for r in rows]
+    return info
+
+
+def _write_bytes_atomic(data: bytes, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
+
+
+def build_report(
+    db: str | os.PathLike[str],
+    html: str | os.PathLike[str],
+    *,
+    markdown: str | os.PathLike[str] | None = None,
+    png_dir: str | os.PathLike[str] | None = None,
+    experiment: str | None = None,
+    instances: tuple[str, ...] = (),
+    n_instances: int = 2,
+) -> ReportData:
+    """Write the HTML report of ``db`` (and PNGs, and optionally Markdown); return its data.
+
+    PNGs go to ``png_dir`` (default: ``<html stem>_figures`` next to the HTML file).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from opsched.experiments import parse_config, run_experiment
+    >>> cfg = parse_config('''
+    ... [experiment]
+    ... name = "doc"
+    ... [[graphs]]
+    ... generate = "layered"
+    ... ops = 8
+    ... [machines]
+    ... units = [2]
+    ... [schedulers]
+    ... names = ["cpsat", "greedy"]
+    ... ''')
+    >>> d = tempfile.mkdtemp()
+    >>> _ = run_experiment(cfg, os.path.join(d, "r.sqlite"), workers=1, progress=False)
+    >>> rep = build_report(os.path.join(d, "r.sqlite"), os.path.join(d, "r.html"))
+    >>> rep.summary()["with_proven_optimum"], sorted(os.listdir(os.path.join(d, "r_figures")))[0]
+    (1, 'gap.png')
+    """
+    from opsched.report import figures as F
+    from opsched.report.render import render_html, render_markdown
+
+    data = collect(db, experiment, instances, n_instances)
+    html_path = Path(html)
+    pngs_dir = (
+        Path(png_dir) if png_dir is not None else html_path.with_name(f"{html_path.stem}_figures")
+    )
+    df = data.results
+    plotly_figs: list[tuple[str, Any]] = [
+        ("Gap to the proven optimum (%)", F.plotly_box(df, "gap_percent", "Gap to optimum (%)")),
+        ("Performance profile", F.plotly_profile(data.profile)),
+        ("Time to solution (s)", F.plotly_box(df, "wall_time_s", "Wall time (s)", log=True)),
+    ]
+    pngs: dict[str, bytes] = {
+        "gap.png": F.png_box(df, "gap_percent", "Gap to the proven optimum (%)"),
+        "profile.png": F.png_profile(data.profile),
+        "time.png": F.png_box(df, "wall_time_s", "Wall time (s)", log=True),
+    }
+    from opsched.report.stats import with_peak_gaps
+
+    peaks = with_peak_gaps(df)
+    if peaks["peak_gap_percent"].notna().any():
+        plotly_figs.append(
+            ("Peak memory above the least peak found (%)",
+             F.plotly_box(peaks, "peak_gap_percent", "Peak-memory gap (%)"))
+        )  # fmt: skip
+        pngs["peak.png"] = F.png_box(peaks, "peak_gap_percent", "Peak-memory gap (%)")
+    for k, inst in enumerate(data.instances):
+        if inst["problem"] is None:
+            continue
+        title = f"{inst['graph']} ({inst['units']} units, cap {inst['cap']})"
+        inst["figure"] = F.plotly_instance(inst["problem"], inst["schedules"], title)
+        inst["png"] = f"instance{k + 1}.png"
+        pngs[inst["png"]] = F.png_instance(inst["problem"], inst["schedules"], title)
+    page = render_html(data, plotly_figs, pngs_dir.name)
+    md = render_markdown(data, pngs_dir, Path(markdown).parent, list(pngs)) if markdown else None
+    # everything computed: now write
+    pngs_dir.mkdir(parents=True, exist_ok=True)
+    for name, blob in pngs.items():
+        _write_bytes_atomic(blob, pngs_dir / name)
+    write_text_atomic(page, html_path)
+    if markdown and md is not None:
+        write_text_atomic(md, markdown)
+    return data

@@ -1,0 +1,164 @@
+"""``opsched generate KIND``: write a generated graph (and a planted optimum) as JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from opsched._clikit import _emit_json, handle_errors, json_option
+from opsched.errors import ProblemError
+
+__all__ = ["GENERATORS", "generate_graph", "register"]
+
+#: Generator kinds of ``opsched generate``.
+GENERATORS = (
+    "layered",
+    "gnp",
+    "fork-join",
+    "series-parallel",
+    "network",
+    "planted",
+    "seed",
+    "critical-path",
+)
+
+
+def generate_graph(
+    kind: str,
+    ops: int | None,
+    *,
+    seed: int = 0,
+    units: int | None = None,
+    memory: bool = False,
+    max_duration: int = 10,
+    p: float | None = None,
+    avg_deps: float = 2.0,
+) -> Any:
+    """Run generator ``kind``; return an OpGraph, or a PlantedGraph for ``"planted"``.
+
+    ``--units`` belongs to ``planted`` only, ``--p`` to ``gnp`` (default
+    ``2 avg_deps / (ops - 1)``: about ``avg_deps`` dependencies per op); the two examples
+    have a fixed size.
+
+    Examples
+    --------
+    >>> generate_graph("fork-join", 20, seed=1).num_ops
+    20
+    >>> generate_graph("planted", 12, units=3, memory=True).makespan > 0
+    True
+    """
+    from opsched.zoo import generators as gen
+    from opsched.zoo.planted import planted
+
+    if kind not in GENERATORS:
+        raise ProblemError(f"unknown generator {kind!r}; known: {', '.join(GENERATORS)}")
+    if units is not None and kind != "planted":
+        raise ProblemError(f"--units is for the planted generator, not {kind!r}")
+    if p is not None and kind != "gnp":
+        raise ProblemError(f"--p is for the gnp generator, not {kind!r}")
+    if kind in gen.EXAMPLES:
+        g = gen.example_graph(kind)
+        if ops is not None and ops != g.num_ops:
+            raise ProblemError(f"the {kind} example has {g.num_ops} ops; omit --ops")
+        return g
+    if ops is None:
+        raise ProblemError(f"--ops is required for the {kind} generator")
+    common: dict[str, Any] = {"seed": seed, "max_duration": max_duration}
+    if kind == "layered":  # always has memory sizes
+        return gen.layered(ops, **common)
+    if kind == "network":
+        return gen.random_network(ops, seed=seed)
+    common["memory"] = memory
+    if kind == "gnp":
+        prob = p if p is not None else min(1.0, 2.0 * avg_deps / max(1, ops - 1))
+        return gen.gnp(ops, prob, **common)
+    if kind == "fork-join":
+        return gen.fork_join(ops, **common)
+    if kind == "series-parallel":
+        return gen.series_parallel(ops, **common)
+    return planted(ops, units or 4, avg_deps=avg_deps, **common)
+
+
+def register(main: click.Group) -> None:
+    """Add ``generate`` to the ``opsched`` command group."""
+
+    @main.command("generate")
+    @click.argument("kind", type=click.Choice(GENERATORS))
+    @click.option("--ops", "-n", type=click.IntRange(min=1), default=None, help="Number of ops.")
+    @click.option("--seed", "-s", type=click.IntRange(min=0), default=0, show_default=True)
+    @click.option(
+        "--units", "-k", type=click.IntRange(min=1), default=None,
+        help="planted: units of the planted zero-idle schedule [default: 4].",
+    )  # fmt: skip
+    @click.option(
+        "--memory", is_flag=True,
+        help="Draw tensor sizes (planted: and cap memory at the planted peak).",
+    )  # fmt: skip
+    @click.option(
+        "--max-duration", type=click.IntRange(min=1), default=10, show_default=True,
+        help="Durations are integers in [1, max] (planted: about that mean x 2).",
+    )  # fmt: skip
+    @click.option("--p", "p", type=click.FloatRange(0, 1), default=None, help="gnp: edge prob.")
+    @click.option(
+        "--avg-deps", type=click.FloatRange(min=0), default=2.0, show_default=True,
+        help="gnp and planted: mean dependencies per op.",
+    )  # fmt: skip
+    @click.option(
+        "--schedule", "schedule_out", type=click.Path(path_type=Path), default=None,
+        help="planted: also write the optimal planted schedule here.",
+    )  # fmt: skip
+    @click.option("--output", "-o", type=click.Path(path_type=Path), required=True)
+    @json_option
+    @handle_errors
+    def generate(
+        kind: str,
+        ops: int | None,
+        seed: int,
+        units: int | None,
+        memory: bool,
+        max_duration: int,
+        p: float | None,
+        avg_deps: float,
+        schedule_out: Path | None,
+        output: Path,
+        as_json: bool,
+    ) -> None:
+        """Generate a graph: layered, gnp, fork-join, series-parallel, network, planted...
+
+        \b
+        opsched generate planted --ops 100000 --units 8 --memory -o p.json --schedule s.json
+        opsched generate gnp --ops 1000 --p 0.01 --seed 3 -o g.json
+        """
+        from opsched.ir.jsonio import write_graph_json
+        from opsched.zoo.planted import PlantedGraph
+
+        if schedule_out is not None and kind != "planted":
+            raise ProblemError(f"--schedule is for the planted generator, not {kind!r}")
+        made = generate_graph(
+            kind, ops, seed=seed, units=units, memory=memory, max_duration=max_duration,
+            p=p, avg_deps=avg_deps,
+        )  # fmt: skip
+        inst = made if isinstance(made, PlantedGraph) else None
+        g = inst.graph if inst is not None else made
+        write_graph_json(g, output)
+        doc: dict[str, Any] = {
+            "output": str(output), "kind": kind, "name": g.name, "ops": g.num_ops,
+            "edges": g.num_edges, "work": g.work,
+        }  # fmt: skip
+        if inst is not None:
+            doc |= {"units": inst.units, "makespan": inst.makespan,
+                    "memory_cap": inst.memory_cap}  # fmt: skip
+            if schedule_out is not None:
+                inst.schedule.to_json(str(schedule_out))
+                doc["schedule"] = str(schedule_out)
+        if as_json:
+            _emit_json(doc)
+            return
+        click.echo(f"wrote {output}: {g.summary()}")
+        if inst is not None:
+            cap = f", memory cap {inst.memory_cap} B" if inst.memory_cap is not None else ""
+            click.echo(f"planted optimum: makespan {inst.makespan:g} on {inst.units} units{cap}")
+            if schedule_out is not None:
+                click.echo(f"wrote {schedule_out}: the planted (optimal) schedule")

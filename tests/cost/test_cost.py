@@ -1,0 +1,256 @@
+"""Cost model: specs, data mapping, curve fit, profiles, apply, CLI (small inputs only)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from opsched.cli import main
+from opsched.cost import apply, known_gpus, load_profile, resolve_gpu
+from opsched.cost.aten import aten_kind
+from opsched.cost.curve import fit_curve
+from opsched.cost.data import canonical_rows, detect_schema
+from opsched.cost.evaluate import errors, predict_table
+from opsched.cost.fit import fit_model, load_fit_data, predict_family, profile_docs
+from opsched.cost.heldout import crossval, fold_of
+from opsched.cost.profile import Profile
+from opsched.cost.trees import TreeEnsemble
+from opsched.errors import GraphError, InputError
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.validate import validate
+
+
+def test_gpu_names_resolve_and_unknown_lists_known():
+    assert resolve_gpu("A100 80GB (DGX, SXM4)") == "A100-SXM4-80GB"
+    assert resolve_gpu("NVIDIA A100 80GB PCIe") == "A100-PCIe-80GB"
+    assert resolve_gpu("NVIDIA A100-PG509-200") == "A100-SXM4-40GB"
+    assert resolve_gpu("H100 (DGX, SXM5 80GB)") == "H100-SXM5"
+    assert resolve_gpu("Tesla P4") == "P4"
+    assert resolve_gpu("Nvidia TitanX Pascal") == "Titan-X-Pascal"
+    with pytest.raises(InputError, match="known: V100-SXM2"):
+        resolve_gpu("RTX 9090")
+    assert {"L4", "A40", "H200", "H100-PCIe"} <= set(known_gpus())
+
+
+def test_roofline_picks_peak_by_dtype():
+    p = load_profile("A100-SXM4-80GB")
+    mm = {"M": 8192, "N": 8192, "K": 8192}
+    fl = 2 * 8192**3
+    assert p.roofline("matmul", mm | {"dtype": "float16"}) == pytest.approx(fl / 312e6)
+    assert p.roofline("matmul", mm | {"dtype": "float32"}) == pytest.approx(fl / 19.5e6)
+    assert p.roofline("matmul", mm | {"dtype": "tf32"}) == pytest.approx(fl / 156e6)
+    # memory bound: 3 x 2^24 fp32 elements over 2039 GB/s
+    ew = {"numel": 2**24, "arity": 2, "dtype": "float32"}
+    assert p.roofline("elementwise", ew) == pytest.approx(3 * 4 * 2**24 / 2039e3)
+
+
+def test_neusight_linear_columns_map_contracted_dim():
+    df = pd.DataFrame({"gpu": ["Tesla T4"], "op": ["linear"], "dtype": ["float32"], "B": [1],
+                       "M": [58], "N": [13], "K": [141], "Cin": [np.nan], "H_dim": [np.nan],
+                       "measured_time_us": [54.5]})  # fmt: skip
+    assert detect_schema(df.columns) == "neusight"
+    (r,) = canonical_rows(df, "neusight")
+    # x=[1,58,13] @ W[141,13]^T: M=58 rows, K=13 contracted, N=141 outputs
+    assert r["attrs"] | {} == {"M": 58, "N": 141, "K": 13, "dtype": "float32"}
+    assert r["method"] == "events"
+
+
+def test_curve_recovers_overhead_and_slope():
+    rng = np.random.default_rng(1)
+    x = np.column_stack([np.ones(300), rng.uniform(-2, 7, 300)])
+    t = np.where(np.arange(300) < 150, 25.0, 0.0) + np.exp(x @ np.array([1.0, 0.8]))
+    slot = (np.arange(300) >= 150).astype(int)
+    fit = fit_curve(x, t, slot, free=[True, False], ridge=1e-9)
+    assert fit.beta == pytest.approx([1.0, 0.8], abs=1e-3)
+    assert fit.overheads == pytest.approx([25.0, 0.0], abs=1e-2)
+
+
+def test_small_fit_and_crossval_beat_roofline():
+    data = load_fit_data(files=["deepbench_gemm.csv", "deepbench_conv.csv"])
+    pred = crossval(data, k=3, trees=False)  # the trees path: see the profile test below
+    for fam in ("matmul", "conv2d"):
+        fd = data.families[fam]
+        ape = np.median(np.abs(pred[fam] - fd.t) / fd.t)
+        roof = np.median(np.abs(fd.roof - fd.t) / fd.t)
+        assert ape < 0.5 * roof, fam
+    docs = profile_docs(fit_model(data))
+    h200 = Profile(docs["H200"])  # no timings: pooled curves through its specs
+    assert h200.curves["matmul"]["half"]["source"] == "pooled"
+    assert Profile(docs["T4"]).curves["matmul"]["half"]["source"] == "fitted"
+
+
+def test_shipped_profiles_predict_sensibly():
+    a100, h100 = load_profile("A100-SXM4-80GB"), load_profile("H100-SXM5")
+    big = {"M": 8192, "N": 8192, "K": 8192, "dtype": "float16"}
+    t = a100.predict("matmul", big)
+    assert a100.roofline("matmul", big) <= t < 2.5 * a100.roofline("matmul", big)
+    assert h100.predict("matmul", big) < t
+    small = {"numel": 1024, "arity": 2, "dtype": "float16"}
+    assert 1.0 < a100.predict("elementwise", small) < 20.0  # launch bound, not 0
+    assert a100.predict("elementwise", small, method="events") > 15.0  # dispatch included
+    att = {"B": 32, "Sq": 512, "Skv": 512, "D": 64, "dtype": "float16"}
+    parts = a100.predict("matmul", {"B": 32, "M": 512, "N": 512, "K": 64, "dtype": "float16"})
+    assert a100.predict("attention", att) > parts
+
+
+def test_unseen_kind_falls_back_to_roofline_with_warning():
+    p = load_profile("L4")
+    with pytest.warns(UserWarning, match="roofline"):
+        t = p.predict("copy", {"numel": 1 << 20, "dtype": "float16"})
+    assert t == pytest.approx(p.roofline("copy", {"numel": 1 << 20, "dtype": "float16"}))
+    assert t > 0
+    with pytest.raises(GraphError, match="unknown op kind"):
+        p.predict("frobnicate", {})
+
+
+def _graph() -> OpGraph:
+    ops = [
+        Op("x", kind="input", attrs={"numel": 4096 * 1024}),
+        Op("w", kind="input", attrs={"numel": 1024 * 1024}),
+        Op("v", deps=("x",), kind="view", attrs={"numel": 4096 * 1024}),
+        Op("mm", deps=("v", "w"), kind="matmul", attrs={"M": 4096, "N": 1024, "K": 1024}),
+        Op("act", deps=("mm",), kind="elementwise", attrs={"numel": 4096 * 1024, "fn": "gelu"}),
+        Op("sm", deps=("act",), kind="softmax", attrs={"rows": 16, "cols": 1024}),
+        Op("f", deps=("sm",), kind="fused", attrs={"flops": 10**6, "bytes": 10**6, "numel": 10},
+           output=True),
+    ]  # fmt: skip
+    return OpGraph(tuple(ops), name="tiny")
+
+
+def test_apply_fills_durations_bytes_and_sm_and_validates():
+    g = apply(_graph(), "A100-SXM4-80GB", "float16")
+    assert g.resources["sm"] == 108 and g.attrs["time_unit"] == "us"
+    assert g["x"].duration == 0 and g["v"].duration == 0 and g["v"].output_bytes == 0
+    assert g["x"].output_bytes == 4096 * 1024 * 2
+    assert g["mm"].output_bytes == 4096 * 1024 * 2 and g["mm"].attrs["dtype"] == "float16"
+    assert g["mm"].demands == {"units": 1, "sm": 108}  # 32 x 8 tiles fill the GPU
+    assert g["sm"].demands["sm"] == 16  # one block per row
+    assert all(op.duration > 0 for op in g.ops if op.kind not in ("input", "view"))
+    from opsched.heuristics import greedy
+
+    problem = Problem(g, Machine(units=2))
+    assert validate(problem, greedy(problem)).valid
+    ticks = apply(_graph(), "A100-SXM4-80GB", "float16", tick_us=5.0)
+    assert all(float(op.duration).is_integer() for op in ticks.ops)
+    assert ticks["mm"].duration == max(1, round(g["mm"].duration / 5.0))
+
+
+def test_apply_errors_name_the_op():
+    bad = OpGraph((Op("a", kind="matmul", attrs={"M": 2}),))
+    with pytest.raises(GraphError, match="op 'a'"):
+        apply(bad, "T4", "float32")
+    with pytest.raises(InputError, match="unknown GPU"):
+        apply(_graph(), "Voodoo2", "float32")
+
+
+def test_predict_table_and_errors_deepbench_conv():
+    df = pd.read_csv("datasets/kernel-timings/deepbench_conv.csv").head(40)
+    out = predict_table(df)
+    assert {"predicted_time_us", "predicted_bwd_data_time_us"} <= set(out.columns)
+    e = errors(out)
+    assert set(e.family) >= {"conv2d"} and (e.rows > 0).all()
+    assert math.isfinite(float(e.median_ape.iloc[0]))
+
+
+def test_cli_predict_evaluate_apply(tmp_path):
+    df = pd.read_csv("datasets/kernel-timings/vidur_llm_ops.csv.gz", nrows=50)
+    src = tmp_path / "rows.csv"
+    df.to_csv(src, index=False)
+    r = CliRunner().invoke(main, ["cost", "predict", "-i", str(src), "-o", str(tmp_path / "p.csv"),
+                                  "--gpu", "H200"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    p = pd.read_csv(tmp_path / "p.csv")
+    assert len(p) == 50 and (p.predicted_time_us > 0).all()
+    r = CliRunner().invoke(main, ["cost", "evaluate", str(src), "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)[0]["gpu"] == "A100-SXM4-80GB"
+    gpath = tmp_path / "g.json"
+    gpath.write_text(json.dumps(_graph().to_dict()))
+    out = tmp_path / "o.json"
+    r = CliRunner().invoke(main, ["cost", "apply", str(gpath), "--gpu", "T4", "--dtype",
+                                  "float16", "-o", str(out)])  # fmt: skip
+    assert r.exit_code == 0 and json.loads(out.read_text())["resources"]["sm"] == 40
+    r = CliRunner().invoke(main, ["cost", "apply", str(gpath), "--gpu", "nope", "-o",
+                                  str(tmp_path / "x.json")])  # fmt: skip
+    assert r.exit_code == 2 and "unknown GPU" in r.output and not (tmp_path / "x.json").exists()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    r = CliRunner().invoke(main, ["cost", "evaluate", str(bad)])
+    assert r.exit_code == 2 and "unknown timing schema" in r.output
+
+
+def test_aten_mapping_pool_reduce_and_conv_padding_from_output():
+    kind, a = aten_kind("aten::max_pool2d_with_indices", [[32, 64, 112, 112], [], []], ["float"])
+    assert kind == "pool" and a["mode"] == "max"
+    # 3x3 window, stride 2, pad 1 over 112: (112 + 2 - 3) // 2 + 1 = 56
+    from opsched.ir import kinds
+
+    assert kinds.output_numel("pool", a) == 32 * 64 * 56 * 56
+    _, g = aten_kind("aten::adaptive_avg_pool2d", [[8, 512, 7, 7], []], ["float"])
+    assert kinds.output_numel("pool", g) == 8 * 512  # global pooling
+    # mean with a dim list over NCHW: spatial mean, N*C values; no dim: one value
+    _, r = aten_kind("aten::mean", [[32, 2048, 7, 7], [], [], []], ["float", "GenericList"])
+    assert r["out_numel"] == 32 * 2048
+    _, r = aten_kind("aten::sum", [[1, 4096], [], [], []], ["float", "", "Scalar", ""])
+    assert r["out_numel"] == 1
+    # stem conv: output 112 from 224 with a 7x7 window -> stride 2, pad 3 (from the data)
+    text = "x=[32,3,224,224] w=[64,3,7,7] y=[32,64,112,112]"
+    _, c = aten_kind("aten::cudnn_convolution", [[32, 3, 224, 224], [64, 3, 7, 7]], ["float"], text)
+    assert (c["stride_h"], c["pad_h"]) == (2, 3)
+    # 1x1 stride-2 projection 56 -> 28: no padding
+    text = "x=[32,256,56,56] w=[512,256,1,1] y=[32,512,28,28]"
+    _, c = aten_kind("aten::cudnn_convolution", [[32, 256, 56, 56], [512, 256, 1, 1]], [], text)
+    assert (c["stride_h"], c["pad_h"]) == (2, 0)
+    _, c = aten_kind("aten::cudnn_convolution", [[1, 8, 10, 10], [8, 8, 3, 3]],
+                     ["float", "float"], "x=[1,8,10,10] w=[8,8,3,3] y=[1,8,8,8]")  # fmt: skip
+    # an unpadded ("valid") 3x3 conv: 10 - 3 + 1 = 8 needs p = 0; the (R-1)/2 rule said 1
+    assert c["pad_h"] == 0 and kinds.conv_out_hw(c) == (8, 8)
+    _, b = aten_kind("aten::cudnn_batch_norm_backward", [[4, 8, 2, 2], [4, 8, 2, 2]], ["float"])
+    assert b == {"numel": 128, "fn": "backward", "dtype": "float32"}
+
+
+def test_folds_keep_a_shape_together():
+    data = load_fit_data(files=["deepbench_gemm.csv"])
+    fd, folds = data.families["matmul"], fold_of(data, k=5)["matmul"]
+    for g in np.unique(fd.group)[:200]:
+        assert len(set(folds[fd.group == g])) == 1
+    assert len(set(folds)) == 5
+
+
+def test_tree_ensemble_rejects_malformed_documents():
+    doc = {"baseline": 0.0, "roots": [0], "feature": [0], "threshold": [0.0], "left": [5],
+           "right": [0], "value": [1.0], "leaf": [0], "missing_left": [1]}  # fmt: skip
+    with pytest.raises(InputError, match="out of range"):
+        TreeEnsemble.from_dict(doc)
+    with pytest.raises(InputError, match="malformed"):
+        TreeEnsemble.from_dict({"baseline": 0.0})
+
+
+def test_profile_reproduces_the_fitted_hybrid_and_trees_help_in_sample():
+    data = load_fit_data(files=["deepbench_conv.csv"])
+    model = fit_model(data)
+    assert {"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"} <= set(model.trees)
+    fd = data.families["conv2d"]
+    sel = (fd.gpu == "T4") & (fd.method == "wallclock")
+    fitted = predict_family(model, "conv2d", fd, sel)
+    # The shipped form (JSON curves + JSON trees, numpy evaluation) predicts the same times.
+    doc = json.loads(json.dumps(profile_docs(model)["T4"]))
+    trees = {f: TreeEnsemble.from_dict(json.loads(json.dumps(e.to_dict())))
+             for f, e in model.trees.items()}  # fmt: skip
+    prof = Profile(doc, trees=trees)
+    df = pd.read_csv("datasets/kernel-timings/deepbench_conv.csv")
+    recs = [r for r in canonical_rows(df, "deepbench_conv") if r["target"] == "conv2d"
+            and r["gpu"] == "T4" and r["time_us"] > 0]  # fmt: skip
+    shipped = prof.predict_many([r["kind"] for r in recs], [r["attrs"] for r in recs],
+                                "wallclock")  # fmt: skip
+    assert shipped == pytest.approx(fitted, rel=1e-4)  # the JSON rounds beta to 6 decimals
+    # In sample the trees must lower the curve's error (they were fitted on its residual).
+    bare = Profile(doc, trees={})
+    curve = bare.predict_many([r["kind"] for r in recs], [r["attrs"] for r in recs], "wallclock")
+    t = fd.t[sel]
+    assert np.median(np.abs(shipped - t) / t) < np.median(np.abs(curve - t) / t)

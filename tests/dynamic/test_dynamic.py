@@ -1,0 +1,224 @@
+"""Dynamic scheduling: noise models, replay vs online, reproducibility, clairvoyant gaps, shapes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from opsched.analysis import lower_bounds
+from opsched.cli import main
+from opsched.dynamic import (
+    Empirical,
+    Lognormal,
+    Online,
+    RelativeError,
+    clairvoyant_gaps,
+    expected_makespan,
+    online,
+    replay,
+    robust_portfolio,
+    sample_durations,
+    shape_graphs,
+    shape_study,
+)
+from opsched.errors import ProblemError
+from opsched.heuristics.listsched import list_schedule
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.schedule import Schedule
+from opsched.solver import solve_brute_force
+from opsched.validate import validate
+from opsched.zoo import layered
+
+
+def fork() -> Problem:
+    # a(2) -> c(1); b(1) independent; 2 units
+    g = OpGraph((Op("a", 2), Op("b", 1), Op("c", 1, deps=("a",))))
+    return Problem(g, Machine(units=2))
+
+
+def test_lognormal_is_mean_preserving_and_reproducible() -> None:
+    g = layered(20, seed=0)
+    d1 = sample_durations(g, Lognormal(0.3), 4000, seed=7)
+    d2 = sample_durations(g, Lognormal(0.3), 4000, seed=7)
+    assert np.array_equal(d1, d2)
+    assert not np.array_equal(d1, sample_durations(g, Lognormal(0.3), 4000, seed=8))
+    ratio = d1.mean(axis=0) / g.durations
+    assert np.allclose(ratio, 1.0, atol=0.03)
+    # sigma of log(actual / estimate) is the spread
+    assert np.allclose(np.log(d1 / g.durations).std(axis=0), 0.3, atol=0.02)
+
+
+def test_per_op_and_per_kind_spread() -> None:
+    g = OpGraph((Op("a", 1, kind="matmul"), Op("b", 1, kind="conv2d"), Op("c", 1)))
+    n = Lognormal(0.0, per_op={"c": 0.5}, per_kind={"matmul": 0.2})
+    assert n.sigmas(g).tolist() == [0.2, 0.0, 0.5]
+    d = sample_durations(g, n, 10, seed=0)
+    assert (d[:, 1] == 1).all() and (d[:, 0] != 1).all()
+
+
+def test_relative_error_bounds_and_empirical() -> None:
+    g = layered(10, seed=1)
+    d = sample_durations(g, RelativeError(0.2), 500, seed=0)
+    r = d / g.durations
+    assert r.min() >= 0.8 and r.max() <= 1.2 and r.min() < 0.85 and r.max() > 1.15
+    e = sample_durations(g, Empirical([0.5, 2.0]), 200, seed=0) / g.durations
+    assert set(np.round(e, 9).ravel().tolist()) == {0.5, 2.0}
+    with pytest.raises(ProblemError):
+        RelativeError(1.5)
+
+
+def test_replay_hand_worked() -> None:
+    p = fork()
+    s = Schedule.build(p, [0, 0, 2], [0, 1, 0], solver="hand")
+    # a grows to 4: c waits for a on unit 0 -> 5; b shrinks, nothing else moves
+    r = replay(p, s, [4, 0.5, 1])
+    assert r.starts() == {"a": 0.0, "b": 0.0, "c": 4.0} and r.makespan == 5.0
+    assert validate(Problem(r_graph(p, [4, 0.5, 1]), p.machine), r).valid
+
+
+def r_graph(p: Problem, d: list[float]) -> OpGraph:
+    from dataclasses import replace
+
+    return p.graph.replace_ops(
+        [replace(o, duration=x) for o, x in zip(p.graph.ops, d, strict=True)]
+    )
+
+
+def test_static_order_vs_online_hand_worked() -> None:
+    # Two units; estimates a(1) -> b(1) and d(1) on unit 0, c(3) on unit 1: makespan 3.
+    g = OpGraph((Op("a", 1), Op("b", 1, deps=("a",)), Op("c", 3), Op("d", 1)))
+    p = Problem(g, Machine(units=2))
+    static = Schedule.build(p, [0, 1, 0, 2], [0, 0, 1, 0], solver="hand")  # d after b on unit 0
+    assert validate(p, static).valid and static.makespan == 3.0
+    actual = [1, 1, 1, 3]  # c is short, d is long
+    # static keeps d behind b on unit 0: d runs [2, 5)
+    assert replay(p, static, actual).makespan == 5.0
+    # online (b-level of estimates: c 3, a 2, b 1, d 1) puts d on unit 1 when c ends at 1: [1, 4)
+    on = online(p, actual)
+    assert on.makespan == 4.0 and on.starts()["d"] == 1.0
+    assert validate(Problem(r_graph(p, actual), p.machine), on).valid
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_zero_noise_equals_static_makespan(seed: int) -> None:
+    g = layered(30, seed=seed)
+    p = Problem(g, Machine(units=3))
+    s = list_schedule(p)
+    for noise in (Lognormal(0.0), RelativeError(0.0)):
+        st = expected_makespan(p, s, noise, runs=3, seed=seed)
+        assert st.mean == st.p95 == st.worst == s.makespan == st.estimate
+    on = expected_makespan(p, Online(), Lognormal(0.0), runs=2)
+    assert on.mean == s.makespan  # the online rule with exact estimates is the list schedule
+
+
+def test_replayed_and_online_runs_are_valid_schedules() -> None:
+    g = layered(25, seed=4)
+    p = Problem(g, Machine(units=3))
+    s = list_schedule(p)
+    for d in sample_durations(g, Lognormal(0.4), 10, seed=3):
+        q = Problem(r_graph(p, d.tolist()), p.machine)
+        for run in (replay(p, s, d), online(p, d)):
+            assert validate(q, run).valid
+        lb = lower_bounds(q.graph, 3).value
+        assert min(replay(p, s, d).makespan, online(p, d).makespan) >= lb - 1e-9
+
+
+def test_noise_runs_reproducible_by_seed() -> None:
+    p = Problem(layered(20, seed=2), Machine(units=2))
+    a = expected_makespan(p, "greedy-blevel", Lognormal(0.2), runs=30, seed=11)
+    b = expected_makespan(p, "greedy-blevel", Lognormal(0.2), runs=30, seed=11)
+    c = expected_makespan(p, "greedy-blevel", Lognormal(0.2), runs=30, seed=12)
+    assert np.array_equal(a.makespans, b.makespans) and not np.array_equal(a.makespans, c.makespans)
+    assert a.to_dict()["p95"] == b.to_dict()["p95"] >= a.p50
+
+
+def test_portfolio_ranks_by_mean() -> None:
+    p = Problem(layered(20, seed=5), Machine(units=3))
+    ranked = robust_portfolio(
+        p,
+        {"serial": "serial", "list": list_schedule(p), "online": Online()},
+        Lognormal(0.2),
+        runs=20,
+    )
+    means = [r.mean for r in ranked]
+    assert means == sorted(means) and ranked[-1].policy == "serial"
+
+
+def test_clairvoyant_gap_against_brute_force() -> None:
+    p = fork()
+    out = clairvoyant_gaps(p, [list_schedule(p), Online()], Lognormal(0.5), runs=6, seed=1)
+    draws = sample_durations(p.graph, Lognormal(0.5), 6, seed=1, decimals=3)
+    brute = [solve_brute_force(Problem(r_graph(p, d.tolist()), p.machine)).makespan for d in draws]
+    assert out["proven"] == 6 and np.allclose(out["optimum"], brute)
+    for pol in out["policies"].values():
+        assert pol["mean_gap"] >= -1e-9 and np.all(
+            np.array(pol["makespans"]) >= np.array(brute) - 1e-9
+        )
+
+
+def test_shape_study_gpt2_seq_lengths() -> None:
+    gs = shape_graphs("gpt2_block", seq_lens=(64, 256, 1024))
+    st = shape_study(gs, units=2)
+    assert st.labels == ["seq=64", "seq=256", "seq=1024"]
+    assert np.allclose(st.slowdown.diagonal(), 1.0)
+    assert (st.schedule_s > 0).all() and st.cross.shape == (3, 3)
+    assert st.fresh[0] < st.fresh[1] < st.fresh[2]
+    assert len(st.to_frame()) == 9
+
+
+def test_shape_study_costed_on_a_gpu() -> None:
+    gs = shape_graphs("squeezenet1_1", batches=(1, 16), gpu="A100-SXM4-80GB")
+    st = shape_study(gs, units=3)
+    assert st.fresh[1] > st.fresh[0] and (st.cost_s > 0).all()
+
+
+def test_cli_simulate_online_and_reproducible(tmp_path) -> None:
+    out = tmp_path / "s.json"
+    CliRunner().invoke(
+        main,
+        [
+            "solve",
+            "datasets/stg/50/rand0000.stg",
+            "-k",
+            "4",
+            "--solver",
+            "greedy-blevel",
+            "-o",
+            str(out),
+        ],
+    )
+    args = [
+        "simulate",
+        "datasets/stg/50/rand0000.stg",
+        str(out),
+        "--noise",
+        "0.2",
+        "--runs",
+        "20",
+        "--seed",
+        "3",
+        "--online",
+        "--json",
+    ]
+    r1, r2 = CliRunner().invoke(main, args), CliRunner().invoke(main, args)
+    assert r1.exit_code == 0, r1.output
+    d, d2 = json.loads(r1.output), json.loads(r2.output)
+    for doc in (d, d2):  # everything but the timings is reproducible
+        for key in ("static", "online"):
+            doc[key].pop("wall_time_s")
+    assert d == d2 and d["static"]["estimate"] == 66
+    assert set(d) >= {"static", "online"} and d["online"]["runs"] == 20
+
+
+def test_cli_simulate_wrong_graph_exits_2(tmp_path) -> None:
+    out = tmp_path / "s.json"
+    CliRunner().invoke(
+        main,
+        ["solve", "datasets/stg/50/rand0000.stg", "-k", "2", "--solver", "greedy", "-o", str(out)],
+    )
+    r = CliRunner().invoke(main, ["simulate", "datasets/stg/50/rand0001.stg", str(out)])
+    assert r.exit_code == 2 and "not valid" in r.output

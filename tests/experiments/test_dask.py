@@ -1,0 +1,138 @@
+"""The Dask executor against a real ``dask scheduler`` and ``dask worker`` processes.
+
+The fixture uses the scheduler named by ``OPSCHED_DASK_SCHEDULER`` when set (CI starts one
+with two workers) and otherwise starts its own scheduler and two workers on 127.0.0.1. Either
+way it starts one more worker of its own, which the test kills mid-run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+import contextlib
+
+from opsched.experiments import load_results, parse_config, run_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "dask", *args],
+        env=ENV,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _kill(p: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+
+
+def _worker(addr: str) -> subprocess.Popen[bytes]:
+    return _start("worker", addr, "--nthreads", "1", "--nworkers", "1", "--no-dashboard")
+
+
+def _wait_workers(addr: str, n: int, timeout: float = 90.0) -> None:
+    from distributed import Client
+
+    with Client(addr, timeout="60s") as c:
+        c.wait_for_workers(n, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    addr = os.environ.get("OPSCHED_DASK_SCHEDULER")
+    owned: list[subprocess.Popen[bytes]] = []
+    try:
+        if not addr:
+            port = _free_port()
+            addr = f"tcp://127.0.0.1:{port}"
+            owned.append(
+                _start("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard")
+            )
+            owned.append(_worker(addr))
+        mine = _worker(addr)  # the one the test may kill
+        owned.append(mine)
+        _wait_workers(addr, 2)
+        yield addr, mine
+    finally:
+        for p in reversed(owned):
+            _kill(p)
+
+
+TOML = """
+[experiment]
+name = "dask"
+[[graphs]]
+generate = "layered"
+ops = 22
+count = 10
+[machines]
+units = [2]
+memory_cap = [0.85, 0.7]
+[schedulers]
+names = ["cpsat", "greedy-blevel"]
+time_limit = 1
+"""
+
+
+def _count(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as c:
+            return int(c.execute("SELECT count(*) FROM results").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_all_results_arrive_when_a_worker_dies(dask_cluster, tmp_path) -> None:
+    addr, victim = dask_cluster
+    db = tmp_path / "r.sqlite"
+    cfg = parse_config(TOML)
+    out: dict[str, object] = {}
+
+    def go() -> None:
+        try:
+            out["summary"] = run_experiment(cfg, db, cluster=addr, progress=False)
+        except BaseException as e:  # pragma: no cover - reported below
+            out["error"] = e
+
+    t = threading.Thread(target=go)
+    t.start()
+    deadline = time.monotonic() + 120
+    while _count(db) < 3 and t.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    at_kill = _count(db)
+    _kill(victim)  # the worker and its nanny, mid-run
+    t.join(timeout=300)
+    assert not t.is_alive() and "error" not in out, out.get("error")
+    assert 3 <= at_kill < 40, "the worker should have died mid-run"
+    summary = out["summary"]
+    df = load_results(db)
+    assert summary.ran == 40 and len(df) == 40 and df["job_id"].is_unique  # type: ignore[attr-defined]
+    assert set(df["status"]) <= {"OPTIMAL", "FEASIBLE", "UNKNOWN", "INFEASIBLE"}
+    assert df.loc[df["status"].isin(["OPTIMAL", "FEASIBLE"]), "valid"].all()
+    assert (df["run_id"] == summary.run_id).all()  # type: ignore[attr-defined]

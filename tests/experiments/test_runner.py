@@ -1,0 +1,174 @@
+"""Running experiments: validated results, failures recorded, resume, kill -9, deadlines."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from opsched.experiments import load_results, parse_config, run_experiment
+from opsched.experiments.executors import LocalExecutor
+from opsched.heuristics import greedy
+from opsched.ir.jsonio import graph_from_dict
+from opsched.problem import Machine, Problem
+from opsched.schedule import Schedule
+from opsched.validate import validate
+from opsched.zoo.generators import layered
+
+REPO = Path(__file__).resolve().parents[2]
+
+SMALL = """
+[experiment]
+name = "small"
+[[graphs]]
+generate = "layered"
+ops = 8
+count = 2
+[[graphs]]
+generate = "layered"
+ops = 12
+seed = 7
+[machines]
+units = [2]
+memory_cap = ["none", 0.8]
+[schedulers]
+names = {names}
+time_limit = 5
+"""
+
+
+def test_results_are_validated_and_exact_solvers_agree(tmp_path) -> None:
+    cfg = parse_config(SMALL.format(names='["cpsat", "brute-force", "greedy-blevel"]'))
+    s = run_experiment(cfg, tmp_path / "r.sqlite", workers=2, progress=False)
+    assert (s.jobs, s.skipped, s.ran) == (18, 0, 18)
+    df = load_results(tmp_path / "r.sqlite", schedules=True)
+    assert len(df) == 18 and df["job_id"].is_unique
+    # brute force refuses the 12-op graph: recorded with its error, the run went on
+    err = df[df["status"] == "ERROR"]
+    assert set(err["scheduler"]) == {"brute-force"} and set(err["num_ops"]) == {12}
+    assert err["error"].str.contains("at most 10 ops").all() and len(err) == 2
+    # recompute everything independently from the stored schedule
+    from opsched.experiments.store import ResultStore
+
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        for _, r in df[df["valid"] == True].iterrows():  # noqa: E712
+            graph = graph_from_dict(store.graph_json(r["graph_hash"]))
+            base = Problem(graph, Machine(units=2))
+            peak0 = greedy(base, "b-level").peak_memory
+            assert r["unconstrained_peak"] == peak0
+            cap = None if np.isnan(r["cap_fraction"]) else int(r["cap_fraction"] * peak0)
+            assert (r["memory_cap"] if r["memory_cap"] == r["memory_cap"] else None) == cap
+            p = Problem(graph, Machine(units=2, memory_cap=cap))
+            rep = validate(p, Schedule.from_dict(json.loads(r["schedule"])))
+            assert rep.valid
+            assert (rep.makespan, rep.peak_memory) == (r["makespan"], r["peak_memory"])
+    # on the four 8-op instances both exact solvers prove the same thing
+    small = df[(df["num_ops"] == 8) & (df["scheduler"] != "greedy-blevel")]
+    verdict = small.pivot_table(
+        index="instance_id", columns="scheduler", values="status", aggfunc="first"
+    )
+    assert len(verdict) == 4 and (verdict["cpsat"] == verdict["brute-force"]).all()
+    assert set(verdict["cpsat"]) <= {"OPTIMAL", "INFEASIBLE"}
+    opt = df[df["status"] == "OPTIMAL"].pivot_table(
+        index="instance_id", columns="scheduler", values="makespan"
+    )
+    both = opt.dropna()
+    assert len(both) >= 2 and (both["cpsat"] == both["brute-force"]).all()
+    heur = df[df["scheduler"] == "greedy-blevel"].set_index("instance_id")["makespan"]
+    for inst, row in opt.iterrows():
+        if inst in heur and heur[inst] == heur[inst]:
+            assert heur[inst] >= row["cpsat"]
+
+
+def test_resume_runs_only_new_jobs(tmp_path) -> None:
+    db = tmp_path / "r.sqlite"
+    first = run_experiment(
+        parse_config(SMALL.format(names='["greedy"]')), db, workers=1, progress=False
+    )
+    assert first.ran == 6
+    again = run_experiment(
+        parse_config(SMALL.format(names='["greedy", "serial"]')), db, workers=1, progress=False
+    )
+    assert (again.jobs, again.skipped, again.ran) == (12, 6, 6)
+    df = load_results(db)
+    assert len(df) == 12
+    assert df.groupby("run_id").size().sort_values().tolist() == [6, 6]
+
+
+def test_local_executor_kills_at_deadline_and_survives_crashes() -> None:
+    # fork: quick to start, and these builtins need no imports (the runner itself uses spawn)
+    ex = LocalExecutor(workers=2, fn=time.sleep, start_method="fork")
+    t0 = time.monotonic()
+    out = {o.key: o for o in ex.run([("slow", 60, 1.0), ("a", 0, 30.0), ("b", 0.1, 30.0)])}
+    assert time.monotonic() - t0 < 30
+    assert out["slow"].kind == "timeout" and out["a"].kind == out["b"].kind == "ok"
+    crash = {o.key: o for o in LocalExecutor(1, os._exit, "fork").run([("x", 3, 30.0)])}
+    assert crash["x"].kind == "crash" and "exit code 3" in crash["x"].value
+    errs = {
+        o.key: o for o in LocalExecutor(1, int, "fork").run([("y", "nan?", 30.0), ("z", "4", 9)])
+    }
+    assert errs["y"].kind == "error" and "ValueError" in errs["y"].value
+    assert errs["z"].value == 4  # the worker goes on after an exception
+
+
+KILL_TOML = """
+[experiment]
+name = "kill"
+[[graphs]]
+generate = "layered"
+ops = 22
+count = 10
+[machines]
+units = [2]
+memory_cap = [0.85, 0.7]
+[schedulers]
+names = ["cpsat"]
+time_limit = 1
+"""
+
+
+def _count(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as c:
+            return int(c.execute("SELECT count(*) FROM results").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_sigkill_mid_run_loses_only_jobs_in_flight(tmp_path) -> None:
+    exp = tmp_path / "kill.toml"
+    exp.write_text(KILL_TOML)
+    db = tmp_path / "r.sqlite"
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    cli = "from opsched.cli import main; main()"
+    cmd = [sys.executable, "-c", cli, "bench", str(exp), "--db", str(db), "-q"]
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while _count(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its workers, at once
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+    before = load_results(db)
+    assert 2 <= len(before) < 20, "the run should have been killed mid-way"
+    done = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["jobs"], summary["skipped"], summary["ran"]) == (
+        20, len(before), 20 - len(before))  # fmt: skip
+    after = load_results(db)
+    assert len(after) == 20 and after["job_id"].is_unique
+    kept = after.set_index("job_id").loc[before["job_id"]]
+    assert (kept["finished"].to_numpy() == before["finished"].to_numpy()).all()  # not redone
+    assert set(after["status"]) <= {"OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN"}
+
+
+def test_layered_import_is_the_generator_used() -> None:
+    assert layered(8, seed=0).name == "layered-8-s0"

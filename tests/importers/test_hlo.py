@@ -1,0 +1,141 @@
+"""The XLA HLO text importer: the JAX samples, hand-written snippets, one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from opsched.cli import main
+from opsched.datasets import dataset_path
+from opsched.errors import InputError
+from opsched.importers import from_hlo_text, read_graph
+from opsched.importers._build import TensorMeta
+from opsched.importers.hlo import parse_type
+
+SAMPLES = ("mlp", "conv_block", "attention")
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_lowered_and_compiled_agree_on_flops(name: str) -> None:
+    """XLA's fusions regroup the same arithmetic: total FLOPs must not change."""
+    lowered = read_graph(dataset_path(f"hlo/{name}.hlo"))
+    compiled = read_graph(dataset_path(f"hlo/{name}.opt.hlo"))
+    total = sum(op.attrs["flops"] for op in lowered.ops)
+    assert total == sum(op.attrs["flops"] for op in compiled.ops) > 0
+    assert compiled.num_ops < lowered.num_ops
+    assert any(op.kind == "fused" for op in compiled.ops)
+    assert sum(op.output for op in lowered.ops) >= 1
+    assert "unmapped" not in lowered.attrs and "unmapped" not in compiled.attrs
+
+
+def test_mlp_sample_by_hand() -> None:
+    g = read_graph(dataset_path("hlo/mlp.hlo"))
+    assert g.name == "mlp" and g.attrs["source"] == "hlo"
+    dots = [op for op in g.ops if op.kind == "matmul"]
+    assert [(d.attrs["M"], d.attrs["N"], d.attrs["K"]) for d in dots] == [
+        (32, 512, 256),
+        (32, 10, 512),
+    ]
+    assert dots[0].attrs["flops"] == 2 * 32 * 512 * 256 and dots[0].output_bytes == 32 * 512 * 4
+    assert [op.name for op in g.ops if op.kind == "input"] == ["x.1", "w1.1", "b1.1", "w2.1"]
+
+
+def test_conv_sample_by_hand() -> None:
+    g = read_graph(dataset_path("hlo/conv_block.hlo"))
+    conv = next(op for op in g.ops if op.kind == "conv2d")
+    a = conv.attrs
+    assert (a["N"], a["C"], a["H"], a["W"], a["K"], a["R"], a["S"]) == (8, 16, 32, 32, 32, 3, 3)
+    assert a["flops"] == 2 * 8 * 32 * 32 * 32 * 16 * 9 and conv.output_bytes == 8 * 32 * 32 * 32 * 4
+    pool = next(op for op in g.ops if op.kind == "pool")
+    assert (pool.attrs["R"], pool.attrs["stride_h"], pool.attrs["mode"]) == (2, 2, "max")
+    assert pool.output_bytes == 8 * 32 * 16 * 16 * 4 and pool.output
+
+
+OLD_STYLE = """HloModule old, entry_computation_layout={(f32[2,4,8]{2,1,0})->(f32[2,4,4]{2,1,0}, f32[2,4]{1,0})}
+
+%add_f32 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+
+%fused (p0: f32[2,4,8], p1: f32[2,8,4]) -> f32[2,4,4] {
+  %p0 = f32[2,4,8]{2,1,0} parameter(0)
+  %p1 = f32[2,8,4]{2,1,0} parameter(1)
+  %d = f32[2,4,4]{2,1,0} dot(f32[2,4,8]{2,1,0} %p0, f32[2,8,4]{2,1,0} %p1), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  ROOT %e = f32[2,4,4]{2,1,0} exponential(f32[2,4,4]{2,1,0} %d)
+}
+
+ENTRY %main (x: f32[2,4,8]) -> (f32[2,4,4], f32[2,4]) {
+  %x = f32[2,4,8]{2,1,0} parameter(0), metadata={op_name="x" source_file="a, b.py"}
+  %t = f32[2,8,4]{1,2,0} transpose(f32[2,4,8]{2,1,0} %x), dimensions={0,2,1}
+  %f = f32[2,4,4]{2,1,0} fusion(f32[2,4,8]{2,1,0} %x, f32[2,8,4]{1,2,0} %t), kind=kOutput, calls=%fused
+  %z = f32[] constant(0)
+  %r = f32[2,4]{1,0} reduce(f32[2,4,4]{2,1,0} %f, f32[] %z), dimensions={2}, to_apply=%add_f32
+  %tup = (f32[2,4,4]{2,1,0}, f32[2,4]{1,0}) tuple(%f, %r)
+  %g = f32[2,4]{1,0} get-tuple-element(%tup), index=1
+  ROOT %out = (f32[2,4,4]{2,1,0}, f32[2,4]{1,0}) tuple(%f, %g)
+}
+"""  # noqa: E501
+
+
+def test_old_style_fusion_tuple_gte() -> None:
+    g = from_hlo_text(OLD_STYLE)
+    assert g.name == "old" and g.names == ["x", "t", "f", "r"]
+    f = g["f"]
+    # batch 2 of [4,8]x[8,4]: 2*2*4*4*8 = 512 FLOPs, plus 32 exponentials
+    assert f.kind == "fused" and f.attrs["flops"] == 512 + 32
+    assert f.attrs["bytes"] == (64 + 64 + 32) * 4 and f.attrs["fusion_kind"] == "kOutput"
+    assert set(f.deps) == {"x", "t"} and g["t"].kind == "copy"
+    r = g["r"]
+    assert (r.kind, r.attrs["numel"], r.attrs["out_numel"]) == ("reduce", 32, 8)
+    assert f.output and r.output and not g["t"].output  # the ROOT tuple's elements
+    assert g.persistent_bytes == 4  # the scalar constant
+
+
+def test_parse_type() -> None:
+    assert parse_type("pred[3,<=5]{1,0}")[0] == TensorMeta((3, 5), "bool")
+    t, end = parse_type("((f32[1]{0}, s64[]), token[]) tuple(a)")
+    assert t == ((TensorMeta((1,), "float32"), TensorMeta((), "int64")), None)
+    assert end == len("((f32[1]{0}, s64[]), token[])")
+    assert parse_type("u16[2]")[0].dtype == "float16"  # same width, so bytes stay right
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("HloModule m\ncomp {\n  x = f32[1] parameter(0)\n}\n", "no ENTRY computation"),
+        ("HloModule m\nENTRY e {\n  x = f32[1] parameter(0)\n  garbage here\n}\n",
+         "line 4: expected 'name = type opcode(operands)'"),
+        ("HloModule m\nENTRY e {\n  x = f32[1 parameter(0)\n}\n", "line 3: expected a type"),
+        ("HloModule m\nENTRY e {\n  x = q9[1] parameter(0)\n}\n",
+         "line 3: unknown element type 'q9'"),
+        ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  y = f32[2] add(x, w)\n}\n",
+         "line 4: operand 'w' of 'y' is not defined"),
+        ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n", "not closed"),
+        ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
+         "  y = f32[2] fusion(x), calls=nope\n}\n",
+         "line 4: unknown computation 'nope'"),
+        ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  y = f32[2] add(x, x\n}\n",
+         "line 4: unbalanced parentheses"),
+    ],
+)  # fmt: skip
+def test_bad_hlo_one_line(text: str, message: str) -> None:
+    with pytest.raises(InputError) as e:
+        from_hlo_text(text, where="f.hlo")
+    assert message in str(e.value) and str(e.value).startswith("f.hlo: ")
+    assert "\n" not in str(e.value)
+
+
+def test_convert_hlo_txt(tmp_path) -> None:
+    src = tmp_path / "model.hlo.txt"
+    src.write_text(OLD_STYLE)
+    out = tmp_path / "model.json"
+    res = CliRunner().invoke(main, ["convert", str(src), str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    assert read_graph(out).num_ops == 4
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\nENTRY e {\n  oops\n}\n")
+    res = CliRunner().invoke(main, ["convert", str(bad), str(tmp_path / "x.json")])
+    assert res.exit_code == 2 and f"{bad}: line 3:" in res.output
+    assert not (tmp_path / "x.json").exists()

@@ -1,0 +1,133 @@
+"""The ONNX importer: onnx.helper models worked by hand, a torch-exported CNN, errors."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from click.testing import CliRunner  # noqa: E402
+from onnx import TensorProto as TP  # noqa: E402
+from onnx import helper as oh  # noqa: E402
+
+from opsched.cli import main  # noqa: E402
+from opsched.errors import InputError  # noqa: E402
+from opsched.importers import from_onnx, read_graph  # noqa: E402
+from opsched.importers._build import ImporterWarning  # noqa: E402
+
+
+def _zeros(name: str, dims: list[int]) -> Any:
+    n = 1
+    for d in dims:
+        n *= d
+    return oh.make_tensor(name, TP.FLOAT, dims, [0.0] * n)
+
+
+def small_cnn() -> Any:
+    """Conv 3->8 (3x3, stride 2, pad 1) -> Relu -> GlobalAveragePool -> Flatten -> Gemm 8->4."""
+    x = oh.make_tensor_value_info("x", TP.FLOAT, ["batch", 3, 16, 16])
+    y = oh.make_tensor_value_info("y", TP.FLOAT, None)
+    nodes = [
+        oh.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", strides=[2, 2], pads=[1] * 4),
+        oh.make_node("Relu", ["c"], ["r"], name="relu"),
+        oh.make_node("GlobalAveragePool", ["r"], ["p"], name="gap"),
+        oh.make_node("Flatten", ["p"], ["f"], name="flat"),
+        oh.make_node("Gemm", ["f", "fw", "fb"], ["y"], name="fc", transB=1),
+    ]
+    inits = [_zeros("w", [8, 3, 3, 3]), _zeros("b", [8]), _zeros("fw", [4, 8]), _zeros("fb", [4])]
+    return oh.make_model(oh.make_graph(nodes, "cnn", [x], [y], inits))
+
+
+def test_helper_cnn_by_hand() -> None:
+    g = from_onnx(small_cnn(), dims={"batch": 2})
+    assert [(op.name, op.kind) for op in g.ops] == [
+        ("x", "input"), ("conv", "conv2d"), ("relu", "elementwise"), ("gap", "pool"),
+        ("flat", "view"), ("fc", "matmul"),
+    ]  # fmt: skip
+    conv = g["conv"]
+    # output 2 x 8 x 8 x 8; each output element: 3 channels x 3 x 3 taps
+    assert conv.attrs["flops"] == 2 * (2 * 8 * 8 * 8) * 27 and conv.output_bytes == 2 * 8 * 64 * 4
+    gap = g["gap"]
+    assert (gap.attrs["R"], gap.attrs["S"], gap.attrs["mode"]) == (8, 8, "avg")
+    assert gap.attrs["flops"] == 2 * 8 * 64 and gap.output_bytes == 2 * 8 * 4
+    fc = g["fc"]
+    assert (fc.attrs["M"], fc.attrs["N"], fc.attrs["K"]) == (2, 4, 8) and fc.output
+    assert set(fc.deps) == {"flat", "gap"}  # the view's base stays alive until the Gemm
+    assert g.persistent_bytes == (216 + 8 + 32 + 4) * 4
+    assert g.attrs["opset"] >= 13 and "symbolic_dims" not in g.attrs
+    assert g["conv"].attrs["onnx_op"] == "Conv"
+
+
+def test_symbolic_dims_default_to_one() -> None:
+    g = from_onnx(small_cnn())
+    assert g.attrs["symbolic_dims"] == {"batch": 1}
+    assert g["x"].output_bytes == 3 * 16 * 16 * 4
+
+
+def test_embedding_softmax_layernorm_and_unknown() -> None:
+    ids = oh.make_tensor_value_info("ids", TP.INT64, [2, 5])
+    y = oh.make_tensor_value_info("y", TP.FLOAT, None)
+    nodes = [
+        oh.make_node("Gather", ["table", "ids"], ["e"], name="emb"),
+        oh.make_node("LayerNormalization", ["e", "g", "bb"], ["n"], name="ln", axis=-1),
+        oh.make_node("Softmax", ["n"], ["s"], name="sm", axis=-1),
+        oh.make_node("LpNormalization", ["s"], ["y"], name="odd"),
+    ]
+    inits = [_zeros("table", [100, 16]), _zeros("g", [16]), _zeros("bb", [16])]
+    model = oh.make_model(
+        oh.make_graph(nodes, "t", [ids], [y], inits), opset_imports=[oh.make_opsetid("", 17)]
+    )
+    with pytest.warns(ImporterWarning, match="LpNormalization x1"):
+        g = from_onnx(model)
+    assert g["emb"].kind == "embedding" and g["emb"].attrs["tokens"] == 10
+    assert g["emb"].attrs["dim"] == 16 and g["emb"].output_bytes == 10 * 16 * 4
+    assert (g["ln"].kind, g["ln"].attrs["rows"], g["ln"].attrs["cols"]) == ("layernorm", 10, 16)
+    assert (g["sm"].kind, g["sm"].attrs["cols"]) == ("softmax", 16)
+    assert g["odd"].kind == "elementwise" and g.attrs["unmapped"] == {"LpNormalization": 1}
+
+
+def test_torch_exported_cnn(tmp_path) -> None:
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    net = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10)
+    ).eval()
+    path = tmp_path / "net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # the legacy TorchScript exporter: the dynamo one needs onnxscript, not installed here
+        torch.onnx.export(net, (torch.randn(2, 3, 8, 8),), str(path), dynamo=False)
+    g = read_graph(path)
+    assert g.name == "net" and [op.kind for op in g.ops] == [
+        "input", "conv2d", "elementwise", "pool", "view", "matmul",
+    ]  # fmt: skip
+    from opsched.importers import from_torch
+
+    ref = from_torch(net, (torch.randn(2, 3, 8, 8),))
+    assert [op.attrs["flops"] for op in g.ops] == [op.attrs["flops"] for op in ref.ops]
+    assert [op.output_bytes for op in g.ops] == [op.output_bytes for op in ref.ops]
+    assert g.persistent_bytes == ref.persistent_bytes
+
+
+def test_bad_files(tmp_path) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage that is not protobuf \xff\xff")
+    with pytest.raises(InputError) as e:
+        read_graph(bad)
+    assert str(bad) in str(e.value) and "\n" not in str(e.value)
+    out = tmp_path / "o.json"
+    res = CliRunner().invoke(main, ["convert", str(bad), str(out)])
+    assert res.exit_code == 2 and res.output.startswith("opsched: error: ") and not out.exists()
+    with pytest.raises(InputError, match="no such file"):
+        from_onnx(tmp_path / "missing.onnx")
+
+
+def test_undefined_input_names_the_node() -> None:
+    x = oh.make_tensor_value_info("x", TP.FLOAT, [4])
+    y = oh.make_tensor_value_info("y", TP.FLOAT, [4])
+    node = oh.make_node("Add", ["x", "ghost"], ["y"], name="plus")
+    with pytest.raises(InputError, match=r"node 'plus' \(Add\): input 'ghost' is not defined"):
+        from_onnx(oh.make_model(oh.make_graph([node], "g", [x], [y])))

@@ -1,0 +1,124 @@
+"""The importer on the two shipped traces.
+
+Expected numbers were checked independently against the shared kernel tables built from the
+same traces (``kineto_resnet50_v100_*.csv.gz``, ``hta_*.csv.gz``, rows of these sources):
+kernel counts, kernel-time sums and the op-instance row counts; per-step numbers by the ops'
+start times in each ``ProfilerStep`` window.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+
+import pytest
+
+from opsched.datasets import dataset_path
+from opsched.errors import InputError
+from opsched.importers.trace import ImportedTrace, build_step, import_trace
+from opsched.importers.trace.rows import ROW_COLUMNS
+from opsched.validate import validate
+
+RESNET = "resnet50_v100_step.pt.trace.json.gz"
+HTA = "hta_a100_control.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def resnet() -> ImportedTrace:
+    return import_trace(dataset_path("traces") / RESNET)
+
+
+@pytest.fixture(scope="module")
+def hta() -> ImportedTrace:
+    return import_trace(dataset_path("traces") / HTA)
+
+
+def _raw_step_busy(name: str, step: int) -> tuple[int, float]:
+    """Kernel count and GPU time (kernels, memcpys, memsets) launched in a step, by hand."""
+    doc = json.loads(gzip.decompress((dataset_path("traces") / name).read_bytes()))
+    ev = doc["traceEvents"]
+    st = next(e for e in ev if e.get("name") == f"ProfilerStep#{step}" and e.get("ph") == "X")
+    lo, hi = st["ts"], st["ts"] + st["dur"]
+    calls = {
+        e["args"]["correlation"]: e["ts"]
+        for e in ev
+        if e.get("cat") in ("Runtime", "cuda_runtime") and "correlation" in e["args"]
+    }
+    gpu = [
+        e
+        for e in ev
+        if e.get("cat") in ("Kernel", "kernel", "Memcpy", "gpu_memcpy", "Memset", "gpu_memset")
+        and lo <= calls.get(e["args"]["correlation"], -1) < hi
+    ]
+    return sum(e["cat"] in ("Kernel", "kernel") for e in gpu), sum(e["dur"] for e in gpu)
+
+
+def test_resnet_rows_match_the_shared_table(resnet: ImportedTrace) -> None:
+    r = resnet.rows
+    assert list(r.columns) == list(ROW_COLUMNS)
+    assert (len(r), r["n_kernels"].sum(), r["gpu_time_us"].sum()) == (7596, 8772, 591532)
+    assert set(r["gpu"]) == {"Tesla V100-DGXS-32GB"}
+    conv1 = r[r["op"] == "aten::cudnn_convolution"].iloc[0]
+    assert conv1["flops"] == 2 * 32 * 64 * 3 * 7 * 7 * 112 * 112  # 7.55 GFLOP, as in the table
+    assert conv1["top_op"] == "ProfilerStep#5" and conv1["n_kernels"] == 2
+    wgrad = r[r["op"] == "aten::cudnn_convolution_backward_weight"].iloc[0]
+    assert "conv2d_bwd_filter" in wgrad["shape"] and wgrad["flops"] > 0
+
+
+def test_resnet_step_graph(resnet: ImportedTrace) -> None:
+    tl = resnet.timeline
+    g, s = tl.graph, tl.schedule
+    assert tl.step == 5 and g.attrs["streams"] == [7]
+    assert (g.attrs["kernels"], g.attrs["kernel_time_us"]) == (1462, 98598)
+    kernels, busy = _raw_step_busy(RESNET, 5)
+    assert kernels == 1462 and sum(op.duration for op in g.ops) == busy
+    # one stream: a chain, every edge a stream edge
+    assert g.num_edges == g.num_ops - 1
+    assert {k for op in g.ops for k in op.attrs["dep_kinds"].values()} == {"stream"}
+    conv1 = next(op for op in g.ops if op.kind == "conv2d")
+    assert conv1.name == "aten::conv2d#1"
+    assert {
+        k: conv1.attrs[k] for k in ("N", "C", "H", "W", "K", "R", "S", "stride_h", "pad_h")
+    } == {"N": 32, "C": 3, "H": 224, "W": 224, "K": 64, "R": 7, "S": 7, "stride_h": 2, "pad_h": 3}
+    assert conv1.output_bytes == 32 * 64 * 112 * 112 * 4
+    kinds = Counter(op.kind for op in g.ops)
+    assert kinds["conv2d"] == 53 and kinds["fused"] == 53  # 53 convolutions, 53 backward
+    assert kinds["batchnorm"] == 106 and kinds["matmul"] == 3  # fc: addmm, 2 mm in backward
+    rep = validate(tl.problem, s)
+    assert rep.valid and s.makespan == max(o.end for o in s.ops) == 118872
+    assert {o.unit for o in s.ops} == {0}
+
+
+def test_hta_rows_and_streams(hta: ImportedTrace) -> None:
+    r = hta.rows
+    assert (len(r), r["n_kernels"].sum(), r["gpu_time_us"].sum()) == (7452, 8520, 439171)
+    assert set(r["gpu"]) == {"NVIDIA A100-PG509-200"}
+    tl = hta.timeline
+    g = tl.graph
+    assert tl.step == 1009 and g.attrs["streams"] == [7, 20, 21, 22]
+    assert g.attrs["kernels"] == 1428  # 1420 under a CPU op + 8 from FusedAdam's annotation
+    under_op = [
+        op
+        for op in g.ops
+        if "aten_op" in op.attrs and op.attrs["aten_op"] != "Optimizer.step#FusedAdam.step"
+    ]
+    assert sum(op.attrs["n_kernels"] for op in under_op) == 1420
+    nccl = [op for op in g.ops if op.attrs["stream"] == 21]
+    assert nccl and all("nccl" in k for op in nccl for k in op.attrs["kernels"])
+    deps = Counter(k for op in g.ops for k in op.attrs["dep_kinds"].values())
+    assert deps["event"] > 0 and deps["host"] > 0
+    units = {o.name: o.unit for o in tl.schedule.ops}
+    cross = [
+        (p, op.name) for op in g.ops for p, k in op.attrs["dep_kinds"].items() if k != "stream"
+    ]
+    assert cross and all(units[p] != units[q] for p, q in cross)
+    assert validate(tl.problem, tl.schedule).valid
+
+
+def test_other_step_and_missing_step(hta: ImportedTrace) -> None:
+    tl = build_step(hta.trace, hta.launches, 1012)
+    assert tl.step == 1012 and validate(tl.problem, tl.schedule).valid
+    assert tl.graph.attrs["kernels"] == _raw_step_busy(HTA, 1012)[0]
+    with pytest.raises(InputError, match="steps: 1009, 1010, 1011, 1012, 1013, 1014"):
+        build_step(hta.trace, hta.launches, 7)

@@ -1,0 +1,151 @@
+"""The importer on small hand-made traces whose graph is worked out by hand."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from opsched.errors import InputError
+from opsched.importers.trace import build_step, import_trace, link_launches, parse_trace
+from opsched.importers.trace.events import load_trace
+from opsched.validate import validate
+
+from .helpers import TraceBuilder
+
+
+def _timeline(b: TraceBuilder, step: int | None = None):  # type: ignore[no-untyped-def]
+    t = parse_trace(b.doc(), "synthetic.json")
+    return build_step(t, link_launches(t), step)
+
+
+def test_two_streams_with_exact_event_wait() -> None:
+    # stream 7: A (0-10), C (30-35); stream 20: B (12-20) waits for A's event.
+    b = TraceBuilder()
+    b.cpu("aten::mm", 0, 5, [[8, 4], [4, 2]])
+    b.launch("gemm", 1, 0, 10, stream=7)
+    rec = b.runtime("cudaEventRecord", 6)
+    wait = b.runtime("cudaStreamWaitEvent", 7)
+    b.cpu("aten::relu", 8, 3, [[8, 2]])
+    b.launch("relu_kernel", 9, 12, 8, stream=20)
+    b.cpu("aten::add", 12, 3, [[8, 2], [8, 2]])
+    b.launch("add_kernel", 13, 30, 5, stream=7)
+    b.sync(stream=20, wait_on=7, wait_corr=wait, record_corr=rec, ts=11)
+    tl = _timeline(b)
+    g = tl.graph
+    assert g.names == ["aten::mm#1", "aten::relu#1", "aten::add#1"]
+    assert g["aten::relu#1"].deps == ("aten::mm#1",)
+    assert g["aten::relu#1"].attrs["dep_kinds"] == {"aten::mm#1": "event"}
+    assert g["aten::add#1"].attrs["dep_kinds"] == {"aten::mm#1": "stream"}
+    assert g["aten::mm#1"].kind == "matmul" and g["aten::mm#1"].output_bytes == 8 * 2 * 4
+    assert g.attrs["streams"] == [7, 20]
+    s = tl.schedule
+    assert [(o.start, o.end, o.unit) for o in s.ops] == [(0, 10, 0), (12, 20, 1), (30, 35, 0)]
+    assert validate(tl.problem, s).valid
+
+
+def test_wait_without_sync_records_links_other_streams() -> None:
+    # no cuda_sync events: the wait links the last op launched on every other stream before
+    # the wait to the next op the waiting thread launches
+    b = TraceBuilder()
+    b.cpu("aten::mul", 0, 3, [[4]])
+    b.launch("k1", 1, 0, 4, stream=7)
+    b.runtime("cudaStreamWaitEvent", 4)
+    b.cpu("aten::neg", 5, 3, [[4]])
+    b.launch("k2", 6, 10, 2, stream=21)
+    tl = _timeline(b)
+    assert tl.graph["aten::neg#1"].attrs["dep_kinds"] == {"aten::mul#1": "event"}
+
+
+def test_host_sync_edges_and_a_contradicted_edge_is_dropped() -> None:
+    b = TraceBuilder()
+    b.cpu("aten::mul", 0, 3, [[4]])
+    b.launch("k1", 1, 0, 4, stream=7)  # ends at 4
+    b.cpu("aten::neg", 1, 2, [[4]], tid=2)
+    b.launch("k2", 2, 1, 50, stream=20, tid=2)  # still running when the sync returns
+    b.runtime("cudaStreamSynchronize", 5, 5)  # returns at 10
+    b.cpu("aten::exp", 11, 3, [[4]])
+    b.launch("k3", 12, 20, 2, stream=20)
+    b.cpu("aten::abs", 15, 3, [[4]])
+    b.launch("k4", 16, 30, 2, stream=7)
+    g = _timeline(b).graph
+    # k1 finished before the sync returned: it precedes the first launch on the other stream
+    assert g["aten::exp#1"].attrs["dep_kinds"] == {"aten::neg#1": "stream", "aten::mul#1": "host"}
+    # k2 had not finished: no host edge from it; mul -> abs is plain stream order
+    assert g["aten::abs#1"].attrs["dep_kinds"] == {"aten::mul#1": "stream"}
+
+
+def test_interleaved_frames_split_into_runs_and_steps() -> None:
+    b = TraceBuilder()
+    b.cpu("ProfilerStep#3", 0, 100, cat="user_annotation")
+    b.cpu("ProfilerStep#4", 100, 100, cat="user_annotation")
+    b.cpu("aten::cat", 0, 50, [[2, 3], [2, 3]])
+    b.launch("copy_a", 1, 0, 5)
+    b.cpu("aten::sin", 10, 5, [[6]], tid=2)
+    b.launch("sin_k", 11, 6, 5, tid=2)
+    b.launch("copy_b", 20, 12, 5)
+    b.cpu("aten::cos", 110, 5, [[6]])
+    b.launch("triton_poi_fused_cos_0", 111, 120, 3)
+    tl = _timeline(b)
+    assert tl.graph.names == ["aten::cat#1.1", "aten::sin#1", "aten::cat#1.2"]
+    assert tl.graph["aten::cat#1.1"].duration == 5 and tl.step == 3
+    assert validate(tl.problem, tl.schedule).valid
+    tl4 = _timeline(b, 4)
+    assert tl4.graph.names == ["aten::cos#1"] and tl4.graph.ops[0].attrs["triton"] is True
+    with pytest.raises(InputError, match=r"no ProfilerStep#9.*steps: 3, 4"):
+        _timeline(b, 9)
+
+
+def test_overlapping_kernels_on_a_stream_are_clamped_and_stay_valid() -> None:
+    b = TraceBuilder()
+    b.cpu("aten::mul", 0, 3, [[4]])
+    b.launch("k1", 1, 0, 10)
+    b.cpu("aten::neg", 4, 3, [[4]])
+    b.launch("k2", 5, 8, 4)  # starts 2 us before k1 ends (programmatic dependent launch)
+    tl = _timeline(b)
+    assert tl.schedule.info["clamped"] == 1
+    assert [o.start for o in tl.schedule.ops] == [0, 10]
+    assert validate(tl.problem, tl.schedule).valid
+
+
+def test_kernel_without_cpu_op_is_a_graph_op_but_not_a_row(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.cpu("## optimizer ##", 0, 20, cat="user_annotation")
+    b.launch("multi_tensor_apply_kernel", 2, 0, 7)
+    b.cpu("aten::mm", 5, 5, [[2, 2], [2, 2]])
+    b.launch("gemm", 6, 8, 3)
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(json.dumps(b.doc()).encode()))
+    imp = import_trace(p)
+    assert imp.timeline.graph.names == ["## optimizer ###1", "aten::mm#1"]
+    assert list(imp.rows["op"]) == ["aten::mm"] and imp.rows["gpu"].iloc[0] == "GPU-T"
+    assert imp.rows["flops"].iloc[0] == 2 * 2 * 2 * 2
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty"),
+        (b"{", "invalid JSON"),
+        (b'{"a": 1}', "no 'traceEvents'"),
+        (gzip.compress(b'{"traceEvents": []}')[:-6], "truncated or corrupt gzip"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "x", "dur": 1}]}', "bad ts/dur"),
+    ],
+)
+def test_bad_files(tmp_path: Path, content: bytes, message: str) -> None:
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    with pytest.raises(InputError, match=message) as e:
+        load_trace(p)
+    assert str(p) in str(e.value)
+
+
+def test_trace_without_gpu_work(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.cpu("aten::mm", 0, 5, [[2, 2], [2, 2]])
+    p = tmp_path / "cpu_only.json"
+    p.write_text(json.dumps(b.doc()))
+    with pytest.raises(InputError, match="no GPU work"):
+        import_trace(p)

@@ -1,0 +1,200 @@
+"""Pipeline scheduling: hand-worked cases, brute force on tiny instances, validation, CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from opsched.cli import main
+from opsched.errors import ProblemError
+from opsched.ir import Op, OpGraph
+from opsched.pipeline import (
+    balanced_partition,
+    bottleneck,
+    check_stages,
+    pipeline_cpsat,
+    pipeline_heuristic,
+    stage_capacities,
+    unroll,
+)
+from opsched.problem import Machine, Problem
+from opsched.validate import execute_orders, validate
+from opsched.zoo import layered
+
+
+def chain() -> OpGraph:
+    # a(2) -> b(1) -> c(2)
+    return OpGraph((Op("a", 2), Op("b", 1, deps=("a",)), Op("c", 2, deps=("b",))))
+
+
+def brute_force(graph: OpGraph, stages: int, microbatches: int) -> float:
+    """Least makespan over every monotone stage assignment and every per-stage op order.
+
+    One unit per stage: a disjunctive problem, whose optimum is the earliest-start execution
+    of some order of the ops on each stage (semi-active schedules), so enumerating orders is
+    exact. Independent of the CP-SAT model: plain enumeration + ``execute_orders``.
+    """
+    best = float("inf")
+    n = graph.num_ops
+    for assign in itertools.product(range(stages), repeat=n):
+        if any(
+            assign[graph.index(d)] > assign[v] for v, op in enumerate(graph.ops) for d in op.deps
+        ):
+            continue
+        up = unroll(graph, assign, microbatches, [1] * stages)
+        groups = [[o.name for o in up.graph.ops if o.attrs["stage"] == s] for s in range(stages)]
+        for orders in itertools.product(*(itertools.permutations(gr) for gr in groups)):
+            try:
+                s = execute_orders(up, [list(o) for o in orders])
+            except Exception:  # deadlocking orders
+                continue
+            best = min(best, s.makespan or 0.0)
+    return best
+
+
+def test_unroll_names_deps_and_stage_resources() -> None:
+    p = unroll(chain(), [0, 1, 1], 2, [1, 2])
+    assert p.graph.names == ["a@0", "b@0", "c@0", "a@1", "b@1", "c@1"]
+    assert p.graph["c@1"].deps == ("b@1",)
+    assert p.machine.units == 3 and p.machine.resources == {"stage0": 1, "stage1": 2}
+    assert p.graph["a@1"].demands == {"units": 1, "stage0": 1}
+
+
+def test_unroll_rejects_backward_stage() -> None:
+    with pytest.raises(ProblemError, match="op 'b'"):
+        unroll(chain(), [1, 0, 1], 2, [1, 1])
+
+
+def test_stage_capacities() -> None:
+    assert stage_capacities(7, 3) == [3, 2, 2]
+    with pytest.raises(ProblemError):
+        stage_capacities(1, 2)
+
+
+def test_balanced_partition_is_exact_on_small_chains() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        n = int(rng.integers(2, 8))
+        d = rng.integers(1, 10, n)
+        g = OpGraph(
+            tuple(Op(f"o{i}", float(d[i]), deps=(f"o{i - 1}",) if i else ()) for i in range(n))
+        )
+        for s in (2, 3):
+            got = bottleneck(g, balanced_partition(g, s), [1] * s)
+            # every way to cut a chain into s contiguous (possibly empty) pieces
+            best = min(
+                max(d[a:b].sum() for a, b in zip((0, *cuts), (*cuts, n), strict=True))
+                for cuts in itertools.combinations_with_replacement(range(n + 1), s - 1)
+            )
+            assert got == best
+
+
+def test_hand_worked_chain_two_stages() -> None:
+    # Stage loads 3 | 2 (or 2 | 3): two micro-batches need at least 2 * 3 + 2 = 8.
+    p = Problem(chain(), Machine(units=2))
+    r = pipeline_cpsat(p, 2, 2, formulation="unrolled", time_limit=10)
+    assert r.schedule.status.value == "OPTIMAL" and r.metrics.makespan == 8.0
+    assert brute_force(chain(), 2, 2) == 8.0
+    m = pipeline_cpsat(p, 2, 4, formulation="modulo", time_limit=10)
+    # period 3 (= ceil(5 / 2)), latency 5: 3 * 3 + 5
+    assert m.info["ii"] == 3.0 and m.metrics.latency == 5.0 and m.metrics.makespan == 14.0
+    assert m.metrics.interval == 3.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cpsat_unrolled_matches_brute_force(seed: int) -> None:
+    g = layered(3, layers=2, max_duration=5, seed=seed)
+    for stages, mb in ((2, 2), (2, 1), (3, 2)):
+        r = pipeline_cpsat(
+            Problem(g, Machine(units=stages)), stages, mb, formulation="unrolled", time_limit=20
+        )
+        assert r.schedule.status.value == "OPTIMAL"
+        assert r.metrics.makespan == brute_force(g, stages, mb), (seed, stages, mb)
+        assert validate(r.problem, r.schedule).valid
+        assert not check_stages(r.problem, r.schedule)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_method_gives_valid_staged_schedules(seed: int) -> None:
+    g = layered(6, seed=seed)
+    p = Problem(g, Machine(units=3))
+    h = pipeline_heuristic(p, 2, 3)
+    u = pipeline_cpsat(p, 2, 3, formulation="unrolled", time_limit=5)
+    mo = pipeline_cpsat(p, 2, 3, formulation="modulo", time_limit=5)
+    for r in (h, u, mo):
+        assert validate(r.problem, r.schedule).valid
+        assert not check_stages(r.problem, r.schedule)
+        if r.schedule.lower_bound is not None:
+            assert r.metrics.makespan >= r.schedule.lower_bound - 1e-9
+    assert u.schedule.status.value == "OPTIMAL"
+    assert u.metrics.makespan <= min(h.metrics.makespan, mo.metrics.makespan) + 1e-9
+    # the modulo schedule's completions are exactly one period apart
+    assert mo.metrics.max_gap == pytest.approx(mo.info["ii"])
+
+
+def test_heuristic_under_memory_cap_stays_under_it() -> None:
+    g = layered(12, seed=1)
+    free = pipeline_heuristic(Problem(g, Machine(units=2)), 2, 3)
+    cap = int(free.schedule.peak_memory * 0.8)
+    r = pipeline_heuristic(Problem(g, Machine(units=2, memory_cap=cap)), 2, 3)
+    if r.schedule.has_schedule:
+        assert r.schedule.peak_memory <= cap
+        assert validate(r.problem, r.schedule).valid
+    else:
+        assert "reason" in r.schedule.info
+
+
+def test_cpsat_rejects_memory_cap() -> None:
+    with pytest.raises(ProblemError, match="memory cap"):
+        pipeline_cpsat(Problem(chain(), Machine(units=2, memory_cap=10)), 2, 2)
+
+
+def test_cli_pipeline_writes_a_schedule_the_validator_accepts(tmp_path) -> None:
+    out, gout = tmp_path / "s.json", tmp_path / "g.json"
+    r = CliRunner().invoke(
+        main,
+        [
+            "pipeline",
+            "datasets/stg/50/rand0000.stg",
+            "--stages",
+            "3",
+            "--microbatches",
+            "4",
+            "-k",
+            "6",
+            "-o",
+            str(out),
+            "--graph-out",
+            str(gout),
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["valid"] and len(doc["assignment"]) == 52
+    v = CliRunner().invoke(main, ["validate", str(gout), str(out)])
+    assert v.exit_code == 0, v.output
+
+
+def test_cli_pipeline_bad_input_exits_2(tmp_path) -> None:
+    r = CliRunner().invoke(
+        main,
+        [
+            "pipeline",
+            "datasets/stg/50/rand0000.stg",
+            "--stages",
+            "3",
+            "--microbatches",
+            "2",
+            "-k",
+            "2",
+            "-o",
+            str(tmp_path / "x"),
+        ],
+    )
+    assert r.exit_code == 2 and "cannot hold 3 stages" in r.output
+    assert not (tmp_path / "x").exists()

@@ -1,0 +1,123 @@
+"""Report numbers against a tiny store whose gaps are worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from opsched.experiments import load_results, parse_config
+from opsched.experiments.jobs import expand_jobs, load_graphs
+from opsched.experiments.store import ResultStore
+from opsched.report import stats
+
+# Instances (2 units unless said):
+#   A = gnp s0:   cpsat OPTIMAL 10 (peak 100), greedy 12 (peak 150), serial 15 (peak 100)
+#   B = gnp s1:   cpsat FEASIBLE 20 (not proven), greedy 22, serial ERROR
+#   C = rand0000 on 4 units: published optimum 66; greedy 70, serial 70, cpsat UNKNOWN
+#   D = rand0000 on 2 units: published 131, but cpsat claims OPTIMAL 130 -> conflict
+# Gaps by hand (only A and C have a usable proven optimum):
+#   cpsat:  A 0                      -> mean 0, optimal share 1/2 (no schedule on C)
+#   greedy: A 20 %, C 400/66 = 6.0606 % -> mean 13.0303, max 20, share 0
+#   serial: A 50 %, C 6.0606 %        -> mean 28.0303, share 0
+TOML = """
+[experiment]
+name = "hand"
+[[graphs]]
+generate = "gnp"
+ops = 5
+count = 2
+[[graphs]]
+dataset = "stg/50/rand0000.stg"
+[machines]
+units = [2, 4]
+[schedulers]
+names = ["cpsat", "greedy", "serial"]
+"""
+
+RESULTS = {  # (graph, units, scheduler): (status, makespan, peak)
+    ("gnp-5-p0.1-s0", 2, "cpsat"): ("OPTIMAL", 10, 100),
+    ("gnp-5-p0.1-s0", 2, "greedy"): ("FEASIBLE", 12, 150),
+    ("gnp-5-p0.1-s0", 2, "serial"): ("FEASIBLE", 15, 100),
+    ("gnp-5-p0.1-s1", 2, "cpsat"): ("FEASIBLE", 20, 10),
+    ("gnp-5-p0.1-s1", 2, "greedy"): ("FEASIBLE", 22, 10),
+    ("gnp-5-p0.1-s1", 2, "serial"): ("ERROR", None, None),
+    ("rand0000", 4, "cpsat"): ("UNKNOWN", None, None),
+    ("rand0000", 4, "greedy"): ("FEASIBLE", 70, 0),
+    ("rand0000", 4, "serial"): ("FEASIBLE", 70, 0),
+    ("rand0000", 2, "cpsat"): ("OPTIMAL", 130, 0),
+    ("rand0000", 2, "greedy"): ("FEASIBLE", 140, 0),
+    ("rand0000", 2, "serial"): ("FEASIBLE", 262, 0),
+}
+
+
+def make_hand_db(path):
+    cfg = parse_config(TOML, "hand.toml")
+    graphs = load_graphs(cfg)
+    jobs = expand_jobs(cfg, graphs)
+    with ResultStore(path) as store:
+        store.register(cfg, jobs, graphs)
+        for j in jobs:
+            key = (j.graph, j.units, j.scheduler)
+            if key not in RESULTS:  # gnp graphs on 4 units: not run
+                continue
+            status, ms, peak = RESULTS[key]
+            store.record(j.job_id, "hand", {
+                "status": status, "valid": ms is not None if status != "ERROR" else False,
+                "makespan": ms, "peak_memory": peak, "wall_time_s": 0.5,
+                "error": "boom" if status == "ERROR" else None, "host": "h"})  # fmt: skip
+    return load_results(path)
+
+
+@pytest.fixture
+def df(tmp_path):
+    return make_hand_db(tmp_path / "hand.sqlite")
+
+
+def test_optima(df) -> None:
+    opt = stats.instance_optima(df)
+    by_graph = {
+        (g, u): opt.loc[i] for g, u, i in df[["graph", "units", "instance_id"]].drop_duplicates()
+        .itertuples(index=False)
+    }  # fmt: skip
+    assert by_graph[("gnp-5-p0.1-s0", 2)]["optimum"] == 10
+    assert by_graph[("gnp-5-p0.1-s0", 2)]["source"] == "solver"
+    assert math.isnan(by_graph[("gnp-5-p0.1-s1", 2)]["optimum"])
+    assert by_graph[("rand0000", 4)]["optimum"] == 66
+    assert by_graph[("rand0000", 4)]["source"] == "table"
+    d = by_graph[("rand0000", 2)]
+    assert math.isnan(d["optimum"]) and d["source"] == "conflict" and "130" in d["conflict"]
+
+
+def test_gaps_by_hand(df) -> None:
+    t = stats.gap_table(df).set_index("scheduler")
+    assert t.loc["cpsat", "with_optimum"] == 2 and t.loc["cpsat", "no_schedule"] == 1
+    assert t.loc["cpsat", "mean_gap_percent"] == 0 and t.loc["cpsat", "optimal_share"] == 0.5
+    assert t.loc["greedy", "mean_gap_percent"] == pytest.approx((20 + 400 / 66) / 2)
+    assert t.loc["greedy", "max_gap_percent"] == pytest.approx(20)
+    assert t.loc["greedy", "median_gap_percent"] == pytest.approx((20 + 400 / 66) / 2)
+    assert t.loc["serial", "mean_gap_percent"] == pytest.approx((50 + 400 / 66) / 2)
+    assert t.loc["serial", "optimal_share"] == 0
+    assert (t["jobs"] == 4).all()
+
+
+def test_wins_profile_time_and_peaks(df) -> None:
+    w = stats.win_table(df).set_index("scheduler")
+    # A, B, D: cpsat alone; C: greedy and serial tie
+    assert w["wins"].to_dict() == {"cpsat": 3, "greedy": 1, "serial": 1}
+    assert w["sole_wins"].to_dict() == {"cpsat": 3, "greedy": 0, "serial": 0}
+    p = stats.performance_profile(df)
+    steps = {s: list(zip(g["tau"].round(4), g["rho"], strict=True))
+             for s, g in p.groupby("scheduler")}  # fmt: skip
+    # ratios: greedy A 1.2, B 1.1, C 1.0, D 140/130; serial A 1.5, B inf, C 1.0, D 262/130
+    assert steps["greedy"] == [(1.0, 0.25), (1.0769, 0.5), (1.1, 0.75), (1.2, 1.0)]
+    assert steps["serial"] == [(1.0, 0.25), (1.5, 0.5), (2.0154, 0.75)]
+    assert steps["cpsat"] == [(1.0, 0.75)]  # no schedule on C
+    t = stats.time_table(df).set_index("scheduler")
+    assert t.loc["serial", "errors"] == 1 and t.loc["cpsat", "unknown"] == 1
+    assert t.loc["greedy", "mean_s"] == 0.5
+    pk = stats.peak_memory_table(df).set_index("scheduler")
+    # A: least 100 -> greedy 50 %; B: 10 vs 10; C, D: all zero -> 0
+    assert pk.loc["greedy", "max_peak_gap_percent"] == 50
+    assert pk.loc["greedy", "mean_peak_gap_percent"] == pytest.approx(50 / 4)
+    assert pk.loc["serial", "least_peak_share"] == 1.0

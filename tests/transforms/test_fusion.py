@@ -1,0 +1,216 @@
+"""Fusion pass on hand-worked graphs: legality, limits, bytes and durations."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from opsched.cli import main
+from opsched.demo import seed_graph
+from opsched.errors import ProblemError
+from opsched.heuristics import greedy
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.transforms.fusion import fuse
+from opsched.validate import validate
+from opsched.zoo.generators import random_network
+
+F32 = 4
+
+
+def ew(name: str, deps: tuple[str, ...] = (), numel: int = 100, dur: float = 1,
+       fn: str = "relu", **kw: Any) -> Op:  # fmt: skip
+    attrs = {"numel": numel, "arity": max(1, len(deps)), "fn": fn}
+    return Op(name, dur, deps=deps, kind="elementwise", attrs=attrs,
+              output_bytes=numel * F32, **kw)  # fmt: skip
+
+
+def inp(name: str, numel: int = 100) -> Op:
+    return Op(name, 1, kind="input", attrs={"numel": numel}, output_bytes=numel * F32)
+
+
+def test_elementwise_chain_2n_accesses_become_2() -> None:
+    # x -> e0 -> ... -> e4, unary, 100 float32 each: 5 ops x (read + write) x 400 B = 4000 B;
+    # fused: one read of x and one write = 800 B
+    ops = [inp("x")] + [ew(f"e{i}", (f"e{i - 1}" if i else "x",)) for i in range(5)]
+    g = OpGraph(tuple(ops))
+    f, rep = fuse(g)
+    assert f.names == ["x", "e0+e1+e2+e3+e4"]
+    op = f["e0+e1+e2+e3+e4"]
+    assert op.kind == "fused" and op.deps == ("x",)
+    assert op.attrs["bytes"] == 800 and op.attrs["flops"] == 500 and op.attrs["numel"] == 100
+    assert op.attrs["fused_from"] == ["e0", "e1", "e2", "e3", "e4"]
+    assert rep.bytes_before - rep.bytes_after == rep.bytes_saved == 3200
+    assert rep.intermediate_bytes == 4 * 400
+    assert (rep.ops_before, rep.ops_after) == (6, 2)
+    assert rep.by_pattern() == {"elementwise-chain": 1}
+    # duration rule: each member has flops 100, bytes 800 (weight 900); the first and the
+    # last lose 400 B, the three inner ones 800 B: (500 + 3 * 100 + 500) / 900 = 1.444 -> 2
+    assert op.duration == 2
+
+
+def test_durations_stay_fractional_for_float_graphs() -> None:
+    g = OpGraph((inp("x"), ew("a", ("x",), dur=1.5), ew("b", ("a",), dur=1.5)))
+    f, _ = fuse(g)
+    # a: (100 + 400) / 900 * 1.5, b the same
+    assert f["a+b"].duration == pytest.approx(2 * 1.5 * 500 / 900)
+
+
+def test_conv_bn_relu() -> None:
+    shape = {"N": 1, "C": 4, "H": 8, "W": 8, "K": 8, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1}
+    out = 8 * 8 * 8  # N K P Q
+    g = OpGraph(
+        (
+            inp("x", 4 * 64),
+            Op("conv", 10, deps=("x",), kind="conv2d", attrs=shape, output_bytes=out * F32,
+               workspace_bytes=64, demands={"units": 1, "sm": 40}),
+            Op("bn", 2, deps=("conv",), kind="batchnorm", attrs={"numel": out},
+               output_bytes=out * F32),
+            ew("relu", ("bn",), numel=out, dur=2, output=True),
+        )
+    )  # fmt: skip
+    f, rep = fuse(g)
+    op = f["conv+bn+relu"]
+    conv_bytes = F32 * (4 * 64 + 8 * 4 * 9 + out)  # x, weights, y
+    assert op.attrs["bytes"] == conv_bytes  # bn and relu traffic vanishes entirely
+    assert op.attrs["flops"] == 2 * 8 * 4 * 9 * 64 + 2 * out + out
+    assert rep.bytes_saved == 4 * out * F32
+    assert op.output and op.output_bytes == out * F32 and op.workspace_bytes == 64
+    assert op.demands == {"units": 1, "sm": 40}
+    assert rep.by_pattern() == {"conv2d+batchnorm+relu": 1}
+
+
+def test_gemm_bias_activation_keeps_the_outside_inputs() -> None:
+    mm = {"M": 16, "N": 32, "K": 8}
+    g = OpGraph(
+        (
+            inp("a", 16 * 8),
+            inp("bias", 16 * 32),
+            Op("gemm", 4, deps=("a",), kind="matmul", attrs=mm, output_bytes=512 * F32),
+            ew("add", ("gemm", "bias"), numel=512, fn="add"),
+            ew("gelu", ("add",), numel=512, fn="gelu"),
+            ew("tail", ("gelu",), numel=512, output=True),
+        )
+    )
+    f, rep = fuse(g, max_ops=3)
+    assert f.names == ["a", "bias", "gemm+add+gelu", "tail"]
+    assert f["gemm+add+gelu"].deps == ("a", "bias")
+    assert f["tail"].deps == ("gemm+add+gelu",)  # consumers are renamed
+    gemm_bytes = F32 * (16 * 8 + 8 * 32 + 512)
+    add_bytes, gelu_bytes = F32 * 512 * 3, F32 * 512 * 2
+    saved = 2 * (2 * 512 * F32)
+    assert f["gemm+add+gelu"].attrs["bytes"] == gemm_bytes + add_bytes + gelu_bytes - saved
+    assert rep.by_pattern() == {"matmul+add+gelu": 1}
+
+
+def test_no_fusion_across_a_shared_or_output_intermediate() -> None:
+    g = OpGraph(
+        (
+            inp("x"),
+            ew("a", ("x",)),
+            ew("b", ("a",)),
+            ew("side", ("a",), output=True),  # a has two consumers
+            ew("c", ("b",), output=True),  # a graph output...
+            ew("d", ("c",), output=True),  # ...so c cannot be fused into d
+        )
+    )
+    f, rep = fuse(g)
+    assert sorted(f.names) == ["a", "b+c", "d", "side", "x"]
+    assert rep.groups[0].members == ("b", "c")
+
+
+def test_numel_mismatch_and_non_epilogue_consumers_stop_a_group() -> None:
+    mm = {"M": 10, "N": 10, "K": 10}
+    g = OpGraph(
+        (
+            inp("x"),
+            ew("a", ("x",)),
+            Op("m", 1, deps=("a",), kind="matmul", attrs=mm),  # not an epilogue
+            ew("b", ("m",), numel=50),  # 50 != 100 elements
+        )
+    )
+    f, rep = fuse(g)
+    assert f.names == g.names and rep.groups == [] and rep.bytes_saved == 0
+    assert f is g
+
+
+def test_limits() -> None:
+    ops = [inp("x")] + [ew(f"e{i}", (f"e{i - 1}" if i else "x",)) for i in range(10)]
+    g = OpGraph(tuple(ops))
+    _, rep = fuse(g, max_ops=4)
+    assert [len(grp.members) for grp in rep.groups] == [4, 4, 2]
+    # max_bytes: a chain of k unary ops moves 800 B whatever k, a binary op more
+    _, rep = fuse(g, max_bytes=800)
+    assert [len(grp.members) for grp in rep.groups] == [8, 2]  # max_ops 8 still applies
+    _, rep = fuse(g, max_bytes=799)
+    assert rep.groups == []
+    _, rep = fuse(g, max_ops=1)
+    assert rep.groups == []
+    with pytest.raises(ProblemError):
+        fuse(g, max_ops=0)
+    with pytest.raises(ProblemError):
+        fuse(g, max_bytes=-1)
+
+
+def test_uncosted_ops_are_left_alone() -> None:
+    g = seed_graph()  # kinds without shapes
+    f, rep = fuse(g)
+    assert f is g and rep.uncosted == 7 and rep.ops_after == 7
+
+
+def test_fused_network_schedules_validly_and_is_a_fixed_point() -> None:
+    g = random_network(120, seed=5)
+    f, rep = fuse(g)
+    assert rep.ops_after < rep.ops_before and rep.bytes_saved > 0
+    assert rep.work_after <= rep.work_before
+    # every original op is in exactly one op of the fused graph
+    covered = [m for op in f.ops for m in op.attrs.get("fused_from", [op.name])]
+    assert sorted(covered) == sorted(g.names)
+    assert math.isclose(
+        sum(op.output_bytes for op in f.ops) + rep.intermediate_bytes,
+        sum(op.output_bytes for op in g.ops),
+    )
+    p = Problem(f, Machine(units=2))
+    assert validate(p, greedy(p)).valid
+    _, again = fuse(f)
+    assert again.groups == []
+
+
+def test_cli_fuse(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src = tmp_path / "net.json"
+    src.write_text(json.dumps(random_network(30, seed=1).to_dict()))
+    out = tmp_path / "fused.json"
+    r = CliRunner().invoke(main, ["fuse", str(src), "-o", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["ops_after"] < doc["ops_before"] == 30
+    assert len(json.loads(out.read_text())["ops"]) == doc["ops_after"]
+    bad = tmp_path / "fused.txt"
+    r = CliRunner().invoke(main, ["fuse", str(src), "-o", str(bad)])
+    assert r.exit_code == 2 and not bad.exists()
+    r = CliRunner().invoke(main, ["fuse", str(tmp_path / "missing.json"), "-o", str(out)])
+    assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_new_inputs_false_keeps_a_residual_add_separate() -> None:
+    g = OpGraph(
+        (
+            inp("x"),
+            inp("w"),
+            ew("branch", ("x",), dur=5),  # a parallel branch
+            ew("a", ("x",)),
+            ew("add", ("a", "branch"), fn="add"),  # residual: a new input from the branch
+            ew("scale", ("add", "w"), fn="mul"),  # a graph input (weight) is fine
+            ew("relu", ("scale",), output=True),
+            ew("side", ("branch",), output=True),  # so the branch cannot absorb the add
+        )
+    )
+    f, _ = fuse(g)
+    assert "a+add+scale+relu" in f  # the default fuses through the residual add
+    f, rep = fuse(g, new_inputs=False)
+    assert [grp.members for grp in rep.groups] == [("add", "scale", "relu")]
+    assert f["add+scale+relu"].deps == ("a", "branch", "w")

@@ -1,0 +1,72 @@
+"""``opsched generate``: files, the planted schedule, one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from opsched.cli import main
+from opsched.importers import read_graph
+from opsched.schedule import Schedule
+from opsched.zoo.generate_commands import GENERATORS
+
+
+def run(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.parametrize("kind", [k for k in GENERATORS if k not in ("seed", "critical-path")])
+def test_every_random_kind_writes_the_requested_size(kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "g.json"
+    r = run("generate", kind, "--ops", "25", "--seed", "3", "-o", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    g = read_graph(out)
+    assert g.num_ops == doc["ops"] == 25 and g.num_edges == doc["edges"]
+    again = tmp_path / "again.json"
+    run("generate", kind, "--ops", "25", "--seed", "3", "-o", str(again))
+    assert again.read_text() == out.read_text()
+
+
+def test_planted_with_schedule_validates(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    g, s = tmp_path / "p.json", tmp_path / "s.json"
+    r = run("generate", "planted", "--ops", "40", "--units", "3", "--memory", "-o", str(g),
+            "--schedule", str(s), "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    sched = Schedule.from_dict(json.loads(s.read_text()))
+    assert sched.makespan == doc["makespan"] == read_graph(g).work / 3
+    r = run("validate", str(g), str(s), "-k", "3", "--memory-cap", str(doc["memory_cap"]))
+    assert r.exit_code == 0, r.output
+    # one byte less memory: the planted schedule no longer fits
+    r = run("validate", str(g), str(s), "-k", "3", "--memory-cap", str(doc["memory_cap"] - 1))
+    assert r.exit_code == 1
+
+
+def test_examples(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "seed.json"
+    assert run("generate", "seed", "-o", str(out)).exit_code == 0
+    assert read_graph(out).num_ops == 7
+    out = tmp_path / "cp.json"
+    assert run("generate", "critical-path", "-o", str(out)).exit_code == 0
+    assert read_graph(out).num_edges == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["generate", "seed", "--ops", "5"], "has 7 ops"),
+        (["generate", "gnp", "--ops", "5", "--units", "2"], "--units is for the planted"),
+        (["generate", "layered"], "--ops is required"),
+        (["generate", "planted", "--ops", "2", "--units", "3"], "at least 3 ops"),
+        (["generate", "fork-join", "--ops", "9", "--p", "0.5"], "--p is for the gnp"),
+        (["generate", "gnp", "--ops", "9", "--schedule", "s.json"], "--schedule is for"),
+    ],
+)
+def test_errors_exit_2_without_output(args: list[str], message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "g.json"
+    r = run(*args, "-o", str(out))
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert not out.exists()
