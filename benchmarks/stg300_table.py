@@ -1,4 +1,4 @@
-"""Make the STG 300 optimum tables: no optima were ever published for this set.
+"""Make the STG 300 (or 100) optimum tables: no optima were ever published for these sets.
 
 Phase 1 solves all 720 (graph, p) pairs with CP-SAT at a short time limit; phase 2 re-solves
 the unproven ones at a longer limit. Every schedule is re-checked by the validator. The
@@ -8,6 +8,7 @@ the best schedule found).
 
 Reproduce (2 cores; about 20 minutes for phase 1 and up to an hour for phase 2):
     python benchmarks/stg300_table.py --short 10 --long 60 --out datasets/stg/optimal
+    python benchmarks/stg300_table.py --size 100 --short 10 --long 30   # the 100-task set
     # or reuse a phase-1 run: --phase1-csv stg300.csv (written by bench_cpsat.py --csv)
 """
 
@@ -28,8 +29,8 @@ from opsched.validate import validate
 PROCS = (2, 4, 8, 16)
 
 
-def solve(name: str, k: int, limit: float) -> tuple[str, int, int]:
-    p = Problem(read_stg(dataset_path(f"stg/300/{name}.stg")), Machine(units=k))
+def solve(name: str, k: int, limit: float, size: int = 300) -> tuple[str, int, int]:
+    p = Problem(read_stg(dataset_path(f"stg/{size}/{name}.stg")), Machine(units=k))
     r = solve_cpsat(p, time_limit=limit)
     if r.makespan is None or not validate(p, r).valid:
         sys.exit(f"no valid schedule for {name} on {k}")
@@ -38,6 +39,7 @@ def solve(name: str, k: int, limit: float) -> tuple[str, int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, choices=(100, 300), default=300)
     ap.add_argument("--short", type=float, default=10.0)
     ap.add_argument("--long", type=float, default=60.0)
     ap.add_argument("--phase1-csv", type=Path, default=None)
@@ -52,16 +54,16 @@ def main() -> None:
                     int(float(row["lower_bound"])),
                     int(float(row["makespan"])),
                 )
-    names = sorted(p.stem for p in dataset_path("stg/300").glob("rand*.stg"))
+    names = sorted(p.stem for p in dataset_path(f"stg/{a.size}").glob("rand*.stg"))
     t0 = time.perf_counter()
     for k in PROCS:
         for name in names:
             if (name, k) not in results:
-                results[(name, k)] = solve(name, k, a.short)
+                results[(name, k)] = solve(name, k, a.short, a.size)
     open_pairs = [key for key, v in results.items() if v[0] != "OPTIMAL"]
     print(f"phase 1: {len(results) - len(open_pairs)}/{len(results)} proven at {a.short:g} s")
     for i, (name, k) in enumerate(open_pairs):
-        results[(name, k)] = solve(name, k, a.long)
+        results[(name, k)] = solve(name, k, a.long, a.size)
         print(f"\rphase 2: {i + 1}/{len(open_pairs)}, {time.perf_counter() - t0:.0f} s", end="",
               file=sys.stderr)  # fmt: skip
     print(file=sys.stderr)
@@ -74,12 +76,15 @@ def main() -> None:
             status, lb, ub = results[(name, k)]
             if status == "OPTIMAL":
                 proven += 1
-                lines.append(f"300/{name}.stg,{k},{ub}")
+                lines.append(f"{a.size}/{name}.stg,{k},{ub}")
             else:
-                lines.append(f"300/{name}.stg,{k},{lb},{ub}")
-        (a.out / f"Case300_{k}_CPSAT.csv").write_text("\n".join(lines) + "\n")
+                lines.append(f"{a.size}/{name}.stg,{k},{lb},{ub}")
+        (a.out / f"Case{a.size}_{k}_CPSAT.csv").write_text("\n".join(lines) + "\n")
         print(f"| {k} | {proven}/{len(names)} | {len(names) - proven} |")
-    print(f"\nreproduce: python benchmarks/stg300_table.py --short {a.short:g} --long {a.long:g}")
+    print(
+        f"\nreproduce: python benchmarks/stg300_table.py --size {a.size} "
+        f"--short {a.short:g} --long {a.long:g}"
+    )
 
 
 if __name__ == "__main__":

@@ -38,3 +38,12 @@ def test_readme_names_the_test_command() -> None:
     text = README.read_text()
     assert 'pip install -e ".[test]" && python -m pytest' in text
     assert "python3 -m pytest" in (README.parent / ".ci" / "run").read_text()
+
+
+def test_readme_second_example_costs_and_schedules_a_zoo_graph() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(blocks[1], "README.md", "exec"), {})
+    heft, best = map(float, out.getvalue().split())
+    assert 0 < best <= heft  # the portfolio includes HEFT's insertion placement

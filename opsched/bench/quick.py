@@ -23,6 +23,9 @@ from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.datasets import dataset_path, psplib_optima, stg_optima
 from opsched.errors import OpschedError
 from opsched.heuristics import greedy, serial
+from opsched.heuristics.listsched import list_schedule
+from opsched.heuristics.memory_list import memory_list
+from opsched.heuristics.portfolio import portfolio
 from opsched.importers import read_psplib, read_stg
 from opsched.problem import Machine, Problem
 from opsched.schedule import Schedule, Status
@@ -36,6 +39,10 @@ HEURISTICS: dict[str, Callable[[Problem], Schedule]] = {
     "serial": serial,
     "greedy": lambda p: greedy(p, "fifo"),
     "greedy-blevel": lambda p: greedy(p, "b-level"),
+    "list": list_schedule,
+    "heft": lambda p: list_schedule(p, "heft", "insertion"),
+    "memory-list": memory_list,
+    "portfolio": portfolio,
 }
 STG_PROCS = (2, 4, 8, 16)
 FIELDS = [

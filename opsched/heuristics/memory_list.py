@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from opsched.heuristics.listsched import list_schedule
+from opsched.heuristics.listsched import _units_only, list_schedule
 from opsched.heuristics.memory import min_memory_order
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
@@ -103,6 +103,9 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
 def memory_list(problem: Problem, **_: object) -> Schedule:
     """Min-memory order as list priority with memory-feasible placement, or b-level if shorter.
 
+    The in-order schedule joins in on problems whose ops demand at most one unit and no
+    other limited resource.
+
     ``info["order_peak"]`` is the one-unit order's peak; UNKNOWN with a reason if neither
     priority finds a schedule within the cap.
     """
@@ -113,8 +116,8 @@ def memory_list(problem: Problem, **_: object) -> Schedule:
     prio[order] = np.arange(g.num_ops, 0, -1, dtype=np.float64)
     a = list_schedule(problem, prio, "memory")
     b = list_schedule(problem, "b-level", "memory")
-    c = in_order(problem, order)
-    ok = [s for s in (a, b, c) if s.status == Status.FEASIBLE]
+    c = in_order(problem, order) if _units_only(problem) else None
+    ok = [s for s in (a, b, c) if s is not None and s.status == Status.FEASIBLE]
     best = min(ok, key=lambda s: (s.makespan, s.peak_memory or 0)) if ok else a
     best.solver = "memory-list"
     best.wall_time_s = time.perf_counter() - t0

@@ -3,9 +3,10 @@
 cuDNN's ``benchmark=True`` times every candidate algorithm once and keeps the fastest; the
 portfolio does the same with schedules. Each candidate is a list schedule (priority rule x
 placement, :mod:`opsched.heuristics.listsched`) improved by forward-backward justification
-(:mod:`opsched.heuristics.improve`); under a memory cap, memory-feasible placements with
-memory-aware priorities join in. The winner has the smallest makespan, then the smallest
-peak memory, then the earliest place in the candidate list.
+(:mod:`opsched.heuristics.improve`); under a memory cap, memory-feasible placements join
+in, with the memory-aware k-unit schedule of :mod:`opsched.heuristics.memory_list`. The winner
+has the smallest makespan, then the smallest peak memory, then the earliest place in the
+candidate list.
 
 With ``noise`` (a relative spread, e.g. ``0.1``) candidates are ranked by their *expected*
 makespan when actual durations vary: each schedule's per-unit orders are replayed
@@ -48,6 +49,10 @@ class Candidate:
     def run(self, problem: Problem, seed: int = 0) -> Schedule:
         if self.priority == "fifo":
             s = greedy(problem, "fifo")
+        elif self.priority == "min-memory":
+            from opsched.heuristics.memory_list import memory_list
+
+            s = memory_list(problem)
         else:
             s = list_schedule(problem, self.priority, self.placement, seed=seed)
         return justify(problem, s) if self.justify else s
@@ -65,6 +70,7 @@ _MEMORY_CANDIDATES: tuple[Candidate, ...] = (
     Candidate("t-level", "memory"),
     Candidate("successors", "memory"),
     Candidate("fifo", "memory"),
+    Candidate("min-memory", "memory"),
 )
 
 

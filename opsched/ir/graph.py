@@ -116,6 +116,8 @@ class Op:
 
     def __post_init__(self) -> None:
         if self._plain():
+            if type(self.duration) is int:
+                object.__setattr__(self, "duration", float(self.duration))
             return
         self._check_and_normalise()
 
@@ -129,8 +131,8 @@ class Op:
         return (
             type(self.name) is str
             and self.name != ""
-            and type(d) is float
-            and 0.0 <= d <= MAX_SIZE  # false for NaN
+            and (type(d) is float or type(d) is int)
+            and 0 <= d <= MAX_SIZE  # false for NaN
             and type(o) is int
             and 0 <= o <= MAX_SIZE
             and type(w) is int
