@@ -35,6 +35,7 @@ def test_notebooks_are_present() -> None:
         "quickstart.ipynb",
         "heuristic_vs_optimal.ipynb",
         "memory_aware.ipynb",
+        "cost_model.ipynb",
     }
 
 

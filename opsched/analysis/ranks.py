@@ -22,6 +22,9 @@ Rules
     Most immediate successors first.
 ``random``
     Uniform random ranks from ``numpy.random.default_rng(seed)``.
+``perturbed``
+    The b-level times a random factor in ``[1, 1.2)`` (seeded): near-critical ops trade
+    places, which gives a portfolio diverse but still good candidates.
 
 Examples
 --------
@@ -54,7 +57,9 @@ __all__ = [
 ]
 
 #: Names accepted by :func:`priority`.
-PRIORITY_RULES = ("b-level", "t-level", "heft", "cpop", "lpt", "successors", "random")
+PRIORITY_RULES = (
+    "b-level", "t-level", "heft", "cpop", "lpt", "successors", "random", "perturbed",
+)  # fmt: skip
 
 
 def _edge_cost(graph: OpGraph, bandwidth: float | None, latency: float) -> np.ndarray:
@@ -133,4 +138,6 @@ def priority(
         return np.diff(graph.succ_ptr).astype(np.float64)
     if rule == "random":
         return np.random.default_rng(seed).random(graph.num_ops)
+    if rule == "perturbed":
+        return b_level(graph) * (1.0 + 0.2 * np.random.default_rng(seed).random(graph.num_ops))
     raise ProblemError(f"unknown priority rule {rule!r}; known: {', '.join(PRIORITY_RULES)}")

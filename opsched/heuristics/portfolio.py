@@ -2,7 +2,8 @@
 
 cuDNN's ``benchmark=True`` times every candidate algorithm once and keeps the fastest; the
 portfolio does the same with schedules. Each candidate is a list schedule (priority rule x
-placement, :mod:`opsched.heuristics.listsched`) improved by forward-backward justification
+placement, :mod:`opsched.heuristics.listsched`; ten seeded perturbations of the b-level
+among them) improved by forward-backward justification
 (:mod:`opsched.heuristics.improve`); under a memory cap, memory-feasible placements join
 in, with the memory-aware k-unit schedule of :mod:`opsched.heuristics.memory_list`. The winner
 has the smallest makespan, then the smallest peak memory, then the earliest place in the
@@ -45,8 +46,10 @@ class Candidate:
     priority: str
     placement: str = "earliest"
     justify: bool = True
+    seed: int | None = None  # for the seeded rules; None: the portfolio's seed
 
     def run(self, problem: Problem, seed: int = 0) -> Schedule:
+        seed = seed if self.seed is None else self.seed
         if self.priority == "fifo":
             s = greedy(problem, "fifo")
         elif self.priority == "min-memory":
@@ -55,6 +58,8 @@ class Candidate:
             s = memory_list(problem)
         else:
             s = list_schedule(problem, self.priority, self.placement, seed=seed)
+            if self.seed is not None:
+                s.solver = f"{s.solver}-{self.seed}"
         return justify(problem, s) if self.justify else s
 
 
@@ -63,6 +68,7 @@ DEFAULT_CANDIDATES: tuple[Candidate, ...] = tuple(
     [Candidate(p, pl) for p in ("b-level", "cpop", "t-level", "successors", "lpt")
      for pl in ("earliest", "insertion")]
     + [Candidate("random", "earliest"), Candidate("fifo", "earliest")]
+    + [Candidate("perturbed", pl, seed=i) for i in range(10) for pl in ("earliest", "insertion")]
 )  # fmt: skip
 
 _MEMORY_CANDIDATES: tuple[Candidate, ...] = (
