@@ -328,9 +328,9 @@ class OpGraph:
         except KeyError:
             raise GraphError(f"unknown op {name!r}", f"graph {self.name!r}") from None
 
-    @property
+    @cached_property
     def names(self) -> list[str]:
-        """Op names in file order."""
+        """Op names in file order (one shared list: do not modify it)."""
         return [op.name for op in self.ops]
 
     @property

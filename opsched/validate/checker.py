@@ -13,11 +13,10 @@ schedule reports equal those recomputed from its op times.
 
 from __future__ import annotations
 
-import heapq
-import itertools
-import math
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
@@ -116,17 +115,27 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     if schedule.graph != g.name:
         out.append(Violation("graph", f"schedule is for graph {schedule.graph!r}, not {g.name!r}"))
 
-    # ---- one entry per op -------------------------------------------------------------
-    by_name: dict[str, Any] = {}
+    # ---- one entry per op, gathered into arrays in graph order ----------------------------
+    n = g.num_ops
+    names = g.names
+    index: dict[str, int] = {name: i for i, name in enumerate(names)}
+    present = np.zeros(n, dtype=bool)
+    start = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    unit = np.full(n, -2, dtype=np.int64)  # -2: no unit index given
     for o in schedule.ops:
-        if o.name not in g:
+        pos = index.get(o.name)
+        if pos is None:
             out.append(Violation("unknown_op", f"op {o.name!r} is not in the graph", (o.name,)))
-        elif o.name in by_name:
+        elif present[pos]:
             out.append(Violation("duplicate_op", f"op {o.name!r} is scheduled twice", (o.name,)))
         else:
-            by_name[o.name] = o
-    missing = [op.name for op in g.ops if op.name not in by_name]
-    if missing:
+            present[pos] = True
+            start[pos], end[pos] = o.start, o.end
+            if o.unit is not None:
+                unit[pos] = o.unit
+    if not present.all():
+        missing = [names[i] for i in np.flatnonzero(~present)]
         out.append(
             Violation(
                 "missing_op",
@@ -134,145 +143,109 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
                 tuple(missing[:_SHOW]),
             )
         )
-
-    horizon = max(
-        [abs(o.end) for o in by_name.values()] + [abs(o.start) for o in by_name.values()] + [1.0]
-    )
+    seen = np.abs(np.concatenate([start[present], end[present]]))
+    seen = seen[np.isfinite(seen)]
+    horizon = max(float(seen.max()) if len(seen) else 0.0, 1.0)
     eps = tol * horizon
 
     # ---- times --------------------------------------------------------------------------
-    times: dict[str, tuple[float, float]] = {}
-    for op in g.ops:
-        entry = by_name.get(op.name)
-        if entry is None:
-            continue
-        o = entry
-        if not (math.isfinite(o.start) and math.isfinite(o.end)):
-            out.append(Violation("time", f"op {op.name!r} has a non-finite time", (op.name,)))
-            continue
-        if o.start < -eps:
-            out.append(
-                Violation(
-                    "time", f"op {op.name!r} starts before 0 ({o.start:g})", (op.name,), o.start
-                )
-            )
-        if abs((o.end - o.start) - op.duration) > eps:
-            out.append(
-                Violation(
-                    "duration",
-                    f"op {op.name!r} runs {o.end - o.start:g} but its duration is {op.duration:g}",
-                    (op.name,),
-                    o.start,
-                )
-            )
-        times[op.name] = (o.start, o.start + op.duration)
+    d = g.durations
+    ok = present & np.isfinite(start) & np.isfinite(end)  # ops whose times enter the checks
+    for i in np.flatnonzero(present & ~ok):
+        out.append(Violation("time", f"op {names[i]!r} has a non-finite time", (names[i],)))
+    with np.errstate(invalid="ignore"):
+        early = ok & (start < -eps)
+        wrong = ok & (np.abs((end - start) - d) > eps)
+    for i in np.flatnonzero(early | wrong):
+        if early[i]:
+            out.append(Violation("time", f"op {names[i]!r} starts before 0 ({start[i]:g})",
+                                 (names[i],), float(start[i])))  # fmt: skip
+        if wrong[i]:
+            out.append(Violation(
+                "duration",
+                f"op {names[i]!r} runs {end[i] - start[i]:g} but its duration is {d[i]:g}",
+                (names[i],), float(start[i]),
+            ))  # fmt: skip
+    S = np.where(ok, start, 0.0)
+    E = S + d  # the times every later check uses: start + the op's own duration
 
     # ---- precedence -----------------------------------------------------------------
-    for op in g.ops:
-        if op.name not in times:
-            continue
-        s = times[op.name][0]
-        for d in op.deps:
-            if d in times and s < times[d][1] - eps:
-                out.append(
-                    Violation(
-                        "precedence",
-                        f"op {op.name!r} starts at {s:g} before its dependency {d!r} ends at "
-                        f"{times[d][1]:g}",
-                        (d, op.name),
-                        s,
-                    )
-                )
+    src = g.pred_idx
+    dst = np.repeat(np.arange(n), np.diff(g.pred_ptr))
+    for edge in np.flatnonzero(ok[src] & ok[dst] & (S[dst] < E[src] - eps)):
+        u, v = int(src[edge]), int(dst[edge])
+        out.append(
+            Violation(
+                "precedence",
+                f"op {names[v]!r} starts at {S[v]:g} before its dependency {names[u]!r} ends at "
+                f"{E[u]:g}",
+                (names[u], names[v]),
+                float(S[v]),
+            )
+        )
 
     # ---- resources: sweep over starts and ends, ends first at equal times -----------------
-    caps = problem.capacities
-    running = [
-        (name, t) for name, t in times.items() if t[1] - t[0] > eps
-    ]  # zero-duration ops hold nothing
-    for res, cap in caps.items():
+    running = ok & (eps < E - S)  # zero-duration ops hold nothing
+    name_arr = np.asarray(names, dtype=str)
+    for res, cap in problem.capacities.items():
         if cap is None:
             continue
-        users = [(name, t, g[name].demands.get(res, 0)) for name, t in running]
-        users = [u for u in users if u[2] > 0]
-        events = sorted(
-            [(t[1] - eps, 0, name, -amt) for name, t, amt in users]
-            + [(t[0], 1, name, amt) for name, t, amt in users]
-        )
-        level = 0
-        active: dict[str, int] = {}
-        reported = False
-        for when, is_start, name, delta in events:
-            level += delta
-            if is_start:
-                active[name] = delta
-            else:
-                active.pop(name, None)
-            if is_start and level > cap and not reported:
-                holders = sorted(active)
-                out.append(
-                    Violation(
-                        "capacity",
-                        f"resource {res!r} used {level} > capacity {cap} by {_names(holders)}",
-                        tuple(holders[:_SHOW]),
-                        when,
-                    )
+        amt = g.demand_array(res)
+        users = np.flatnonzero(running & (amt > 0))
+        if not len(users):
+            continue
+        hit = _first_overflow(S[users], E[users] - eps, amt[users], name_arr[users], cap)
+        if hit is not None:
+            when, level, holders_idx = hit
+            holders = sorted(names[i] for i in users[holders_idx])
+            out.append(
+                Violation(
+                    "capacity",
+                    f"resource {res!r} used {level} > capacity {cap} by {_names(holders)}",
+                    tuple(holders[:_SHOW]),
+                    when,
                 )
-                reported = True  # one report per resource is enough to locate the fault
+            )
 
     # ---- unit indices ---------------------------------------------------------------------
     k = problem.machine.units
-    per_unit: dict[int, list[tuple[float, float, str]]] = {}
-    with_unit = 0
-    needs_unit = 0
-    for name, (s, e) in times.items():
-        u = by_name[name].unit
-        dem = g[name].demands.get("units", 0)
-        needs_unit += dem == 1
-        if u is None:
-            continue
-        with_unit += 1
-        if dem != 1:
-            out.append(
-                Violation("unit", f"op {name!r} demands {dem} units but names unit {u}", (name,))
-            )
-            continue
-        if u < 0 or (k is not None and u >= k):
-            out.append(
-                Violation(
-                    "unit", f"op {name!r} is on unit {u}, outside 0..{(k or 0) - 1}", (name,), s
-                )
-            )
-            continue
-        if e - s > eps:
-            per_unit.setdefault(u, []).append((s, e, name))
+    dem = g.demand_array("units")
+    given = ok & (unit != -2)
+    needs_unit = int((ok & (dem == 1)).sum())
+    for i in np.flatnonzero(given & (dem != 1)):
+        out.append(Violation("unit", f"op {names[i]!r} demands {dem[i]} units but names unit "
+                             f"{unit[i]}", (names[i],)))  # fmt: skip
+    beyond = (unit >= k) if k is not None else np.zeros(n, dtype=bool)
+    outside = given & (dem == 1) & ((unit < 0) | beyond)
+    for i in np.flatnonzero(outside):
+        out.append(Violation("unit", f"op {names[i]!r} is on unit {unit[i]}, outside "
+                             f"0..{(k or 0) - 1}", (names[i],), float(S[i])))  # fmt: skip
+    with_unit = int(given.sum())
     if 0 < with_unit < needs_unit:
         out.append(
             Violation("unit", f"{needs_unit - with_unit} op(s) have no unit index while others do")
         )
-    for u, items in per_unit.items():
-        items.sort()
-        for (_s1, e1, n1), (s2, _e2, n2) in itertools.pairwise(items):
-            if s2 < e1 - eps:
-                out.append(
-                    Violation(
-                        "unit_overlap", f"ops {n1!r} and {n2!r} overlap on unit {u}", (n1, n2), s2
-                    )
-                )
+    on_unit = np.flatnonzero(given & (dem == 1) & ~outside & (eps < E - S))
+    for a_i, b_i in _unit_overlaps(unit[on_unit], S[on_unit], E[on_unit], name_arr[on_unit], eps):
+        a_op, b_op = on_unit[a_i], on_unit[b_i]
+        out.append(Violation("unit_overlap", f"ops {names[a_op]!r} and {names[b_op]!r} overlap "
+                             f"on unit {unit[a_op]}", (names[a_op], names[b_op]),
+                             float(S[b_op])))  # fmt: skip
 
     # ---- makespan and memory ------------------------------------------------------------
-    makespan = max((e for _s, e in times.values()), default=0.0)
+    makespan = float(E[ok].max()) if ok.any() else 0.0
     report.makespan = makespan
-    if len(times) == g.num_ops:
-        peak, when, holders = _memory_peak(problem, times, makespan)
+    if ok.all():
+        peak, when_peak, live = _memory_peak(problem, S, E, makespan)
         report.peak_memory = peak
         cap = problem.memory_cap
         if cap is not None and peak > cap:
             out.append(
                 Violation(
                     "memory",
-                    f"peak memory {peak} B > cap {cap} B; live: {_names(holders)}",
-                    tuple(holders[:_SHOW]),
-                    when,
+                    f"peak memory {peak} B > cap {cap} B; live: {_names(live)}",
+                    tuple(live[:_SHOW]),
+                    when_peak,
                 )
             )
         if schedule.peak_memory is not None and schedule.peak_memory != peak:
@@ -298,46 +271,83 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     return report
 
 
+def _first_overflow(
+    s: np.ndarray, e: np.ndarray, amt: np.ndarray, names: np.ndarray, cap: int
+) -> tuple[float, int, np.ndarray] | None:
+    """First start at which the running total passes ``cap``: (time, level, holders).
+
+    Events are ordered by time, ends before starts at equal times, then by op name; the
+    holders are the ops started and not yet ended at that event.
+    """
+    m = len(s)
+    when = np.concatenate([e, s])
+    is_start = np.concatenate([np.zeros(m, dtype=np.int8), np.ones(m, dtype=np.int8)])
+    who = np.concatenate([np.arange(m), np.arange(m)])
+    order = np.lexsort((np.concatenate([names, names]), is_start, when))
+    delta = np.where(is_start == 1, amt[who], -amt[who])[order]
+    level = np.cumsum(delta)
+    bad = np.flatnonzero((is_start[order] == 1) & (level > cap))
+    if not len(bad):
+        return None
+    p = int(bad[0])
+    pos = np.empty(2 * m, dtype=np.int64)
+    pos[order] = np.arange(2 * m)
+    started, ended = pos[m:] <= p, pos[:m] <= p
+    return float(when[order[p]]), int(level[p]), np.flatnonzero(started & ~ended)
+
+
+def _unit_overlaps(
+    unit: np.ndarray, s: np.ndarray, e: np.ndarray, names: np.ndarray, eps: float
+) -> list[tuple[int, int]]:
+    """Consecutive pairs (by unit, then start, end, name) that overlap on their unit."""
+    if len(unit) < 2:
+        return []
+    order = np.lexsort((names, e, s, unit))
+    u, s2, e2 = unit[order], s[order], e[order]
+    clash = np.flatnonzero((u[1:] == u[:-1]) & (s2[1:] < e2[:-1] - eps))
+    return [(int(order[c]), int(order[c + 1])) for c in clash]
+
+
 def _memory_peak(
-    problem: Problem, times: dict[str, tuple[float, float]], makespan: float
+    problem: Problem, start: np.ndarray, end: np.ndarray, makespan: float
 ) -> tuple[int, float | None, list[str]]:
-    """Peak of memory(t) by a plain event sweep, with the time and the tensors live then."""
+    """Peak of memory(t) by an event sweep, with the time and the tensors live then.
+
+    A tensor lives over ``[start(v), release(v))`` with release the latest end of its
+    consumers (the makespan for an unconsumed graph output, its own end otherwise); a
+    workspace over ``[start(v), end(v))``. Frees at ``t`` come before allocations at ``t``.
+    """
     g = problem.graph
-    release: dict[str, float] = {}
-    for op in g.ops:
-        for d in op.deps:
-            e = times[op.name][1]
-            if d not in release or e > release[d]:
-                release[d] = e
-    allocs: list[tuple[float, float, int, str]] = []  # (from, to, bytes, what)
-    for op in g.ops:
-        s, e = times[op.name]
-        rel = release.get(op.name, makespan if op.output else e)
-        if op.output_bytes and rel > s:
-            allocs.append((s, rel, op.output_bytes, op.name))
-        if op.workspace_bytes and e > s:
-            allocs.append((s, e, op.workspace_bytes, f"{op.name}(workspace)"))
+    n = g.num_ops
+    src = g.pred_idx
+    dst = np.repeat(np.arange(n), np.diff(g.pred_ptr))
+    release = np.full(n, -np.inf)
+    np.maximum.at(release, src, end[dst])
+    consumed = np.diff(g.succ_ptr) > 0
+    is_output = np.fromiter((op.output for op in g.ops), dtype=bool, count=n)
+    release = np.where(consumed, release, np.where(is_output, makespan, end))
+    out_b, ws_b = g.output_sizes, g.workspace_sizes
+    a_out = np.flatnonzero((out_b > 0) & (release > start))
+    a_ws = np.flatnonzero((ws_b > 0) & (end > start))
+    lo = np.concatenate([start[a_out], start[a_ws]])
+    hi = np.concatenate([release[a_out], end[a_ws]])
+    size = np.concatenate([out_b[a_out], ws_b[a_ws]])
     base = g.persistent_bytes
-    starts = sorted(allocs)
-    live: list[tuple[float, int, str]] = []  # heap by free time
-    level = 0
-    best, best_t, best_live = base, None, []
-    i = 0
-    while i < len(starts):
-        t = starts[i][0]
-        while live and live[0][0] <= t:  # half-open: freed at t before t's allocations
-            _, b, _w = heapq.heappop(live)
-            level -= b
-        while i < len(starts) and starts[i][0] == t:
-            _s, rel, b, what = starts[i]
-            heapq.heappush(live, (rel, b, what))
-            level += b
-            i += 1
-        if base + level > best:
-            best, best_t = base + level, t
-    if best_t is not None:  # what is live at the peak, found once (not at every new high)
-        best_live = sorted(w for s, rel, _b, w in allocs if s <= best_t < rel)
-    return best, best_t, best_live
+    if not len(size):
+        return base, None, []
+    m = len(size)
+    when = np.concatenate([hi, lo])
+    kind = np.concatenate([np.zeros(m, dtype=np.int8), np.ones(m, dtype=np.int8)])  # free first
+    order = np.lexsort((kind, when))
+    level = np.cumsum(np.concatenate([-size, size])[order])
+    top = int(np.argmax(level))
+    if level[top] <= 0:
+        return base, None, []
+    t = float(when[order[top]])
+    live_idx = np.flatnonzero((lo <= t) & (t < hi))
+    names = g.names
+    labels = [names[i] for i in a_out] + [f"{names[i]}(workspace)" for i in a_ws]
+    return base + int(level[top]), t, sorted(labels[i] for i in live_idx)
 
 
 def _names(names: list[str]) -> str:

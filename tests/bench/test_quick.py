@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 
 from opsched.bench import run_quick
+from opsched.bench.quick import HEURISTICS
 from opsched.datasets import psplib_optima
 
 
@@ -13,10 +14,12 @@ def test_quick_study_small(tmp_path: Path) -> None:
     summary = run_quick(tmp_path, limit=2, progress=False)
     with open(tmp_path / "results.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    # 2 STG graphs x 4 processor counts + 2 J30 + up to 2 x 3 capped graphs, 3 heuristics each
+    # 2 STG graphs x 4 processor counts + 2 J30 + up to 2 x 3 capped graphs, every heuristic
+    h = len(HEURISTICS)
+    assert h == 7
     stg = [r for r in rows if r["set"] == "stg50"]
     j30 = [r for r in rows if r["set"] == "j30"]
-    assert len(stg) == 2 * 4 * 3 and len(j30) == 2 * 3
+    assert len(stg) == 2 * 4 * h and len(j30) == 2 * h
     assert summary["runs"] == len(rows)
     assert all(r["valid"] == "True" for r in rows)
     # rand0000 on 4 processors: the published optimum is 66 and no heuristic beats it
@@ -32,6 +35,10 @@ def test_quick_study_small(tmp_path: Path) -> None:
     for r in j30:
         assert int(r["optimum"]) == table[r["instance"]]
         assert float(r["makespan"]) >= table[r["instance"]]
+    # the portfolio is never worse than list scheduling, its first candidate
+    for inst in {(r["instance"], r["units"]) for r in stg}:
+        by = {r["solver"]: float(r["makespan"]) for r in stg if (r["instance"], r["units"]) == inst}
+        assert by["portfolio"] <= by["list"] <= by["serial"]
     report = (tmp_path / "report.md").read_text()
     assert "| stg50 | 4 | greedy-blevel |" in report
     assert "layered24 cap 80%" in report
