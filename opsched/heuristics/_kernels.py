@@ -55,6 +55,37 @@ def _heap_pop(hk: np.ndarray, hv: np.ndarray, size: int) -> int:
 
 
 @kernel
+def _release(
+    v: int,
+    succ_ptr: np.ndarray,
+    succ_idx: np.ndarray,
+    indeg: np.ndarray,
+    needs_unit: np.ndarray,
+    key: np.ndarray,
+    fifo: bool,
+    rk: np.ndarray,
+    rv: np.ndarray,
+    nr: int,
+    instant: np.ndarray,
+    ni: int,
+    seq: float,
+) -> tuple[int, int, float]:
+    """``v`` has finished: each successor whose last dependency this was becomes ready,
+    into the unit heap (``rk, rv``) or onto the stack of ops that hold no unit."""
+    for k in range(succ_ptr[v], succ_ptr[v + 1]):
+        w = succ_idx[k]
+        indeg[w] -= 1
+        if indeg[w] == 0:
+            if needs_unit[w]:
+                nr = _heap_push(rk, rv, nr, seq if fifo else key[w], w)
+                seq += 1.0
+            else:
+                instant[ni] = w
+                ni += 1
+    return nr, ni, seq
+
+
+@kernel
 def nondelay(
     units: int,
     d: np.ndarray,
@@ -116,16 +147,8 @@ def nondelay(
             if wants_unit[v]:  # a zero-duration op holds nothing; name a unit anyway
                 unit_of[v] = free_v[0] if nf > 0 else 0
             done += 1
-            for k in range(succ_ptr[v], succ_ptr[v + 1]):
-                w = succ_idx[k]
-                indeg[w] -= 1
-                if indeg[w] == 0:
-                    if needs_unit[w]:
-                        nr = _heap_push(rk, rv, nr, seq if fifo else key[w], w)
-                        seq += 1.0
-                    else:
-                        instant[ni] = w
-                        ni += 1
+            nr, ni, seq = _release(v, succ_ptr, succ_idx, indeg, needs_unit, key, fifo, rk, rv,
+                                   nr, instant, ni, seq)  # fmt: skip
         # free units take the best ready ops
         while nr > 0 and (nf > 0 or units <= 0):
             v = rv[0]
@@ -149,16 +172,8 @@ def nondelay(
             done += 1
             if unit_of[v] >= 0:
                 nf = _heap_push(free_k, free_v, nf, float(unit_of[v]), unit_of[v])
-            for k in range(succ_ptr[v], succ_ptr[v + 1]):
-                w = succ_idx[k]
-                indeg[w] -= 1
-                if indeg[w] == 0:
-                    if needs_unit[w]:
-                        nr = _heap_push(rk, rv, nr, seq if fifo else key[w], w)
-                        seq += 1.0
-                    else:
-                        instant[ni] = w
-                        ni += 1
+            nr, ni, seq = _release(v, succ_ptr, succ_idx, indeg, needs_unit, key, fifo, rk, rv,
+                                   nr, instant, ni, seq)  # fmt: skip
     return starts, unit_of
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from opsched.errors import ProblemError
 from opsched.ir.graph import Op, OpGraph
-from opsched.zoo.gen._build import build_graph, draw_durations, draw_sizes, rng_for
+from opsched.zoo.gen._build import draw_durations, finish_graph, rng_for
 from opsched.zoo.gen.network import random_network
 from opsched.zoo.gen.structured import EXAMPLES, example_graph, fork_join, series_parallel
 
@@ -159,21 +159,11 @@ def gnp(
     m = int(rng.binomial(pairs, p)) if pairs else 0
     k = np.sort(rng.choice(pairs, size=m, replace=False)) if m else np.zeros(0, np.int64)
     src, dst = _pair_of_index(k.astype(np.int64))
-    out = ws = outputs = None
-    if memory:
-        out, ws = draw_sizes(rng, ops, size_unit, max_size, workspace_prob)
-        outputs = np.bincount(src, minlength=ops) == 0
-    return build_graph(
-        durations,
-        src,
-        dst,
-        name=name or f"gnp-{ops}-p{p:g}-s{seed}",
-        prefix="t",
-        kind="task",
-        output_bytes=out,
-        workspace_bytes=ws,
-        outputs=outputs,
-    )
+    return finish_graph(
+        rng, ops, src, dst, max_duration=max_duration, memory=memory, size_unit=size_unit,
+        max_size=max_size, workspace_prob=workspace_prob,
+        name=name or f"gnp-{ops}-p{p:g}-s{seed}", prefix="t", kind="task", durations=durations,
+    )  # fmt: skip
 
 
 def _pair_of_index(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,7 +19,9 @@ import numpy as np
 from opsched.errors import ProblemError
 from opsched.ir.graph import MAX_SIZE, Op, OpGraph
 
-__all__ = ["build_graph", "check_count", "draw_durations", "draw_sizes", "rng_for"]
+__all__ = [
+    "build_graph", "check_count", "draw_durations", "draw_sizes", "finish_graph", "rng_for",
+]  # fmt: skip
 
 # The fields this module fills in directly; if Op ever changes, fall back to the checked
 # constructor rather than building an incomplete object.
@@ -167,3 +169,40 @@ def _fast_ops(
         put(op, "writes", ())
         ops.append(op)
     return ops
+
+
+def finish_graph(
+    rng: np.random.Generator,
+    n: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    *,
+    max_duration: int,
+    memory: bool,
+    size_unit: int,
+    max_size: int,
+    workspace_prob: float,
+    name: str,
+    prefix: str,
+    kind: str,
+    durations: np.ndarray | None = None,
+) -> OpGraph:
+    """Draw durations (unless given) and, with ``memory``, tensor sizes for a generated edge
+    list, then build the graph; ops without a consumer are graph outputs."""
+    if durations is None:
+        durations = draw_durations(rng, n, max_duration)
+    out = ws = outputs = None
+    if memory:
+        out, ws = draw_sizes(rng, n, size_unit, max_size, workspace_prob)
+        outputs = np.bincount(src, minlength=n) == 0
+    return build_graph(
+        durations,
+        src,
+        dst,
+        name=name,
+        prefix=prefix,
+        kind=kind,
+        output_bytes=out,
+        workspace_bytes=ws,
+        outputs=outputs,
+    )

@@ -18,45 +18,12 @@ import numpy as np
 
 from opsched.errors import ProblemError
 from opsched.ir.graph import OpGraph
-from opsched.zoo.gen._build import build_graph, check_count, draw_durations, draw_sizes, rng_for
+from opsched.zoo.gen._build import check_count, finish_graph, rng_for
 
 __all__ = ["EXAMPLES", "example_graph", "fork_join", "series_parallel"]
 
 #: Names accepted by :func:`example_graph`.
 EXAMPLES = ("seed", "critical-path")
-
-
-def _finish(
-    rng: np.random.Generator,
-    n: int,
-    src: np.ndarray,
-    dst: np.ndarray,
-    *,
-    max_duration: int,
-    memory: bool,
-    size_unit: int,
-    max_size: int,
-    workspace_prob: float,
-    name: str,
-    prefix: str,
-    kind: str,
-) -> OpGraph:
-    durations = draw_durations(rng, n, max_duration)
-    out = ws = outputs = None
-    if memory:
-        out, ws = draw_sizes(rng, n, size_unit, max_size, workspace_prob)
-        outputs = np.bincount(src, minlength=n) == 0
-    return build_graph(
-        durations,
-        src,
-        dst,
-        name=name,
-        prefix=prefix,
-        kind=kind,
-        output_bytes=out,
-        workspace_bytes=ws,
-        outputs=outputs,
-    )
 
 
 def fork_join(
@@ -116,7 +83,7 @@ def fork_join(
         fork, nxt = join, join + 1
     src = np.concatenate(srcs) if srcs else np.zeros(0, np.int64)
     dst = np.concatenate(dsts) if dsts else np.zeros(0, np.int64)
-    return _finish(
+    return finish_graph(
         rng,
         n,
         src,
@@ -201,7 +168,7 @@ def series_parallel(
         pos[order] = np.arange(n)
         src = pos[np.asarray(esrc, dtype=np.int64)]
         dst = pos[np.asarray(edst, dtype=np.int64)]
-    return _finish(
+    return finish_graph(
         rng,
         n,
         src,
