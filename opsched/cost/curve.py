@@ -60,6 +60,7 @@ def fit_curve(
     ridge: float = 1.0,
     f_scale: float = 0.1,
     max_iter: int = 100,
+    offset: np.ndarray | None = None,
 ) -> CurveFit:
     """Fit ``beta`` and the free overheads to times ``t`` (us, all > 0).
 
@@ -79,12 +80,18 @@ def fit_curve(
         Ridge weight, in units of one row's squared log error.
     f_scale
         Soft-L1 scale of the log error (0.1 = errors beyond ~10 % count linearly).
+    max_iter
+        Most Levenberg-Marquardt iterations.
+    offset
+        Fixed log-time term per row (a donor curve's prediction): the kernel time is then
+        ``exp(offset + x . beta)`` and ``beta`` is the correction to the donor.
     """
     n, d = x.shape
+    off = np.zeros(n) if offset is None else np.asarray(offset, dtype=float)
     lt = np.log(t)
     b0 = np.zeros(d) if prior is None else np.asarray(prior, dtype=float)
     # Start: ridge least squares on the log times, overheads at a third of each slot's least time.
-    beta = np.linalg.solve(x.T @ x + ridge * np.eye(d), x.T @ lt + ridge * b0)
+    beta = np.linalg.solve(x.T @ x + ridge * np.eye(d), x.T @ (lt - off) + ridge * b0)
     free_idx = [j for j, f in enumerate(free) if f]
     pos = {j: i for i, j in enumerate(free_idx)}
     theta = np.array(
@@ -98,7 +105,7 @@ def fit_curve(
     onehot[np.nonzero(has)[0], row_param[has]] = 1.0
 
     def evaluate(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        k = np.exp(np.clip(x @ p[:d], -20.0, 25.0))
+        k = np.exp(np.clip(off + x @ p[:d], -20.0, 25.0))
         o = onehot @ np.exp(np.clip(p[d:], -10.0, 10.0)) if q else np.zeros(n)
         return k, o, np.log(o + k) - lt
 

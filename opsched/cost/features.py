@@ -36,6 +36,7 @@ from opsched.ir import kinds
 
 __all__ = [
     "FAMILIES",
+    "SAMPLE_ATTRS",
     "ZERO_KINDS",
     "dtype_class",
     "family_of",
@@ -103,6 +104,25 @@ def _tiles(rows: int, cols: int, sm: int) -> tuple[float, float]:
     return math.log(math.ceil(w) / w), math.log(min(w, 1.0))
 
 
+def _implicit_gemm(family: str, a: Mapping[str, Any], pq: int) -> list[float]:
+    """Log M, N, K of the GEMM a convolution direction lowers to (implicit GEMM).
+
+    Forward: ``(N*P*Q) x K`` over ``C/groups*R*S``; backward data is a convolution with K and
+    C swapped: ``(N*H*W) x C`` over ``K/groups*R*S``; backward filter: ``K x (C/groups*R*S)``
+    over ``N*P*Q``.
+    """
+    g = lambda k, d=1: int(a.get(k, d))  # noqa: E731
+    groups = max(g("groups"), 1)
+    crs = g("C") // groups * g("R") * g("S")
+    if family == "conv2d_bwd_data":
+        dims = (g("N") * g("H") * g("W"), g("C"), g("K") // groups * g("R") * g("S"))
+    elif family == "conv2d_bwd_filter":
+        dims = (g("K"), crs, g("N") * pq)
+    else:
+        dims = (g("N") * pq, g("K"), crs)
+    return [_ln(v) for v in dims]
+
+
 def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
     g = lambda k, d=1: int(a.get(k, d))  # noqa: E731
     if family in ("matmul", "bmm"):
@@ -117,7 +137,9 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
         groups, c = max(g("groups"), 1), g("C")
         return [_ln(g("N")), _ln(c), _ln(g("K")), _ln(p * qq), _ln(r * s),
                 float(r == s == 1), float(r == s == 3 and st == 1), float(st > 1),
-                _ln(groups), float(1 < groups == c), _ln(c // groups), q, fill]  # fmt: skip
+                _ln(groups), float(1 < groups == c), _ln(c // groups), q, fill,
+                *_implicit_gemm(family, a, p * qq),
+                float(c % 8 == 0), float(g("K") % 8 == 0)]  # fmt: skip
     if family.startswith("elementwise"):
         numel = g("numel")
         fn = str(a.get("fn", ""))
@@ -145,7 +167,9 @@ def feature_matrix(
     Columns: intercept, ``u = ln(roofline us)``, four hinges of ``u`` (at 0.3, 3, 30 and
     300 us), the arithmetic-intensity term ``v = ln(t_flops / t_bytes)`` and ``max(v, 0)``, then
     the family's shape terms (log dims, 1x1 / 3x3-stride-1 (Winograd) / depthwise flags and
-    channels per group for convolutions, tile wave quantisation and SM fill, a backward flag
+    channels per group for convolutions, the log dims of the implicit GEMM each convolution
+    direction lowers to and tensor-core alignment of C and K to 8, tile wave quantisation and
+    SM fill, a backward flag
     for norms and softmax (``fn == "backward"``), window size for pooling, output size for
     reductions).
 
@@ -168,11 +192,12 @@ def feature_matrix(
         v = min(max(lf - lm, -8.0), 8.0)
         rows.append([1.0, u, *(max(0.0, u - k) for k in _KNOTS), v, max(v, 0.0),
                      *_extra(family, a, spec.sm_count)])  # fmt: skip
-    width = 8 + len(_extra(family, _SAMPLE[family], 80))
+    width = 8 + len(_extra(family, SAMPLE_ATTRS[family], 80))
     return np.asarray(rows, dtype=float).reshape(len(rows), width)
 
 
-_SAMPLE: dict[str, Mapping[str, Any]] = {
+#: One valid attrs dict per family (for the width of its feature matrix).
+SAMPLE_ATTRS: dict[str, Mapping[str, Any]] = {
     "matmul": {"M": 1, "N": 1, "K": 1},
     "bmm": {"B": 2, "M": 1, "N": 1, "K": 1},
     "conv2d": {"N": 1, "C": 1, "H": 1, "W": 1, "K": 1, "R": 1, "S": 1},

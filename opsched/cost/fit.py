@@ -20,7 +20,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from opsched.cost.boost import TREE_METHODS, fit_trees, tree_features
-from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve, predict_curve
-from opsched.cost.data import canonical_rows, detect_schema, read_table
-from opsched.cost.features import dtype_class, family_of, feature_matrix, roofline_us
+from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
+from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
+from opsched.cost.features import SAMPLE_ATTRS, feature_matrix
+from opsched.cost.fitdata import FIT_FILES, FamilyData, FitData, cap_rows, fit_rows, load_fit_data
 from opsched.cost.specs import GpuSpec, load_specs
 from opsched.cost.trees import TreeEnsemble
 
@@ -43,44 +44,13 @@ __all__ = [
     "load_fit_data",
 ]
 
-#: Timing tables the shipped profiles are fitted on (the kernel-level profiler tables repeat
-#: the per-op ones and are not used).
-FIT_FILES: tuple[str, ...] = (
-    "deepbench_gemm.csv", "deepbench_conv.csv", "neusight_ops.csv.gz", "vidur_llm_ops.csv.gz",
-    "kineto_resnet50_v100_ops.csv.gz", "hta_ops.csv.gz",
-)  # fmt: skip
-
 POOLED_RIDGE = 1.0
 GROUP_RIDGE = 3.0
-#: Rows per (GPU, timing method, dtype class) a fit uses at most (a fixed random subset):
-#: more add little to a curve of ~20 parameters and slow the fit down.
-MAX_ROWS_PER_SLOT = 3000
 #: Least training rows and distinct shapes for a family to get residual trees: with fewer
 #: shapes (profiler families: a few dozen shapes repeated) the trees learned the training
 #: shapes and raised the held-out error of reduce and fused (see docs/cost-model.md).
 MIN_TREE_ROWS = 200
 MIN_TREE_SHAPES = 100
-
-
-@dataclass
-class FamilyData:
-    """Arrays of one family: features (own GPU's specs), times, GPU, method, dtype class."""
-
-    x: np.ndarray
-    t: np.ndarray
-    roof: np.ndarray
-    gpu: np.ndarray
-    method: np.ndarray
-    cls: np.ndarray
-    source: np.ndarray
-    group: np.ndarray
-
-
-@dataclass
-class FitData:
-    """All timing rows, by family."""
-
-    families: dict[str, FamilyData]
 
 
 @dataclass
@@ -105,91 +75,6 @@ class Model:
         return None
 
 
-def load_fit_data(
-    root: str | Path | None = None, files: Iterable[str] = FIT_FILES, limit: int | None = None
-) -> FitData:
-    """Read the timing tables under ``root`` (default: the built-in datasets) into arrays.
-
-    ``limit`` keeps only the first ``limit`` rows of each table (for quick tests).
-    """
-    from opsched.datasets import dataset_path
-
-    base = Path(root) if root is not None else dataset_path("kernel-timings")
-    specs = load_specs()
-    recs: dict[str, list[tuple[Any, ...]]] = {}
-    for name in files:
-        df = read_table(base / name)
-        if limit is not None:
-            df = df.head(limit)
-        schema = detect_schema(df.columns, name)
-        for r in canonical_rows(df, schema):
-            t = r["time_us"]
-            if not (t > 0 and np.isfinite(t)):
-                continue
-            fam = family_of(r["kind"], r["attrs"])
-            recs.setdefault(fam, []).append(
-                (
-                    r["attrs"],
-                    t,
-                    r["gpu"],
-                    r["method"],
-                    dtype_class(r["attrs"]["dtype"]),
-                    schema,
-                    _shape_key(r["kind"], r["attrs"]),
-                )
-            )
-    out: dict[str, FamilyData] = {}
-    for fam, rows in recs.items():
-        kind = {"bmm": "matmul"}.get(fam, "elementwise" if fam.startswith("elementwise") else fam)
-        gpus = np.array([r[2] for r in rows])
-        x = np.zeros((len(rows), feature_matrix(fam, [rows[0][0]], specs[rows[0][2]]).shape[1]))
-        roof = np.zeros(len(rows))
-        for gpu in sorted(set(gpus)):
-            idx = np.nonzero(gpus == gpu)[0]
-            attrs = [rows[i][0] for i in idx]
-            x[idx] = feature_matrix(fam, attrs, specs[gpu])
-            roof[idx] = [roofline_us(kind, a, specs[gpu]) for a in attrs]
-        out[fam] = FamilyData(
-            x=x, t=np.array([r[1] for r in rows]), roof=roof, gpu=gpus,
-            method=np.array([r[3] for r in rows]), cls=np.array([r[4] for r in rows]),
-            source=np.array([r[5] for r in rows]), group=np.array([r[6] for r in rows]),
-        )  # fmt: skip
-    return FitData(out)
-
-
-def _shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
-    """The k-fold group of a timing: its kind and shape attrs (dtype included), not its GPU.
-
-    The same shape timed on several GPUs or by several sources lands in one fold, so no fold
-    is scored on a shape whose time on another GPU was in its training rows.
-    """
-    return kind + "|" + "|".join(f"{k}={attrs[k]}" for k in sorted(attrs))
-
-
-def _cap(fd: FamilyData, sel: np.ndarray) -> np.ndarray:
-    """``sel`` with at most MAX_ROWS_PER_SLOT rows per (GPU, method, class), chosen by seed."""
-    out = sel.copy()
-    keys = np.char.add(np.char.add(fd.gpu, "|"), np.char.add(fd.method, fd.cls))
-    for key in np.unique(keys[sel]):
-        idx = np.nonzero(sel & (keys == key))[0]
-        if idx.size > MAX_ROWS_PER_SLOT:
-            rng = np.random.default_rng(idx.size)
-            out[rng.choice(idx, idx.size - MAX_ROWS_PER_SLOT, replace=False)] = False
-    return out
-
-
-def _fit(
-    fd: FamilyData, sel: np.ndarray, prior: np.ndarray, ridge: float
-) -> tuple[np.ndarray, dict[tuple[str, str], float]]:
-    sel = _cap(fd, sel)
-    slots = sorted({(g, m) for g, m in zip(fd.gpu[sel], fd.method[sel], strict=True)})
-    index = {s: i for i, s in enumerate(slots)}
-    slot = np.array([index[(g, m)] for g, m in zip(fd.gpu[sel], fd.method[sel], strict=True)])
-    free = [m in FREE_OVERHEAD_METHODS for _, m in slots]
-    res = fit_curve(fd.x[sel], fd.t[sel], slot, free, prior=prior, ridge=ridge)
-    return res.beta, {s: res.overheads[i] for s, i in index.items() if free[i]}
-
-
 def fit_model(
     data: FitData,
     train: Mapping[str, np.ndarray] | None = None,
@@ -207,8 +92,19 @@ def fit_model(
     A100-PCIe-40GB softmax 11 -> 79 %), so ``per_gpu=False`` fits no trees.
     """
     model = Model()
+    masks = {f: np.ones(len(fd.t), bool) if train is None else train[f]
+             for f, fd in data.families.items()}  # fmt: skip
+    donors = fit_donor(data, masks, per_gpu)
+    for fam in BORROWER_FAMILIES if donors else ():
+        bfd = data.families.get(fam)
+        width = feature_matrix(fam, [SAMPLE_ATTRS[fam]], _specs()["T4"]).shape[1]
+        pooled, groups = borrower_curves(bfd, masks.get(fam), donors, width, per_gpu)
+        model.pooled |= {(fam, c): v for c, v in pooled.items()}
+        model.groups |= {(g, fam, c): v for (g, c), v in groups.items()}
     for fam, fd in sorted(data.families.items()):
-        mask = np.ones(len(fd.t), bool) if train is None else train[fam]
+        if fam in BORROWER_FAMILIES and donors:
+            continue
+        mask = masks[fam]
         d = fd.x.shape[1]
         roof_prior = np.zeros(d)
         roof_prior[1] = 1.0
@@ -216,7 +112,7 @@ def fit_model(
             sel = mask & (fd.cls == cls)
             if sel.sum() < 3:
                 continue
-            beta, ovh = _fit(fd, sel, roof_prior, POOLED_RIDGE)
+            beta, ovh = fit_rows(fd, sel, roof_prior, POOLED_RIDGE)
             by_method: dict[str, list[float]] = {}
             for (_, m), o in ovh.items():
                 by_method.setdefault(m, []).append(o)
@@ -227,7 +123,7 @@ def fit_model(
                 gsel = sel & (fd.gpu == gpu)
                 if gsel.sum() < 3:
                     continue
-                gbeta, govh = _fit(fd, gsel, beta, GROUP_RIDGE)
+                gbeta, govh = fit_rows(fd, gsel, beta, GROUP_RIDGE)
                 overheads = dict(pooled_ovh) | {m: o for (_, m), o in govh.items()}
                 model.groups[(gpu, fam, cls)] = {"beta": gbeta, "overheads": overheads,
                                                  "rows": int(gsel.sum()),
@@ -242,8 +138,7 @@ def fit_model(
         trees = False
     if trees:
         for fam, fd in sorted(data.families.items()):
-            mask = np.ones(len(fd.t), bool) if train is None else train[fam]
-            sel = _cap(fd, mask) & np.isin(fd.method, list(TREE_METHODS))
+            sel = cap_rows(fd, masks[fam]) & np.isin(fd.method, list(TREE_METHODS))
             if sel.sum() < MIN_TREE_ROWS or np.unique(fd.group[sel]).size < MIN_TREE_SHAPES:
                 continue
             base = predict_family(model, fam, fd, sel)
@@ -310,7 +205,8 @@ def predict_family(model: Model, fam: str, fd: FamilyData, sel: np.ndarray) -> n
         out[rows] = predict_curve(fd.x[idx[rows]], np.asarray(c["beta"]), o)
     ens = model.trees.get(fam)
     pairs = zip(fd.gpu[idx], fd.cls[idx], strict=True)
-    own = np.array([(g, fam, c) in model.groups for g, c in pairs], dtype=bool)
+    own = np.array([model.groups.get((g, fam, c), {}).get("source") == "fitted" for g, c in pairs],
+                   dtype=bool)  # fmt: skip
     use = np.isin(fd.method[idx], list(TREE_METHODS)) & own
     if ens is not None and use.any():
         j = idx[use]

@@ -25,7 +25,9 @@ __all__ = ["crossval", "fold_of", "leave_one_gpu_out"]
 
 
 def fold_of(data: FitData, k: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
-    """Fold index of every row, drawn per shape group (:func:`_shape_key`), not per row.
+    """Fold index of every row, drawn per shape group, not per row.
+
+    The groups are :func:`opsched.cost.fitdata.shape_key`.
 
     Rows of one shape (the same op on other GPUs, by other sources, or repeated in a trace)
     share a fold: a random split per row would score a model on shapes it was trained on.

@@ -1,0 +1,176 @@
+"""The timing rows the cost model is fitted on, as arrays per op family.
+
+:func:`load_fit_data` reads the timing tables (any schema of :mod:`opsched.cost.data`), maps
+every row to its family (:func:`opsched.cost.features.family_of`) and computes the curve
+features on the row's own GPU (:func:`opsched.cost.features.feature_matrix`), its roofline
+time and its k-fold group (the shape, all GPUs together).
+
+Examples
+--------
+>>> data = load_fit_data(files=["deepbench_gemm.csv"], limit=20)
+>>> fd = data.families["matmul"]
+>>> fd.x.shape[0] == fd.t.size == fd.gpu.size, bool((fd.t > 0).all())
+(True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve
+from opsched.cost.data import canonical_rows, detect_schema, read_table
+from opsched.cost.features import dtype_class, family_of, feature_matrix, roofline_us
+from opsched.cost.specs import load_specs
+
+__all__ = [
+    "FIT_FILES",
+    "MAX_ROWS_PER_SLOT",
+    "FamilyData",
+    "FitData",
+    "cap_rows",
+    "fit_rows",
+    "load_fit_data",
+    "shape_key",
+]
+
+#: Timing tables the shipped profiles are fitted on (the kernel-level profiler tables repeat
+#: the per-op ones and are not used).
+FIT_FILES: tuple[str, ...] = (
+    "deepbench_gemm.csv", "deepbench_conv.csv", "neusight_ops.csv.gz", "vidur_llm_ops.csv.gz",
+    "kineto_resnet50_v100_ops.csv.gz", "hta_ops.csv.gz",
+)  # fmt: skip
+
+
+@dataclass
+class FamilyData:
+    """Arrays of one family: features (own GPU's specs), times, GPU, method, dtype class."""
+
+    x: np.ndarray
+    t: np.ndarray
+    roof: np.ndarray
+    gpu: np.ndarray
+    method: np.ndarray
+    cls: np.ndarray
+    source: np.ndarray
+    group: np.ndarray
+
+
+@dataclass
+class FitData:
+    """All timing rows, by family."""
+
+    families: dict[str, FamilyData]
+
+
+def load_fit_data(
+    root: str | Path | None = None, files: Iterable[str] = FIT_FILES, limit: int | None = None
+) -> FitData:
+    """Read the timing tables under ``root`` (default: the built-in datasets) into arrays.
+
+    ``limit`` keeps only the first ``limit`` rows of each table (for quick tests).
+    """
+    from opsched.datasets import dataset_path
+
+    base = Path(root) if root is not None else dataset_path("kernel-timings")
+    specs = load_specs()
+    recs: dict[str, list[tuple[Any, ...]]] = {}
+    for name in files:
+        df = read_table(base / name)
+        if limit is not None:
+            df = df.head(limit)
+        schema = detect_schema(df.columns, name)
+        for r in canonical_rows(df, schema):
+            t = r["time_us"]
+            if not (t > 0 and np.isfinite(t)):
+                continue
+            fam = family_of(r["kind"], r["attrs"])
+            recs.setdefault(fam, []).append(
+                (
+                    r["attrs"],
+                    t,
+                    r["gpu"],
+                    r["method"],
+                    dtype_class(r["attrs"]["dtype"]),
+                    schema,
+                    shape_key(r["kind"], r["attrs"]),
+                )
+            )
+    out: dict[str, FamilyData] = {}
+    for fam, rows in recs.items():
+        kind = {"bmm": "matmul"}.get(fam, "elementwise" if fam.startswith("elementwise") else fam)
+        gpus = np.array([r[2] for r in rows])
+        x = np.zeros((len(rows), feature_matrix(fam, [rows[0][0]], specs[rows[0][2]]).shape[1]))
+        roof = np.zeros(len(rows))
+        for gpu in sorted(set(gpus)):
+            idx = np.nonzero(gpus == gpu)[0]
+            attrs = [rows[i][0] for i in idx]
+            x[idx] = feature_matrix(fam, attrs, specs[gpu])
+            roof[idx] = [roofline_us(kind, a, specs[gpu]) for a in attrs]
+        out[fam] = FamilyData(
+            x=x, t=np.array([r[1] for r in rows]), roof=roof, gpu=gpus,
+            method=np.array([r[3] for r in rows]), cls=np.array([r[4] for r in rows]),
+            source=np.array([r[5] for r in rows]), group=np.array([r[6] for r in rows]),
+        )  # fmt: skip
+    return FitData(out)
+
+
+def shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
+    """The k-fold group of a timing: its kind and shape attrs (dtype included), not its GPU.
+
+    The same shape timed on several GPUs or by several sources lands in one fold, so no fold
+    is scored on a shape whose time on another GPU was in its training rows.
+    """
+    return kind + "|" + "|".join(f"{k}={attrs[k]}" for k in sorted(attrs))
+
+
+#: Rows per (GPU, timing method, dtype class) a fit uses at most (a fixed random subset):
+#: more add little to a curve of ~20 parameters and slow the fit down.
+MAX_ROWS_PER_SLOT = 3000
+
+
+def cap_rows(fd: FamilyData, sel: np.ndarray) -> np.ndarray:
+    """``sel`` with at most :data:`MAX_ROWS_PER_SLOT` rows per (GPU, method, class).
+
+    The rows kept are drawn with a seed fixed by the slot's size, so a refit is identical.
+    """
+    out = sel.copy()
+    keys = np.char.add(np.char.add(fd.gpu, "|"), np.char.add(fd.method, fd.cls))
+    for key in np.unique(keys[sel]):
+        idx = np.nonzero(sel & (keys == key))[0]
+        if idx.size > MAX_ROWS_PER_SLOT:
+            rng = np.random.default_rng(idx.size)
+            out[rng.choice(idx, idx.size - MAX_ROWS_PER_SLOT, replace=False)] = False
+    return out
+
+
+def fit_rows(
+    fd: FamilyData,
+    sel: np.ndarray,
+    prior: np.ndarray,
+    ridge: float,
+    offset: np.ndarray | None = None,
+) -> tuple[np.ndarray, dict[tuple[str, str], float]]:
+    """Fit one curve on the selected (then capped) rows of a family.
+
+    One overhead slot per (GPU, timing method); only the methods of
+    :data:`~opsched.cost.curve.FREE_OVERHEAD_METHODS` get a fitted overhead. ``offset`` (one
+    value per row of ``fd``) is a fixed log-time term (:func:`~opsched.cost.curve.fit_curve`).
+
+    Returns
+    -------
+    beta, overheads
+        The coefficients and ``{(gpu, method): overhead_us}`` of the free slots.
+    """
+    sel = cap_rows(fd, sel)
+    slots = sorted({(g, m) for g, m in zip(fd.gpu[sel], fd.method[sel], strict=True)})
+    index = {s: i for i, s in enumerate(slots)}
+    slot = np.array([index[(g, m)] for g, m in zip(fd.gpu[sel], fd.method[sel], strict=True)])
+    free = [m in FREE_OVERHEAD_METHODS for _, m in slots]
+    off = None if offset is None else offset[sel]
+    res = fit_curve(fd.x[sel], fd.t[sel], slot, free, prior=prior, ridge=ridge, offset=off)
+    return res.beta, {s: res.overheads[i] for s, i in index.items() if free[i]}
