@@ -46,10 +46,11 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
     n = g.num_ops
     dur = g.durations.tolist()
     out_b, ws_b = g.output_sizes.tolist(), g.workspace_sizes.tolist()
-    is_out = [op.output for op in g.ops]
+    left = np.diff(g.succ_ptr).tolist()  # consumers not yet finished
+    # the liveness rule: an output flag keeps a tensor to the end only when nothing reads it
+    is_out = [op.output and left[v] == 0 for v, op in enumerate(g.ops)]
     wants = (g.demand_array("units") == 1).tolist()
     pp, pi = g.pred_ptr.tolist(), g.pred_idx.tolist()
-    left = np.diff(g.succ_ptr).tolist()  # consumers not yet finished
     k = problem.machine.units or n
     cap = problem.memory_cap
     free_units = list(range(k))

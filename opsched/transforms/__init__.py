@@ -1,4 +1,5 @@
-"""Graph transforms: dependency derivation from read/write sets, buffer renaming."""
+"""Graph transforms: dependency derivation from read/write sets, buffer renaming, cutting out
+pieces (cells, stages). Fusion lives in :mod:`opsched.transforms.fusion`."""
 
 from opsched.transforms.deps import (
     NamedDependency,
@@ -8,12 +9,15 @@ from opsched.transforms.deps import (
     program_order_chain,
     rename_buffers,
 )
+from opsched.transforms.subgraph import extract, select
 
 __all__ = [
     "NamedDependency",
     "RenameReport",
     "dependency_edges",
     "derive_deps",
+    "extract",
     "program_order_chain",
     "rename_buffers",
+    "select",
 ]

@@ -18,6 +18,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from opsched.heuristics.greedy import greedy
+from opsched.heuristics.memory_list import memory_list
 from opsched.ir.graph import OpGraph
 from opsched.problem import Machine, Problem
 from opsched.solver.cpsat.constraints import Constraints
@@ -149,10 +150,17 @@ class CpsatModel:
         self.status: Any = None
 
     def heuristic_upper_bound(self) -> tuple[int, list[int] | None]:
-        """Best greedy makespan in ticks (horizon) and its starts (hint), if one is found."""
+        """Best heuristic makespan in ticks (horizon) and its starts (hint), if one is found.
+
+        The two greedy schedules; under a memory cap also the memory-aware list schedule
+        (:func:`~opsched.heuristics.memory_list.memory_list`), which finds a schedule under
+        tight caps where greedy dead-ends (measured on fused zoo pieces at 60 % caps:
+        without it CP-SAT found no schedule at all in 20 s on the larger pieces).
+        """
         best: tuple[int, list[int] | None] = (int(sum(self.scaling.durations)), None)
-        for prio in ("b-level", "fifo"):
-            s = greedy(self.tick, prio)
+        kinds = ["b-level", "fifo"] + (["memory-list"] if self.tick.memory_cap is not None else [])
+        for kind in kinds:
+            s = memory_list(self.tick) if kind == "memory-list" else greedy(self.tick, kind)
             if s.has_schedule and s.makespan is not None and s.makespan <= best[0]:
                 best = (int(s.makespan), [int(o.start) for o in s.ops])
         return best

@@ -1,0 +1,54 @@
+"""Memory-aware list scheduling on k units: the in-order schedule never dead-ends when the
+one-unit order fits the cap, and every schedule passes the validator."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from opsched.heuristics.memory import min_memory_order
+from opsched.heuristics.memory.common import order_peak
+from opsched.heuristics.memory_list import in_order, memory_list
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.schedule import Status
+from opsched.validate import validate
+from tests.heuristics.memory.helpers import random_graph
+
+
+def test_output_flag_on_a_read_tensor_does_not_pin_it() -> None:
+    # a (8 B) is a graph output but is read by b: by the liveness rule it is freed when b
+    # ends, so c (8 B) fits an 8 B cap after b. Treating the flag as "keep to the end"
+    # (the old in-order rule) dead-ended here.
+    g = OpGraph(
+        (
+            Op("a", 1, output_bytes=8, output=True),
+            Op("b", 1, deps=("a",), output_bytes=0),
+            Op("c", 1, deps=("b",), output_bytes=8, output=True),
+        )
+    )
+    p = Problem(g, Machine(units=2, memory_cap=8))
+    s = in_order(p, np.array([0, 1, 2]))
+    assert s.status == Status.FEASIBLE
+    assert [o.start for o in s.ops] == [0.0, 1.0, 2.0]
+    assert s.peak_memory == 8
+    assert validate(p, s).valid
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_in_order_fits_the_cap_of_its_own_order(seed: int) -> None:
+    rng = random.Random(seed)
+    g = random_graph(rng, rng.randint(6, 14), zero_dur=False)
+    order = np.asarray(min_memory_order(g))
+    cap = order_peak(g, order)
+    p = Problem(g, Machine(units=rng.choice([2, 3]), memory_cap=cap))
+    s = in_order(p, order)
+    assert s.status == Status.FEASIBLE, s.info
+    assert validate(p, s).valid
+    best = memory_list(p)
+    assert best.status == Status.FEASIBLE
+    assert validate(p, best).valid
+    assert best.makespan is not None and s.makespan is not None
+    assert best.makespan <= s.makespan
