@@ -24,7 +24,11 @@ __all__ = ["apply"]
 
 
 def apply(
-    graph: OpGraph, gpu: str, dtype: str | None = None, tick_us: float | None = None
+    graph: OpGraph,
+    gpu: str,
+    dtype: str | None = None,
+    tick_us: float | None = None,
+    allow_tf32: bool | None = None,
 ) -> OpGraph:
     """Return ``graph`` with every op costed on ``gpu``.
 
@@ -40,6 +44,10 @@ def apply(
     tick_us
         If given, durations become integer ticks of this many microseconds (rounded, at least
         1 for an op that takes time), for solvers that need integers; otherwise microseconds.
+    allow_tf32
+        Math mode of float32 GEMMs and convolutions on GPUs with TF32 tensor cores
+        (:mod:`opsched.cost.mathmode`): None follows PyTorch's defaults (convolutions in TF32,
+        matmuls in FP32), True / False runs both in TF32 / FP32. Op dtypes stay as they are.
 
     Returns
     -------
@@ -72,11 +80,13 @@ def apply(
             a["dtype"] = dtype
         attrs_list.append(a)
     try:
-        times = profile.predict_many([op.kind or "" for op in graph.ops], attrs_list)
+        times = profile.predict_many(
+            [op.kind or "" for op in graph.ops], attrs_list, allow_tf32=allow_tf32
+        )
     except GraphError:
         for op, a in zip(graph.ops, attrs_list, strict=True):  # find the op to blame
             try:
-                profile.predict_many([op.kind or ""], [a])
+                profile.predict_many([op.kind or ""], [a], allow_tf32=allow_tf32)
             except GraphError as e:
                 raise GraphError(e.message, f"op {op.name!r}") from None
         raise
@@ -94,7 +104,12 @@ def apply(
     unit = "us" if tick_us is None else f"tick of {tick_us:g} us"
     attrs = dict(graph.attrs) | {
         "time_unit": unit,
-        "cost_model": {"gpu": profile.gpu, "dtype": dtype, "tick_us": tick_us},
+        "cost_model": {
+            "gpu": profile.gpu,
+            "dtype": dtype,
+            "tick_us": tick_us,
+            "allow_tf32": allow_tf32,
+        },
     }
     resources = dict(graph.resources) | {"sm": profile.spec.sm_count}
     return graph.replace_ops(ops, resources=resources, attrs=attrs)

@@ -104,17 +104,22 @@ def fit(data: Path | None, output: Path | None) -> None:
 )
 @click.option("--tick", "tick_us", type=float, default=None,
               help="Integer durations in ticks of this many microseconds.")  # fmt: skip
+@click.option("--tf32", "tf32", type=click.Choice(["pytorch", "on", "off"]), default="pytorch",
+              show_default=True,
+              help="float32 GEMMs/convs on TF32 tensor cores (sm_80+): PyTorch's defaults "
+                   "(convs TF32, matmuls FP32), both, or neither.")  # fmt: skip
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path))
 @handle_errors
 def apply_cmd(
-    graph: Path, gpu: str, dtype: str | None, tick_us: float | None, output: Path
+    graph: Path, gpu: str, dtype: str | None, tick_us: float | None, tf32: str, output: Path
 ) -> None:
     """Fill a graph's durations (us), output sizes and SM demands for one GPU."""
     from opsched.cost.apply import apply
     from opsched.importers import read_graph
     from opsched.ir import write_graph_json
 
-    g = apply(read_graph(graph), gpu, dtype, tick_us)
+    allow = {"pytorch": None, "on": True, "off": False}[tf32]
+    g = apply(read_graph(graph), gpu, dtype, tick_us, allow_tf32=allow)
     write_graph_json(g, output)
     total = sum(op.duration for op in g.ops)
     click.echo(f"wrote {output}: {len(g.ops)} ops, {total:.1f} {g.attrs['time_unit']} of work, "

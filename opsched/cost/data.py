@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from opsched.cost.aten import aten_dtype, aten_kind
-from opsched.cost.specs import resolve_gpu
+from opsched.cost.mathmode import SOURCE_MODES, kernel_math_mode, with_math_dtype
+from opsched.cost.specs import load_specs, resolve_gpu
 from opsched.errors import InputError
 
 __all__ = [
@@ -190,6 +191,10 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
     Each record has ``row`` (index into ``df``), ``target`` (``""`` or, for DeepBench convs,
     the conv kind), ``gpu`` (canonical key; ``gpu`` overrides the table's column), ``method``,
     ``kind``, ``attrs`` (with ``dtype``) and ``time_us`` (NaN when the row has no timing).
+    A float32 GEMM or convolution that the source ran on TF32 tensor cores
+    (the row's kernel names where the table records them, else the source's
+    :data:`opsched.cost.mathmode.SOURCE_MODES`; only on a GPU with a TF32 peak) gets
+    ``dtype = "tf32"``.
     Rows that cannot be mapped (an unparseable shape) are left out.
 
     Raises
@@ -198,6 +203,8 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
         A GPU name no spec matches (the message lists the known GPUs).
     """
     out: list[dict[str, Any]] = []
+    specs = load_specs()
+    mode = SOURCE_MODES[schema]
     method = METHODS[schema]
     targets = TIME_COLUMNS[schema]
     cache: dict[str, str] = {}
@@ -236,7 +243,8 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 t = float(t)
             except (TypeError, ValueError):
                 t = float("nan")
+            row_mode = kernel_math_mode(getattr(r, "kernels", None)) or mode
+            attrs = with_math_dtype(kind, {**base[1], "dtype": dtype}, specs[key], mode=row_mode)
             out.append({"row": pos, "target": target, "gpu": key, "method": method,
-                        "kind": kind, "attrs": {**base[1], "dtype": dtype},
-                        "time_us": t})  # fmt: skip
+                        "kind": kind, "attrs": attrs, "time_us": t})  # fmt: skip
     return out

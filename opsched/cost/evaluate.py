@@ -52,7 +52,9 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
         by_gpu.setdefault(r["gpu"], []).append(r)
     for key, rs in by_gpu.items():
         prof = load_profile(key)
-        pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs], METHODS[schema])
+        # canonical_rows already set each row's math mode from its source: no default on top
+        pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs],
+                                 METHODS[schema], allow_tf32=False)  # fmt: skip
         for r, p in zip(rs, pred, strict=True):
             cols[r["target"]][r["row"]] = p
             roofs[r["target"]][r["row"]] = prof.roofline(r["kind"], r["attrs"])

@@ -123,9 +123,17 @@ def shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
     """The k-fold group of a timing: its kind and shape attrs (dtype included), not its GPU.
 
     The same shape timed on several GPUs or by several sources lands in one fold, so no fold
-    is scored on a shape whose time on another GPU was in its training rows.
+    is scored on a shape whose time on another GPU was in its training rows. A float32 op
+    run in TF32 (``dtype = "tf32"``) groups with its float32 shape.
+
+    Examples
+    --------
+    >>> shape_key("matmul", {"M": 2, "N": 3, "K": 4, "dtype": "tf32"})
+    'matmul|K=4|M=2|N=3|dtype=float32'
     """
-    return kind + "|" + "|".join(f"{k}={attrs[k]}" for k in sorted(attrs))
+    # the math mode (``tf32``) is how a source ran the op, not part of its shape
+    a = {**attrs, "dtype": "float32"} if attrs.get("dtype") == "tf32" else attrs
+    return kind + "|" + "|".join(f"{k}={a[k]}" for k in sorted(a))
 
 
 #: Rows per (GPU, timing method, dtype class) a fit uses at most (a fixed random subset):

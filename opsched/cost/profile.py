@@ -36,6 +36,7 @@ from opsched.cost.features import (
     feature_matrix,
     roofline_us,
 )
+from opsched.cost.mathmode import math_dtype
 from opsched.cost.specs import GpuSpec, resolve_gpu
 from opsched.cost.trees import TreeEnsemble
 from opsched.errors import GraphError, InputError
@@ -103,7 +104,11 @@ class Profile:
         return roofline_us(kind, attrs, self.spec)
 
     def predict(
-        self, op: Any, attrs: Mapping[str, Any] | None = None, method: str = "kernel"
+        self,
+        op: Any,
+        attrs: Mapping[str, Any] | None = None,
+        method: str = "kernel",
+        allow_tf32: bool | None = None,
     ) -> float:
         """Predicted time in microseconds of one op.
 
@@ -116,6 +121,10 @@ class Profile:
         method
             Timing method to mimic: ``kernel`` (pure kernel time, the default), ``cupti``,
             ``events`` (one PyTorch call timed with CUDA events) or ``wallclock``.
+        allow_tf32
+            Math mode of float32 GEMMs and convolutions on GPUs with TF32 tensor cores
+            (:mod:`opsched.cost.mathmode`): None follows PyTorch's defaults (convolutions in
+            TF32, matmuls in FP32), True / False runs both in TF32 / FP32.
         """
         if isinstance(op, str):
             kind, a = op, attrs or {}
@@ -123,15 +132,28 @@ class Profile:
             kind, a = op.kind, op.attrs
             if kind is None:
                 raise GraphError("op has no kind", f"op {op.name!r}")
-        return float(self.predict_many([kind], [a], method)[0])
+        return float(self.predict_many([kind], [a], method, allow_tf32)[0])
 
     def predict_many(
         self,
         kind_list: Sequence[str],
         attrs_list: Sequence[Mapping[str, Any]],
         method: str = "kernel",
+        allow_tf32: bool | None = None,
     ) -> np.ndarray:
-        """Predicted times (us) of many ops at once, vectorised per family."""
+        """Predicted times (us) of many ops at once, vectorised per family.
+
+        ``allow_tf32`` as in :meth:`predict`; a float32 GEMM or convolution run in TF32 is
+        priced with ``dtype = "tf32"`` (the TF32 peak, the fp32 curve).
+
+        Examples
+        --------
+        >>> p = load_profile("A100-SXM4-80GB")
+        >>> mm = {"M": 8192, "N": 8192, "K": 8192}
+        >>> fp32, tf32 = p.predict_many(["matmul"] * 2, [mm, mm | {"dtype": "tf32"}])
+        >>> bool(fp32 > 2 * tf32), bool(p.predict("matmul", mm, allow_tf32=True) == tf32)
+        (True, True)
+        """
         out = np.zeros(len(kind_list))
         groups: dict[tuple[str, str], list[int]] = {}
         for i, (kind, a) in enumerate(zip(kind_list, attrs_list, strict=True)):
@@ -139,13 +161,14 @@ class Profile:
             kinds.dtype_bytes(a)
             if kind in ZERO_KINDS:
                 continue
+            dtype = math_dtype(kind, a, self.spec, allow_tf32)
             if kind == "attention":
-                out[i] = self._attention(a, method)
+                out[i] = self._attention(a, dtype, method)
                 continue
             fam = family_of(kind, a)
-            groups.setdefault((fam, str(a.get("dtype", "float32"))), []).append(i)
+            groups.setdefault((fam, dtype), []).append(i)
         for (fam, dtype), idx in groups.items():
-            attrs = [attrs_list[i] for i in idx]
+            attrs = [{**attrs_list[i], "dtype": dtype} for i in idx]
             c = self.curve(fam, dtype)
             if c is None:
                 if (self.gpu, fam) not in _WARNED:
@@ -172,17 +195,28 @@ class Profile:
                 # an op that states its flops and bytes (the fusion pass) never beats the roofline
                 kind = kind_list[idx[0]]
                 t = np.maximum(t, [roofline_us(kind, a, self.spec) for a in attrs])
+            if dtype == "tf32":
+                # TF32 math mode permits tensor-core kernels; cuBLAS / cuDNN pick one only where
+                # it is faster, so the TF32 price never exceeds the FP32 one (the fp32 curve is
+                # not monotone in the peak far from its data: no TF32 convolution timings exist)
+                fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
+                kinds_ = [kind_list[i] for i in idx]
+                t = np.minimum(t, self.predict_many(kinds_, fp32, method, allow_tf32=False))
             out[idx] = t
         return out
 
-    def _attention(self, a: Mapping[str, Any], method: str) -> float:
-        """Attention priced from its parts: scores (bmm), softmax, weighted sum (bmm)."""
+    def _attention(self, a: Mapping[str, Any], mm_dtype: str, method: str) -> float:
+        """Attention priced from its parts: scores (bmm), softmax, weighted sum (bmm).
+
+        ``mm_dtype`` is the dtype the two GEMMs run at (``tf32`` under TF32 math mode).
+        """
         b, sq, skv, d = (int(a[k]) for k in ("B", "Sq", "Skv", "D"))
         dt = a.get("dtype", "float32")
-        parts = [("matmul", {"B": b, "M": sq, "N": skv, "K": d, "dtype": dt}),
+        parts = [("matmul", {"B": b, "M": sq, "N": skv, "K": d, "dtype": mm_dtype}),
                  ("softmax", {"rows": b * sq, "cols": skv, "dtype": dt}),
-                 ("matmul", {"B": b, "M": sq, "N": d, "K": skv, "dtype": dt})]  # fmt: skip
-        times = self.predict_many([p[0] for p in parts], [p[1] for p in parts], "kernel")
+                 ("matmul", {"B": b, "M": sq, "N": d, "K": skv, "dtype": mm_dtype})]  # fmt: skip
+        times = self.predict_many([p[0] for p in parts], [p[1] for p in parts], "kernel",
+                                  allow_tf32=False)  # fmt: skip
         extra = 0.0
         if method in FREE_OVERHEAD_METHODS:
             c = self.curve("softmax", str(dt))

@@ -1,0 +1,166 @@
+"""Math mode of float32 GEMMs and convolutions: FP32 SIMT or TF32 tensor cores.
+
+On GPUs with TF32 tensor cores (compute capability 8.0 and newer: A100, A40, L4, H100,
+H200), a float32 matmul or convolution may run in TF32 (10-bit mantissa products, FP32
+accumulation) at 8x (A100) the FP32 SIMT peak. Whether it does is a *library setting*, not
+a property of the tensors, so the dtype alone does not say which peak bounds the kernel:
+
+- PyTorch ``torch.backends.cudnn.allow_tf32`` (convolutions) defaults to True;
+- ``torch.backends.cuda.matmul.allow_tf32`` (GEMMs) defaulted to True up to PyTorch 1.11
+  and to False from 1.12 on.
+
+The cost model makes that setting explicit. A float32 op of a *math-mode kind* (matmul and
+the three convolution directions) is priced with ``dtype = "tf32"`` (the TF32 peak of
+:meth:`~opsched.cost.specs.GpuSpec.peak_tflops`; dtype class ``fp32``, so the same fp32
+curve) when its kind's flag is on and the GPU has a TF32 peak. :data:`PYTORCH_DEFAULT` is
+the default of ``Profile.predict`` and ``apply`` (PyTorch >= 1.12: convolutions TF32,
+matmuls FP32); ``allow_tf32=True`` / ``False`` turns both on / off.
+
+The timing sources are mapped by :data:`SOURCE_MODES` from what each documents or shows:
+NeuSight timed with TF32 off (its README); the HTA profiler traces of A100s ran their float32
+``mm`` / ``addmm`` / ``bmm`` on ``cutlass_80_tensorop_s1688gemm`` kernels (TF32 tensor-op
+GEMMs, see ``hta_kernels.csv.gz``), i.e. PyTorch < 1.12 or TF32 switched on, and the
+convolutions follow PyTorch's cuDNN default; the other sources have no float32 rows on a
+TF32-capable GPU. Where a profiler row lists the kernels its op launched,
+:func:`kernel_math_mode` reads the mode from their names instead (``tensorop_s1688``,
+``tf32``: TF32; ``sgemm``, ``scudnn``: FP32 SIMT), since cuBLAS may still pick a SIMT kernel
+for some shapes with TF32 allowed.
+
+Examples
+--------
+>>> from opsched.cost.specs import load_specs
+>>> a100, v100 = load_specs()["A100-SXM4-80GB"], load_specs()["V100-PCIe"]
+>>> conv = {"N": 8, "C": 64, "H": 56, "W": 56, "K": 64, "R": 3, "S": 3, "dtype": "float32"}
+>>> math_dtype("conv2d", conv, a100)               # PyTorch default: cuDNN TF32 on
+'tf32'
+>>> math_dtype("matmul", {"M": 64, "N": 64, "K": 64}, a100)   # matmul TF32 off since 1.12
+'float32'
+>>> math_dtype("matmul", {"M": 64, "N": 64, "K": 64}, a100, allow_tf32=True)
+'tf32'
+>>> math_dtype("conv2d", conv, v100)               # no TF32 tensor cores on Volta
+'float32'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opsched.cost.specs import GpuSpec
+
+__all__ = [
+    "CONV_KINDS",
+    "MATMUL_KINDS",
+    "PYTORCH_DEFAULT",
+    "SOURCE_MODES",
+    "MathMode",
+    "kernel_math_mode",
+    "math_dtype",
+    "mode_of",
+    "with_math_dtype",
+]
+
+#: Kinds whose float32 form may run on TF32 tensor cores (GEMM libraries, cuDNN).
+MATMUL_KINDS = frozenset({"matmul", "attention"})
+CONV_KINDS = frozenset({"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"})
+
+#: (matmul TF32, convolution TF32).
+MathMode = tuple[bool, bool]
+
+#: PyTorch >= 1.12 defaults: ``cuda.matmul.allow_tf32 = False``, ``cudnn.allow_tf32 = True``.
+PYTORCH_DEFAULT: MathMode = (False, True)
+
+#: Timing schema (:data:`opsched.cost.data.SCHEMAS`) -> math mode its float32 rows ran in.
+SOURCE_MODES: Mapping[str, MathMode] = {
+    "neusight": (False, False),  # README: "TF32 off"
+    "profiler_ops": (True, True),  # HTA A100 traces: TF32 tensor-op GEMM kernels
+    "profiler_kernels": (True, True),
+    "deepbench_gemm": (False, False),  # no rows on a TF32-capable GPU
+    "deepbench_conv": (False, False),
+    "vidur": (False, False),  # float16 only
+}
+
+
+def mode_of(allow_tf32: bool | None) -> MathMode:
+    """The math mode of an ``allow_tf32`` option: None = :data:`PYTORCH_DEFAULT`.
+
+    Examples
+    --------
+    >>> mode_of(None), mode_of(True), mode_of(False)
+    ((False, True), (True, True), (False, False))
+    """
+    return PYTORCH_DEFAULT if allow_tf32 is None else (bool(allow_tf32), bool(allow_tf32))
+
+
+def math_dtype(
+    kind: str,
+    attrs: Mapping[str, Any],
+    spec: GpuSpec,
+    allow_tf32: bool | None = None,
+    mode: MathMode | None = None,
+) -> str:
+    """The dtype an op is priced at: ``"tf32"`` for a float32 GEMM / conv run in TF32.
+
+    Parameters
+    ----------
+    kind, attrs
+        The op (:mod:`opsched.ir.kinds`); ``attrs["dtype"]`` defaults to float32.
+    spec
+        The GPU: TF32 only where it has a TF32 peak.
+    allow_tf32
+        None: PyTorch's defaults (:data:`PYTORCH_DEFAULT`); True / False: both kinds on / off.
+    mode
+        An explicit (matmul, conv) mode; overrides ``allow_tf32``.
+    """
+    dtype = str(attrs.get("dtype", "float32"))
+    if dtype != "float32" or "tf32" not in spec.peaks:
+        return dtype
+    mm, conv = mode if mode is not None else mode_of(allow_tf32)
+    if (kind in MATMUL_KINDS and mm) or (kind in CONV_KINDS and conv):
+        return "tf32"
+    return dtype
+
+
+def with_math_dtype(
+    kind: str,
+    attrs: Mapping[str, Any],
+    spec: GpuSpec,
+    allow_tf32: bool | None = None,
+    mode: MathMode | None = None,
+) -> Mapping[str, Any]:
+    """``attrs`` with ``dtype`` replaced by :func:`math_dtype` (the same object if unchanged).
+
+    Examples
+    --------
+    >>> from opsched.cost.specs import load_specs
+    >>> with_math_dtype("matmul", {"M": 8, "N": 8, "K": 8}, load_specs()["H100-SXM5"], True)
+    {'M': 8, 'N': 8, 'K': 8, 'dtype': 'tf32'}
+    """
+    dt = math_dtype(kind, attrs, spec, allow_tf32, mode)
+    if dt == str(attrs.get("dtype", "float32")):
+        return attrs
+    return {**attrs, "dtype": dt}
+
+
+_TF32_MARKS = ("tensorop_s1688", "tf32", "s1688gemm", "s16816gemm")
+_FP32_MARKS = ("sgemm", "scudnn", "gemv2", "gemvx", "gemmk1")
+
+
+def kernel_math_mode(kernels: object) -> MathMode | None:
+    """The math mode shown by the names of the kernels an op launched; None if they do not say.
+
+    Examples
+    --------
+    >>> kernel_math_mode("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4>")
+    (True, True)
+    >>> kernel_math_mode("ampere_sgemm_128x64_nn"), kernel_math_mode("elementwise_kernel")
+    ((False, False), None)
+    """
+    if not isinstance(kernels, str):
+        return None
+    low = kernels.lower()
+    if any(m in low for m in _TF32_MARKS):
+        return (True, True)
+    if any(m in low for m in _FP32_MARKS):
+        return (False, False)
+    return None

@@ -1,0 +1,109 @@
+"""TF32 math mode: the rule, the data mapping (kernel names / source), prediction and apply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from opsched.cost import apply, load_profile
+from opsched.cost.data import canonical_rows
+from opsched.cost.fitdata import load_fit_data, shape_key
+from opsched.cost.mathmode import PYTORCH_DEFAULT, kernel_math_mode, math_dtype, mode_of
+from opsched.cost.specs import load_specs
+from opsched.ir import Op, OpGraph
+
+CONV = {"N": 32, "C": 256, "H": 28, "W": 28, "K": 256, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1}
+MM = {"M": 8192, "N": 8192, "K": 8192}
+
+
+def test_rule_follows_pytorch_defaults_and_needs_tf32_hardware():
+    specs = load_specs()
+    a100, h100, v100, t4 = (specs[k] for k in ("A100-PCIe-40GB", "H100-SXM5", "V100-SXM2", "T4"))
+    assert PYTORCH_DEFAULT == (False, True) == mode_of(None)
+    for spec in (a100, h100):
+        assert math_dtype("conv2d_bwd_filter", CONV, spec) == "tf32"
+        assert math_dtype("matmul", MM, spec) == "float32"
+        assert math_dtype("matmul", MM, spec, allow_tf32=True) == "tf32"
+        assert math_dtype("conv2d", CONV, spec, allow_tf32=False) == "float32"
+        assert math_dtype("softmax", {"rows": 4, "cols": 4}, spec, allow_tf32=True) == "float32"
+        assert math_dtype("matmul", MM | {"dtype": "float16"}, spec, True) == "float16"
+    for spec in (v100, t4):  # no TF32 tensor cores before Ampere
+        assert math_dtype("conv2d", CONV, spec, allow_tf32=True) == "float32"
+
+
+def test_kernel_names_decide_the_mode():
+    assert kernel_math_mode("cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4") == (True, True)
+    assert kernel_math_mode("sm80_xmma_gemm_tf32f32_tf32f32_f32_tn_n") == (True, True)
+    assert kernel_math_mode("volta_sgemm_128x32_nn") == (False, False)
+    assert kernel_math_mode("void at::native::vectorized_elementwise_kernel") is None
+    assert kernel_math_mode(float("nan")) is None
+
+
+def _profiler_rows(gpu: str, kernels: str) -> pd.DataFrame:
+    dims = "[[4096, 64], [64, 2798]]"
+    return pd.DataFrame({"gpu": [gpu], "op": ["aten::mm"], "input_dims": [dims],
+                         "input_types": ['["float", "float"]'], "gpu_time_us": [101.0],
+                         "kernels": [kernels]})  # fmt: skip
+
+
+def test_profiler_rows_take_the_mode_their_kernels_show():
+    tc = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4>"
+    dt = lambda df: canonical_rows(df, "profiler_ops")[0]["attrs"]["dtype"]  # noqa: E731
+    assert dt(_profiler_rows("NVIDIA A100-SXM4-80GB", tc)) == "tf32"
+    assert dt(_profiler_rows("NVIDIA A100-SXM4-80GB", "ampere_sgemm_128x64_nn")) == "float32"
+    # no kernel names: the source's mode (HTA ran TF32 matmuls); Volta has no TF32 at all
+    assert dt(_profiler_rows("NVIDIA A100-SXM4-80GB", "")) == "tf32"
+    assert dt(_profiler_rows("Tesla V100-SXM2-16GB", tc)) == "float32"
+    neusight = pd.DataFrame({"gpu": ["NVIDIA A100-PCIE-40GB"], "op": ["linear"], "B": [1],
+                             "M": [512], "N": [512], "K": [512], "H_dim": [0], "Cin": [0],
+                             "measured_time_us": [60.0]})  # fmt: skip
+    assert canonical_rows(neusight, "neusight")[0]["attrs"]["dtype"] == "float32"  # TF32 off
+
+
+def test_tf32_shape_groups_with_its_float32_shape():
+    a = {"M": 4, "N": 5, "K": 6}
+    assert shape_key("matmul", a | {"dtype": "tf32"}) == shape_key(
+        "matmul", a | {"dtype": "float32"}
+    )
+    assert shape_key("matmul", a | {"dtype": "float16"}) != shape_key("matmul", a)
+
+
+def test_a100_trace_gemms_respect_the_tf32_roofline():
+    """With the FP32 SIMT peak a third of the A100 trace's fp32 GEMMs beat the roofline (up to
+    6x); with the mode read from their kernels none does (the least ratio is 1.22)."""
+    fd = load_fit_data(files=["hta_ops.csv.gz"]).families["matmul"]
+    s = fd.gpu == "A100-SXM4-40GB"
+    assert s.sum() > 1000
+    ratio = fd.t[s] / fd.roof[s]
+    assert ratio.min() >= 1.0
+    assert np.median(ratio) > 3.0
+
+
+@pytest.mark.parametrize("gpu", ["A100-SXM4-80GB", "H100-SXM5", "L4", "H200"])
+def test_tf32_price_never_exceeds_fp32_and_beats_it_on_large_gemms(gpu: str):
+    p = load_profile(gpu)
+    shapes = [CONV | {"N": n, "C": c, "K": c} for n in (1, 8, 64) for c in (16, 128, 512)]
+    for kind in ("conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"):
+        fp32 = p.predict_many([kind] * len(shapes), shapes, allow_tf32=False)
+        tf32 = p.predict_many([kind] * len(shapes), shapes, allow_tf32=True)
+        default = p.predict_many([kind] * len(shapes), shapes)  # PyTorch: cuDNN TF32 on
+        assert np.all(tf32 <= fp32) and np.array_equal(default, tf32)
+    big = p.predict("matmul", MM, allow_tf32=True)
+    fp32_mm = p.predict("matmul", MM)  # PyTorch >= 1.12: matmuls stay FP32 by default
+    assert fp32_mm == p.predict("matmul", MM, allow_tf32=False)
+    assert big < 0.8 * fp32_mm
+
+
+def test_volta_ignores_the_option_and_apply_records_it():
+    v = load_profile("V100-PCIe")
+    assert v.predict("conv2d", CONV, allow_tf32=True) == v.predict("conv2d", CONV, allow_tf32=False)
+    g = OpGraph((Op("c", kind="conv2d", attrs=CONV), Op("m", deps=("c",), kind="matmul",
+                                                        attrs=MM)))  # fmt: skip
+    on, off, dflt = (
+        apply(g, "A100-SXM4-80GB", "float32", allow_tf32=a) for a in (True, False, None)
+    )
+    assert dflt.attrs["cost_model"]["allow_tf32"] is None and on.attrs["cost_model"]["allow_tf32"]
+    assert dflt["c"].duration == on["c"].duration <= off["c"].duration
+    assert dflt["m"].duration == off["m"].duration > on["m"].duration
+    assert dflt["c"].attrs["dtype"] == "float32"  # the op's own dtype is kept
