@@ -100,6 +100,21 @@ def register(main: click.Group) -> None:
         "--seed", type=int, default=0, show_default=True, help="Seed of RandWire's random graphs."
     )
     @click.option(
+        "--fuse/--no-fuse",
+        "do_fuse",
+        default=False,
+        show_default=True,
+        help="Fuse Conv+BN+ReLU, GEMM+bias+activation and elementwise chains first.",
+    )
+    @click.option(
+        "--piece",
+        "pieces",
+        multiple=True,
+        help="Keep only the ops under this name prefix (a cell, block or stage, e.g. "
+        "cell_3, Mixed_5b, stage4); repeat for several. Tensors read from outside become "
+        "zero-time inputs; weights are not counted.",
+    )
+    @click.option(
         "--output",
         "-o",
         type=click.Path(dir_okay=False, path_type=Path),
@@ -114,10 +129,12 @@ def register(main: click.Group) -> None:
         gpu: str | None,
         dtype: str,
         seed: int,
+        do_fuse: bool,
+        pieces: tuple[str, ...],
         output: Path,
         as_json: bool,
     ) -> None:
-        """Write zoo network NAME as an opsched-graph/1 JSON file."""
+        """Write zoo network NAME (or pieces of it) as an opsched-graph/1 JSON file."""
         from opsched.errors import OpschedError
         from opsched.ir.jsonio import write_graph_json
         from opsched.zoo.models import build
@@ -129,8 +146,17 @@ def register(main: click.Group) -> None:
                 str(output),
             )
         g = build(name, batch=batch, dtype=dtype, seed=seed)
+        params, flops = g.attrs["params"], g.attrs["flops"]
+        if do_fuse:
+            from opsched.transforms.fusion import fuse
+
+            g, _ = fuse(g)
         if gpu is not None:
             g = _apply_cost(g, gpu, dtype)
+        if pieces:
+            from opsched.transforms import extract
+
+            g = extract(g, pieces)
         write_graph_json(g, output)
         if as_json:
             _emit_json(
@@ -139,8 +165,8 @@ def register(main: click.Group) -> None:
                     "name": g.name,
                     "ops": g.num_ops,
                     "edges": g.num_edges,
-                    "params": g.attrs["params"],
-                    "flops": g.attrs["flops"],
+                    "params": None if pieces else params,  # of the whole network
+                    "flops": None if pieces else flops,
                     "work": g.work,
                     "gpu": gpu,
                 }

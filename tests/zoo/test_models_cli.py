@@ -57,10 +57,30 @@ def test_export_seed_and_dtype(tmp_path: Path) -> None:
     assert ga.persistent_bytes * 2 == gb.persistent_bytes
 
 
+def test_export_fused_pieces(tmp_path: Path) -> None:
+    from opsched.transforms import extract
+    from opsched.transforms.fusion import fuse
+
+    out = tmp_path / "cells.json"
+    code, text, _ = run(
+        "zoo", "export", "nasnet_a_mobile", "--fuse", "--piece", "cell_1", "--piece", "cell_2",
+        "-o", str(out), "--json",
+    )  # fmt: skip
+    assert code == 0
+    info = json.loads(text)
+    g = read_graph(out)
+    want = extract(fuse(build("nasnet_a_mobile"))[0], ["cell_1", "cell_2"])
+    assert g.to_dict() == want.to_dict()
+    assert info["ops"] == g.num_ops == 72 and info["params"] is None
+    # cell_1 reads the two cells before it; cell_2 reads cell_1 (inside) and cell_0
+    assert sum(op.kind == "input" for op in g.ops) == 2
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["vgg16"], "unknown model 'vgg16'; known: inception_v3, randwire"),
+        (["nasnet_a_mobile", "--piece", "cell_99"], "no op matches 'cell_99'"),
         (["unet", "--dtype", "float13"], "unknown dtype 'float13'"),
         (["unet", "--batch", "0"], "--batch"),
     ],
