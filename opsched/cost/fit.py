@@ -32,6 +32,7 @@ from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
 from opsched.cost.features import SAMPLE_ATTRS, feature_matrix
 from opsched.cost.fitdata import FIT_FILES, FamilyData, FitData, cap_rows, fit_rows, load_fit_data
+from opsched.cost.floor import apply_floor, fit_floors, floor_of
 from opsched.cost.specs import GpuSpec, load_specs
 from opsched.cost.trees import TreeEnsemble
 
@@ -56,8 +57,10 @@ MIN_TREE_SHAPES = 100
 @dataclass
 class Model:
     """Fitted curves: pooled per (family, class) and per (gpu, family, class); residual trees
-    per family (pooled over GPUs)."""
+    per family (pooled over GPUs); kernel floors per GPU and pooled (``"*"``,
+    :mod:`opsched.cost.floor`)."""
 
+    floors: dict[str, float] = field(default_factory=lambda: {"*": 1.0})
     pooled: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     groups: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     trees: dict[str, TreeEnsemble] = field(default_factory=dict)
@@ -94,6 +97,9 @@ def fit_model(
     model = Model()
     masks = {f: np.ones(len(fd.t), bool) if train is None else train[f]
              for f, fd in data.families.items()}  # fmt: skip
+    # a GPU left out (leave-one-GPU-out) has no floor of its own: it transfers (floor_of)
+    model.floors = fit_floors((fd.t[masks[f]], fd.roof[masks[f]], fd.gpu[masks[f]],
+                               fd.method[masks[f]]) for f, fd in data.families.items())  # fmt: skip
     donors = fit_donor(data, masks, per_gpu)
     for fam in BORROWER_FAMILIES if donors else ():
         bfd = data.families.get(fam)
@@ -141,7 +147,7 @@ def fit_model(
             sel = cap_rows(fd, masks[fam]) & np.isin(fd.method, list(TREE_METHODS))
             if sel.sum() < MIN_TREE_ROWS or np.unique(fd.group[sel]).size < MIN_TREE_SHAPES:
                 continue
-            base = predict_family(model, fam, fd, sel)
+            base = predict_family(model, fam, fd, sel, floor=False)
             ok = np.isfinite(base) & (base > 0)
             idx = np.nonzero(sel)[0][ok]
             feats = tree_features(fd.x[idx], fd.gpu[idx], fd.cls[idx], fd.method[idx], _specs())
@@ -151,6 +157,10 @@ def fit_model(
 
 def _specs() -> Mapping[str, GpuSpec]:
     return load_specs()
+
+
+def _arch() -> dict[str, str]:
+    return {k: s.arch for k, s in load_specs().items()}
 
 
 def _have_sklearn() -> bool:
@@ -186,11 +196,15 @@ def _fill_overheads(model: Model) -> None:
         c["overheads"] = dict(model.pooled[(fam, cls)]["overheads"]) | c["overheads"]
 
 
-def predict_family(model: Model, fam: str, fd: FamilyData, sel: np.ndarray) -> np.ndarray:
+def predict_family(
+    model: Model, fam: str, fd: FamilyData, sel: np.ndarray, floor: bool = True
+) -> np.ndarray:
     """Predicted times of the selected rows of one family (NaN where no curve exists).
 
     Rows whose GPU has its own curve and whose method is in ``TREE_METHODS`` are multiplied
-    by ``exp`` of the family's residual trees, if it has any.
+    by ``exp`` of the family's residual trees, if it has any. With ``floor``, every
+    prediction is then raised to its GPU's kernel floor (:mod:`opsched.cost.floor`); the
+    trees are fitted on the residual of the unfloored curve (``floor=False``).
     """
     out = np.full(int(sel.sum()), np.nan)
     idx = np.nonzero(sel)[0]
@@ -212,6 +226,9 @@ def predict_family(model: Model, fam: str, fd: FamilyData, sel: np.ndarray) -> n
         j = idx[use]
         feats = tree_features(fd.x[j], fd.gpu[j], fd.cls[j], fd.method[j], _specs())
         out[use] *= np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
+    for gpu in np.unique(fd.gpu[idx]) if floor else ():
+        rows = fd.gpu[idx] == gpu
+        out[rows] = apply_floor(out[rows], floor_of(model.floors, str(gpu), _arch())[0])
     return out
 
 
@@ -233,8 +250,10 @@ def profile_docs(model: Model, specs: Mapping[str, GpuSpec] | None = None) -> di
                     "beta": [round(float(b), 6) for b in c["beta"]],
                     "overheads": {m: round(o, 3) for m, o in sorted(c["overheads"].items())},
                 }
+        us, how = floor_of(model.floors, key, {k: s.arch for k, s in specs.items()})
+        floor = {"us": us, "source": how}
         docs[key] = {"format": "opsched-cost-profile/1", "gpu": key, "spec": spec.to_dict(),
-                     "time_unit": "us", "curves": curves}  # fmt: skip
+                     "time_unit": "us", "kernel_floor": floor, "curves": curves}  # fmt: skip
     return docs
 
 

@@ -3,7 +3,9 @@
 Profiles ship as ``opsched/cost/profiles/<GPU>.json`` (``opsched cost fit`` rebuilds them).
 Each holds the GPU's specs and, per op family and dtype class, the curve's ``beta``, where it
 came from (``fitted`` on the GPU's own timings or ``pooled`` over all GPUs and transferred
-through the specs) and the fixed overhead of each timing method.
+through the specs) and the fixed overhead of each timing method, and the GPU's kernel floor
+(``kernel_floor``: no prediction of an op that launches a kernel is below it; see
+:mod:`opsched.cost.floor`).
 
 Examples
 --------
@@ -13,6 +15,8 @@ Examples
 True
 >>> p.predict("view", {"numel": 10})
 0.0
+>>> p.predict("matmul", {"M": 2, "N": 2, "K": 2, "dtype": "float16"}) == p.kernel_floor > 0
+True
 """
 
 from __future__ import annotations
@@ -83,6 +87,10 @@ class Profile:
             for fam, by in doc["curves"].items()
         }
         self.trees: Mapping[str, TreeEnsemble] = _load_trees() if trees is None else trees
+        floor = doc.get("kernel_floor") or {}
+        #: Least time (us) of any kernel on this GPU (:mod:`opsched.cost.floor`); 0 in a
+        #: profile written before the floor existed.
+        self.kernel_floor: float = float(floor.get("us", 0.0))
 
     def __repr__(self) -> str:
         return f"Profile({self.gpu!r}, {len(self.curves)} families)"
@@ -203,6 +211,8 @@ class Profile:
                 kinds_ = [kind_list[i] for i in idx]
                 t = np.minimum(t, self.predict_many(kinds_, fp32, method, allow_tf32=False))
             out[idx] = t
+        nonzero = np.array([k not in ZERO_KINDS for k in kind_list], dtype=bool)
+        out[nonzero] = np.maximum(out[nonzero], self.kernel_floor)
         return out
 
     def _attention(self, a: Mapping[str, Any], mm_dtype: str, method: str) -> float:
