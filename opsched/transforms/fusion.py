@@ -33,6 +33,9 @@ duration of the graph is an integer (it never exceeds the members' total). The c
 Ops whose kind is not in the kinds vocabulary, or whose attrs do not give their cost, are
 left alone (counted in :attr:`FusionReport.uncosted`).
 
+This module rewrites the graph and reports; finding the groups (costs, chains, pattern
+names) is :mod:`opsched.transforms.fusion_patterns`.
+
 Examples
 --------
 >>> from opsched.ir import Op, OpGraph
@@ -51,43 +54,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from opsched.analysis.topo import topo_indices
-from opsched.errors import GraphError, ProblemError
-from opsched.ir import kinds
+from opsched.errors import ProblemError
 from opsched.ir.graph import Op, OpGraph
+from opsched.transforms.fusion_patterns import (
+    EPILOGUE_KINDS,
+    HEAD_KINDS,
+    OpCost,
+    find_groups,
+    op_cost,
+    pattern_name,
+)
 
 __all__ = ["EPILOGUE_KINDS", "HEAD_KINDS", "FusedGroup", "FusionReport", "fuse"]
-
-#: Kinds that may lead a fusion group.
-HEAD_KINDS = frozenset({"conv2d", "matmul", "elementwise", "batchnorm"})
-#: Kinds that may be absorbed into the group of their producer.
-EPILOGUE_KINDS = frozenset({"elementwise", "batchnorm"})
-
-
-@dataclass(frozen=True)
-class _Cost:
-    flops: int
-    bytes: int
-    numel: int
-    esize: int
-    dtype: str
-
-
-def _cost(op: Op) -> _Cost | None:
-    """Flops, bytes and output size of ``op`` from the kinds vocabulary, or None if unknown."""
-    kind = op.kind
-    if kind is None or kind not in kinds.KINDS:
-        return None
-    try:
-        return _Cost(
-            kinds.flops(kind, op.attrs),
-            kinds.bytes_min(kind, op.attrs),
-            kinds.output_numel(kind, op.attrs),
-            kinds.dtype_bytes(op.attrs),
-            str(op.attrs.get("dtype", "float32")),
-        )
-    except GraphError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -174,65 +152,6 @@ class FusionReport:
         }
 
 
-def _saved_between(prod: _Cost, cons: _Cost) -> int:
-    """Traffic removed by fusing ``cons`` into ``prod``: the write and the read-back."""
-    return prod.numel * prod.esize + prod.numel * cons.esize
-
-
-def _groups(
-    graph: OpGraph,
-    costs: list[_Cost | None],
-    max_ops: int,
-    max_bytes: int | None,
-    new_inputs: bool,
-) -> list[list[int]]:
-    """Greedy maximal chains in topological order (lists of op indices, length >= 2)."""
-    succ_ptr, succ_idx = graph.succ_ptr, graph.succ_idx
-    taken = [False] * graph.num_ops
-    groups = []
-    for v in topo_indices(graph).tolist():
-        head = costs[v]
-        if taken[v] or head is None or graph.ops[v].kind not in HEAD_KINDS:
-            continue
-        members, cur, traffic = [v], v, head.bytes
-        needs = set(graph.ops[v].deps)  # outside inputs of the group so far
-        while len(members) < max_ops:
-            lo, hi = int(succ_ptr[cur]), int(succ_ptr[cur + 1])
-            if hi - lo != 1 or graph.ops[cur].output:
-                break
-            c = int(succ_idx[lo])
-            cc, pc = costs[c], costs[cur]
-            if taken[c] or cc is None or pc is None or graph.ops[c].kind not in EPILOGUE_KINDS:
-                break
-            if cc.numel != pc.numel:
-                break
-            extra = set(graph.ops[c].deps) - needs - {graph.ops[cur].name}
-            if not new_inputs and any(graph[d].kind != "input" for d in extra):
-                break
-            new_traffic = traffic + cc.bytes - _saved_between(pc, cc)
-            if max_bytes is not None and new_traffic > max_bytes:
-                break
-            members.append(c)
-            needs |= extra
-            traffic, cur = new_traffic, c
-        if len(members) > 1:
-            for m in members:
-                taken[m] = True
-            groups.append(members)
-    return groups
-
-
-def _pattern(graph: OpGraph, members: list[int]) -> str:
-    head = graph.ops[members[0]]
-    if head.kind in ("conv2d", "matmul"):
-        parts = [str(head.kind)]
-        for m in members[1:]:
-            op = graph.ops[m]
-            parts.append(str(op.attrs.get("fn", op.kind)))
-        return "+".join(parts)
-    return "elementwise-chain"
-
-
 def fuse(
     graph: OpGraph,
     *,
@@ -284,8 +203,8 @@ def fuse(
         isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0
     ):
         raise ProblemError(f"max_bytes must be an integer >= 0, got {max_bytes!r}")
-    costs = [_cost(op) for op in graph.ops]
-    groups = _groups(graph, costs, max_ops, max_bytes, new_inputs)
+    costs = [op_cost(op) for op in graph.ops]
+    groups = find_groups(graph, costs, max_ops, max_bytes, new_inputs)
     integral = all(float(d).is_integer() for d in graph.durations.tolist())
     used = set(graph.names)
     replaced: dict[int, Op] = {}  # last member index -> fused op
@@ -313,7 +232,7 @@ def fuse(
     attrs["fusion"] = {"ops_before": graph.num_ops, "fused_ops": len(groups)}
     fused = graph.replace_ops(new_ops, attrs=attrs) if groups else graph
     before = sum(c.bytes for c in costs if c is not None)
-    after = sum(c.bytes for c in (_cost(op) for op in fused.ops) if c is not None)
+    after = sum(c.bytes for c in (op_cost(op) for op in fused.ops) if c is not None)
     report = FusionReport(
         ops_before=graph.num_ops,
         ops_after=fused.num_ops,
@@ -336,7 +255,7 @@ def _with_deps(op: Op, deps: tuple[str, ...]) -> Op:
 
 def _fuse_group(
     graph: OpGraph,
-    costs: list[_Cost | None],
+    costs: list[OpCost | None],
     members: list[int],
     integral: bool,
     used: set[str],
@@ -402,7 +321,7 @@ def _fuse_group(
     info = FusedGroup(
         name,
         tuple(op.name for op in ops),
-        _pattern(graph, members),
+        pattern_name(graph, members),
         total_flops,
         total_bytes,
         saved,

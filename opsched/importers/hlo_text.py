@@ -1,0 +1,224 @@
+"""The XLA HLO text parser: computations, instructions and types, with no opsched kinds.
+
+:func:`parse_computations` splits a module's text into its computations and each of them into
+:class:`Instr` records (name, result type, opcode, operand names, ``key=value`` attributes,
+line number). :func:`parse_type` reads one HLO type (arrays with layouts, tuples, tokens) into
+:class:`~opsched.importers._build.TensorMeta`. What an instruction means as an op (its kind and
+shape attrs) is decided in :mod:`opsched.importers.hlo_kinds`; the graph is built in
+:mod:`opsched.importers.hlo`.
+
+Examples
+--------
+>>> comps = parse_computations('''ENTRY e {
+...   x = f32[4]{0} parameter(0)
+...   ROOT y = f32[4]{0} add(x, x), metadata={op_name="a,b"}
+... }''', "<hlo>")
+>>> ins = comps["e"].instrs[1]
+>>> ins.opcode, ins.operands, ins.root, ins.line, sorted(ins.attrs)
+('add', ['x', 'x'], True, 3, ['metadata'])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from opsched.errors import InputError
+from opsched.importers._build import TensorMeta, dtype_name
+
+__all__ = ["Computation", "Instr", "leaves", "parse_computations", "parse_type"]
+
+_WIDTH = {"pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2,
+          "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8,
+          "c128": 16}  # fmt: skip
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\))?\s*(->.*)?\{\s*$")
+_ARRAY = re.compile(r"([a-z]+[0-9a-z]*)\[([^\]]*)\]")
+_INSTR = re.compile(r"^(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
+
+
+@dataclass
+class Instr:
+    """One HLO instruction as written: ``name = type opcode(operands), key=value, ...``."""
+
+    name: str
+    shape: Any  # TensorMeta, a tuple of shapes, or None (token)
+    opcode: str
+    operands: list[str]
+    attrs: dict[str, str]
+    line: int
+    root: bool = False
+
+
+@dataclass
+class Computation:
+    """A named block of instructions; ``entry`` for the module's ``ENTRY`` computation."""
+
+    name: str
+    entry: bool
+    instrs: list[Instr] = field(default_factory=list)
+
+
+def _match(text: str, i: int, open_: str, close: str) -> int:
+    """Index just past the bracket closing the one at ``text[i]``; -1 when unbalanced."""
+    depth, quoted = 0, False
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == '"':
+            quoted = not quoted
+        if quoted:
+            continue
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return -1
+
+
+def parse_type(text: str, i: int = 0) -> tuple[Any, int]:
+    """Parse an HLO type at ``text[i]``: ``(TensorMeta | tuple | None, end index)``.
+
+    Examples
+    --------
+    >>> parse_type("f32[8,64]{1,0} dot(...)")[0]
+    TensorMeta(shape=(8, 64), dtype='float32', contiguous=True)
+    >>> t, _ = parse_type("(bf16[2]{0}, s32[]) tuple(a, b)")
+    >>> [x.dtype for x in t]
+    ['bfloat16', 'int32']
+    """
+    while i < len(text) and text[i] == " ":
+        i += 1
+    if text.startswith("(", i):
+        items: list[Any] = []
+        i += 1
+        while True:
+            while i < len(text) and text[i] in " ,":
+                i += 1
+            if i < len(text) and text[i] == ")":
+                return tuple(items), i + 1
+            if i >= len(text):
+                raise ValueError("unterminated tuple type")
+            item, i = parse_type(text, i)
+            items.append(item)
+    if text.startswith("token[]", i):
+        return None, i + 7
+    m = _ARRAY.match(text, i)
+    if m is None:
+        raise ValueError(f"expected a type at {text[i : i + 20]!r}")
+    prim, dims = m.group(1), m.group(2)
+    shape = [int(d.replace("<=", "")) for d in dims.split(",") if d.strip()]
+    end = m.end()
+    if end < len(text) and text[end] == "{":
+        end = _match(text, end, "{", "}")
+        if end < 0:
+            raise ValueError("unterminated layout")
+    width = _WIDTH.get(prim)
+    if width is None and not prim.startswith("f8"):
+        raise ValueError(f"unknown element type {prim!r}")
+    return TensorMeta(tuple(shape), dtype_name(prim, width or 1)), end
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside brackets and quotes."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quoted = 0, False
+    for c in text:
+        if c == '"':
+            quoted = not quoted
+        elif not quoted and c in "({[":
+            depth += 1
+        elif not quoted and c in ")}]":
+            depth -= 1
+        if c == "," and depth == 0 and not quoted:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _parse_instr(body: str, root: bool, name: str, line: int) -> Instr:
+    shape, i = parse_type(body)
+    m = re.compile(r"\s*([a-z][\w\-]*)\(").match(body, i)
+    if m is None:
+        raise ValueError("expected an opcode and '('")
+    opcode = m.group(1)
+    end = _match(body, m.end() - 1, "(", ")")
+    if end < 0:
+        raise ValueError("unbalanced parentheses")
+    operands: list[str] = []
+    if opcode not in ("constant", "parameter"):
+        for tok in _split_top(body[m.end() : end - 1]):
+            parts = tok.split()
+            if parts:
+                operands.append(parts[-1].lstrip("%"))
+    attrs: dict[str, str] = {}
+    for part in _split_top(body[end:].lstrip(", ")):
+        key, eq, value = part.partition("=")
+        if eq:
+            attrs[key.strip()] = value.strip()
+    return Instr(name, shape, opcode, operands, attrs, line, root)
+
+
+def parse_computations(text: str, where: str) -> dict[str, Computation]:
+    """The computations of an HLO module's text, by name, in the order written.
+
+    Raises
+    ------
+    InputError
+        A line that is not an instruction (the message gives its number and ``where``), a
+        type or opcode that cannot be read, or a computation not closed with ``}``.
+
+    Examples
+    --------
+    >>> parse_computations("ENTRY e {\\n  x = f32[4] parameter(0)\\n", "m.hlo")
+    Traceback (most recent call last):
+    ...
+    opsched.errors.InputError: m.hlo: computation 'e' is not closed with '}' (truncated?)
+    """
+    comps: dict[str, Computation] = {}
+    cur: Computation | None = None
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("//"):
+            continue
+        if cur is None:
+            m = _HEADER.match(line)
+            if m and not line.startswith("HloModule"):
+                cur = Computation(m.group(2), bool(m.group(1)))
+                comps[cur.name] = cur
+            continue
+        if line == "}":
+            cur = None
+            continue
+        m = _INSTR.match(line)
+        if m is None:
+            raise InputError(f"line {n}: expected 'name = type opcode(operands)'", where)
+        try:
+            cur.instrs.append(_parse_instr(m.group(3), bool(m.group(1)), m.group(2), n))
+        except ValueError as e:
+            raise InputError(f"line {n}: {e}", where) from None
+    if cur is not None:
+        raise InputError(f"computation {cur.name!r} is not closed with '}}' (truncated?)", where)
+    return comps
+
+
+def leaves(shape: Any) -> list[TensorMeta]:
+    """The arrays of a parsed type, tuples flattened in order (tokens have none).
+
+    Examples
+    --------
+    >>> t, _ = parse_type("(f32[2], (s8[3], token[]))")
+    >>> [x.shape for x in leaves(t)]
+    [(2,), (3,)]
+    """
+    if isinstance(shape, TensorMeta):
+        return [shape]
+    if isinstance(shape, tuple):
+        return [t for x in shape for t in leaves(x)]
+    return []

@@ -1,0 +1,341 @@
+"""The solving commands of the ``opsched`` command line: ``solve``, ``solvers``, ``pareto``
+and ``validate``.
+
+``solve`` runs any registered scheduler (or the heterogeneous solvers with ``--devices``) and
+checks its result with the independent validator before writing or printing it; ``pareto``
+gives the exact makespan / peak-memory front; ``validate`` checks a schedule file against a
+graph (exit 1 with the violations when it is invalid). The core commands (``demo``,
+``analyze``, ``convert``, ``quick``) and the group itself are in :mod:`opsched.cli`, which
+calls :func:`register`.
+
+Examples
+--------
+>>> from click.testing import CliRunner
+>>> from opsched.cli import main
+>>> r = CliRunner().invoke(main, ["solve", "--help"])
+>>> r.exit_code, "--objective [lex|lex-memory|makespan|peak-memory]" in r.output
+(0, True)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from opsched._clikit import (
+    EXIT_INVALID,
+    _emit_json,
+    _fail,
+    _load_problem,
+    _machine,
+    cap_option,
+    handle_errors,
+    json_option,
+    res_option,
+    units_option,
+)
+from opsched.errors import OpschedError, ProblemError
+
+__all__ = ["OBJECTIVES", "pareto", "register", "solve", "solvers", "validate"]
+
+
+# ---------------------------------------------------------------------------------- validate
+@click.command("validate")
+@click.argument("graph", type=click.Path(path_type=Path))
+@click.argument("schedule", type=click.Path(path_type=Path))
+@units_option
+@cap_option
+@res_option
+@json_option
+@handle_errors
+def validate(
+    graph: Path,
+    schedule: Path,
+    units: int | None,
+    memory_cap: str | None,
+    resources: str | None,
+    as_json: bool,
+) -> None:
+    """Check SCHEDULE against GRAPH; exit 0 if valid, 1 with the violations if not.
+
+    The machine defaults to the one recorded in the schedule file.
+    """
+    from opsched.importers import read_graph
+    from opsched.ir.jsonio import load_json_file
+    from opsched.problem import Problem
+    from opsched.schedule import Schedule
+    from opsched.validate import validate as check
+
+    g = read_graph(graph)
+    doc = load_json_file(schedule)  # its errors already name the file
+    try:
+        sched = Schedule.from_dict(doc)
+    except OpschedError as e:
+        raise e.located(str(schedule)) from None
+    recorded = sched.machine or {}
+    if units is None:
+        units = recorded.get("units")
+        if units is not None and (not isinstance(units, int) or units < 1):
+            raise ProblemError(f"{schedule}: machine.units must be a positive integer")
+    from opsched.problem import Machine
+
+    cli_machine = _machine(units, memory_cap, resources)  # options first: errors name them
+    try:
+        recorded_machine = Machine(
+            units=units,
+            resources=dict(recorded.get("resources") or {}),
+            memory_cap=recorded.get("memory_cap"),
+        )
+    except ProblemError as e:
+        raise e.located(f"{schedule}: machine") from None
+    machine = Machine(
+        units=units,
+        resources={**recorded_machine.resources, **cli_machine.resources},
+        memory_cap=cli_machine.memory_cap
+        if memory_cap is not None
+        else recorded_machine.memory_cap,
+    )
+    problem = Problem(g, machine)
+    report = check(problem, sched)
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        click.echo(report.summary())
+    sys.exit(0 if report.valid else EXIT_INVALID)
+
+
+# ---------------------------------------------------------------------------------- solve
+OBJECTIVES = {
+    "makespan": "makespan",
+    "peak-memory": "peak_memory",
+    "lex": "makespan_then_memory",
+    "lex-memory": "memory_then_makespan",
+}
+
+
+@click.command("solve")
+@click.argument("graph", type=click.Path(path_type=Path))
+@click.option(
+    "--solver",
+    "-s",
+    default="cpsat",
+    show_default=True,
+    help="Scheduler name (see `opsched solvers`).",
+)
+@units_option
+@cap_option
+@res_option
+@click.option(
+    "--objective",
+    type=click.Choice(sorted(OBJECTIVES)),
+    default="makespan",
+    show_default=True,
+    help="For exact solvers: makespan, peak-memory, or lexicographic (lex: makespan "
+    "then memory; lex-memory: memory then makespan).",
+)
+@click.option(
+    "--makespan-limit",
+    type=float,
+    default=None,
+    help="With --objective peak-memory: only schedules ending by this time.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.01),
+    default=10.0,
+    show_default=True,
+    help="Seconds, for exact solvers.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="CP-SAT search threads.",
+)
+@click.option("--deterministic", is_flag=True, help="Same result on every run (CP-SAT).")
+@click.option("--log", is_flag=True, help="Print CP-SAT's search log.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the schedule (opsched-schedule/1 JSON) here.",
+)
+@click.option(
+    "--devices",
+    default=None,
+    help="Heterogeneous machine, e.g. gpu:4,cpu:8 (solvers cpsat, heft, cpop); durations "
+    "per type from each op's attrs.durations. See docs/hetero.md.",
+)
+@click.option(
+    "--link-bandwidth",
+    type=float,
+    default=None,
+    help="With --devices: bytes per time unit between device types (default: infinite).",
+)
+@click.option(
+    "--link-latency",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With --devices: time units per transfer between device types.",
+)
+@json_option
+@handle_errors
+def solve(
+    graph: Path,
+    solver: str,
+    units: int | None,
+    memory_cap: str | None,
+    resources: str | None,
+    objective: str,
+    makespan_limit: float | None,
+    time_limit: float,
+    workers: int,
+    deterministic: bool,
+    log: bool,
+    output: Path | None,
+    devices: str | None,
+    link_bandwidth: float | None,
+    link_latency: float,
+    as_json: bool,
+) -> None:
+    """Schedule GRAPH; the result is checked by the independent validator.
+
+    PSPLIB files bring their resource capacities; --resources overrides them. With
+    --devices the machine is heterogeneous (opsched.hetero).
+    """
+    if devices is not None:
+        from opsched.hetero.commands import solve_on_devices
+
+        solve_on_devices(
+            graph, solver, devices, link_bandwidth, link_latency, time_limit=time_limit,
+            workers=workers, deterministic=deterministic, log=log, output=output,
+            as_json=as_json, units=units, memory_cap=memory_cap, resources=resources,
+            objective=objective, makespan_limit=makespan_limit,
+        )  # fmt: skip
+        return
+    from opsched.registry import get_solver
+    from opsched.validate import validate as check
+    from opsched.viz import gantt_text
+
+    info = get_solver(solver)
+    problem = _load_problem(graph, units, memory_cap, resources)
+    opts: dict[str, Any] = {}
+    if info.exact:
+        opts = {"objective": OBJECTIVES[objective]}
+    if solver == "cpsat":
+        opts.update(
+            time_limit=time_limit,
+            num_workers=workers,
+            deterministic=deterministic,
+            log=log,
+            makespan_limit=makespan_limit,
+        )
+    if solver == "lns":
+        opts.update(time_limit=time_limit)
+    result = info.fn(problem, **opts)
+    report = check(problem, result)
+    if not report.valid:  # a solver bug: never hand out an invalid schedule
+        _fail(f"{solver} produced an invalid schedule: {report.violations[0]}", 3)
+    if output is not None:
+        result.to_json(str(output))
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    click.echo(result.summary())
+    if result.info.get("reason"):
+        click.echo(f"reason: {result.info['reason']}")
+    sc = result.info.get("scaling")
+    if sc:
+        click.echo(
+            f"integers: {sc['time_scale']:g} ticks per time unit"
+            f" ({'exact' if sc['time_exact'] else 'rounded up'}), memory quantum "
+            f"{sc['memory_quantum']} B ({'exact' if sc['memory_exact'] else 'rounded'})"
+        )
+    if result.has_schedule and problem.graph.num_ops <= 60:
+        click.echo(gantt_text(result, width=64))
+
+
+@click.command("solvers")
+@json_option
+def solvers(as_json: bool) -> None:
+    """List every registered scheduler (exact solvers and heuristics)."""
+    from opsched.registry import SOLVERS
+
+    if as_json:
+        _emit_json({n: {"description": s.description, "exact": s.exact}
+                    for n, s in SOLVERS.items()})  # fmt: skip
+        return
+    width = max(map(len, SOLVERS)) + 1
+    for name, s in SOLVERS.items():
+        kind = "exact" if s.exact else "heuristic"
+        click.echo(f"{name:{width}s} {kind:9s} {s.description}")
+
+
+@click.command("pareto")
+@click.argument("graph", type=click.Path(path_type=Path))
+@units_option
+@cap_option
+@res_option
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds for the whole front.",
+)
+@click.option(
+    "--point-time-limit",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds for each point.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the front as CSV (makespan, peak_memory, proven).",
+)
+@json_option
+@handle_errors
+def pareto(
+    graph: Path,
+    units: int | None,
+    memory_cap: str | None,
+    resources: str | None,
+    time_limit: float,
+    point_time_limit: float,
+    output: Path | None,
+    as_json: bool,
+) -> None:
+    """The exact Pareto front of makespan vs peak memory (CP-SAT, epsilon constraints)."""
+    from opsched._files import write_text_atomic
+    from opsched.solver import pareto_front
+    from opsched.validate import validate as check
+
+    problem = _load_problem(graph, units, memory_cap, resources)
+    front = pareto_front(problem, time_limit=time_limit, point_time_limit=point_time_limit)
+    for p in front.points:
+        rep = check(problem, p.schedule)
+        if not rep.valid:
+            _fail(f"pareto point ({p.makespan:g}, {p.peak_memory}) is invalid: "
+                  f"{rep.violations[0]}", 3)  # fmt: skip
+    if output is not None:
+        write_text_atomic(front.to_frame().to_csv(index=False), output)
+    if as_json:
+        _emit_json(front.to_dict())
+        return
+    click.echo(front.summary())
+
+
+def register(main: click.Group) -> None:
+    """Add ``validate``, ``solve``, ``solvers`` and ``pareto`` to the ``opsched`` group."""
+    for command in (validate, solve, solvers, pareto):
+        main.add_command(command)
