@@ -16,7 +16,7 @@ is re-checked by the validator, and the gap is taken against CP-SAT's proven bou
 Durations are the zoo's placeholder (proportional to FLOPs, integer) unless ``--gpu`` asks
 for the cost model (integer microsecond ticks, ``--tick``).
 
-Reproduce (2 cores, about 25 minutes with the defaults):
+Reproduce (2 cores, about 15 minutes with the defaults):
     python benchmarks/bench_zoo_memory.py --units 2 4 --time-limit 60
 """
 

@@ -152,16 +152,22 @@ class CpsatModel:
     def heuristic_upper_bound(self) -> tuple[int, list[int] | None]:
         """Best heuristic makespan in ticks (horizon) and its starts (hint), if one is found.
 
-        The two greedy schedules; under a memory cap also the memory-aware list schedule
-        (:func:`~opsched.heuristics.memory_list.memory_list`), which finds a schedule under
-        tight caps where greedy dead-ends (measured on fused zoo pieces at 60 % caps:
-        without it CP-SAT found no schedule at all in 20 s on the larger pieces).
+        The two greedy schedules; under a memory cap where both dead-end, the memory-aware
+        list schedule (:func:`~opsched.heuristics.memory_list.memory_list`), which finds
+        one whenever its one-unit min-memory order fits the cap (measured on fused zoo
+        pieces at tight caps: without it CP-SAT found no schedule at all in 20 s on NASNet's
+        cell_0..cell_3). It is not tried otherwise: its exact min-memory search takes
+        seconds on 50-60-op graphs.
         """
         best: tuple[int, list[int] | None] = (int(sum(self.scaling.durations)), None)
-        kinds = ["b-level", "fifo"] + (["memory-list"] if self.tick.memory_cap is not None else [])
-        for kind in kinds:
-            s = memory_list(self.tick) if kind == "memory-list" else greedy(self.tick, kind)
+        for prio in ("b-level", "fifo"):
+            s = greedy(self.tick, prio)
             if s.has_schedule and s.makespan is not None and s.makespan <= best[0]:
+                best = (int(s.makespan), [int(o.start) for o in s.ops])
+        if best[1] is None and self.tick.memory_cap is not None:
+            # only when greedy dead-ends: its min-memory search costs seconds at 50+ ops
+            s = memory_list(self.tick)
+            if s.has_schedule and s.makespan is not None:
                 best = (int(s.makespan), [int(o.start) for o in s.ops])
         return best
 
