@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.fitdata import FamilyData, FitData, fit_rows
+from opsched.cost.fitdata import FamilyData, FitData, fit_rows, median_overheads
 
 __all__ = [
     "BORROWER_FAMILIES",
@@ -110,10 +110,7 @@ def fit_donor(data: FitData, train: Mapping[str, np.ndarray], per_gpu: bool = Tr
         if sel.sum() < 3:
             continue
         beta, ovh = fit_rows(fd, sel, prior, DONOR_POOLED_RIDGE)
-        by_method: dict[str, list[float]] = {}
-        for (_, m), o in ovh.items():
-            by_method.setdefault(m, []).append(o)
-        pooled_ovh = {m: float(np.median(v)) for m, v in by_method.items()}
+        pooled_ovh = median_overheads(ovh)
         out[("*", cls)] = {"beta": beta, "overheads": pooled_ovh}
         for gpu in sorted(set(fd.gpu[sel])) if per_gpu else ():
             gsel = sel & (fd.gpu == gpu)

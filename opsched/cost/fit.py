@@ -31,7 +31,15 @@ from opsched.cost.boost import TREE_METHODS, fit_trees, tree_features
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
 from opsched.cost.features import SAMPLE_ATTRS, feature_matrix
-from opsched.cost.fitdata import FIT_FILES, FamilyData, FitData, cap_rows, fit_rows, load_fit_data
+from opsched.cost.fitdata import (
+    FIT_FILES,
+    FamilyData,
+    FitData,
+    cap_rows,
+    fit_rows,
+    load_fit_data,
+    median_overheads,
+)
 from opsched.cost.floor import apply_floor, fit_floors, floor_of
 from opsched.cost.specs import GpuSpec, load_specs
 from opsched.cost.trees import TreeEnsemble
@@ -119,10 +127,7 @@ def fit_model(
             if sel.sum() < 3:
                 continue
             beta, ovh = fit_rows(fd, sel, roof_prior, POOLED_RIDGE)
-            by_method: dict[str, list[float]] = {}
-            for (_, m), o in ovh.items():
-                by_method.setdefault(m, []).append(o)
-            pooled_ovh = {m: float(np.median(v)) for m, v in by_method.items()}
+            pooled_ovh = median_overheads(ovh)
             model.pooled[(fam, cls)] = {"beta": beta, "overheads": pooled_ovh,
                                         "rows": int(sel.sum()), "source": "pooled"}  # fmt: skip
             for gpu in sorted(set(fd.gpu[sel])) if per_gpu else ():

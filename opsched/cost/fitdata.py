@@ -182,3 +182,15 @@ def fit_rows(
     off = None if offset is None else offset[sel]
     res = fit_curve(fd.x[sel], fd.t[sel], slot, free, prior=prior, ridge=ridge, offset=off)
     return res.beta, {s: res.overheads[i] for s, i in index.items() if free[i]}
+
+
+def median_overheads(overheads: Mapping[tuple[str, str], float]) -> dict[str, float]:
+    """Per timing method, the median of the per-GPU fitted overheads (a pooled curve's).
+
+    >>> median_overheads({("A", "events"): 20.0, ("B", "events"): 30.0, ("C", "events"): 40.0})
+    {'events': 30.0}
+    """
+    by_method: dict[str, list[float]] = {}
+    for (_, method), o in overheads.items():
+        by_method.setdefault(method, []).append(o)
+    return {m: float(np.median(v)) for m, v in by_method.items()}
