@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -101,18 +102,22 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
                           wall_time_s=time.perf_counter() - t0)  # fmt: skip
 
 
-def memory_list(problem: Problem, **_: object) -> Schedule:
+def memory_list(
+    problem: Problem, *, order_options: dict[str, Any] | None = None, **_: object
+) -> Schedule:
     """Min-memory order as list priority with memory-feasible placement, or b-level if shorter.
 
     The in-order schedule joins in on problems whose ops demand at most one unit and no
-    other limited resource.
+    other limited resource. ``order_options`` go to
+    :func:`~opsched.heuristics.memory.min_memory_order` (e.g. ``{"method": "beam",
+    "rounds": 1}`` for a fast order; the default search can take seconds at 50-120 ops).
 
     ``info["order_peak"]`` is the one-unit order's peak; UNKNOWN with a reason if neither
     priority finds a schedule within the cap.
     """
     t0 = time.perf_counter()
     g = problem.graph
-    order = np.asarray(min_memory_order(problem), dtype=np.int64)
+    order = np.asarray(min_memory_order(problem, **(order_options or {})), dtype=np.int64)
     prio = np.empty(g.num_ops)
     prio[order] = np.arange(g.num_ops, 0, -1, dtype=np.float64)
     a = list_schedule(problem, prio, "memory")
