@@ -111,7 +111,10 @@ def main() -> None:
                 if r.has_schedule and r.makespan and r.lower_bound:
                     gap = 100 * (r.makespan - r.lower_bound) / r.makespan
                 used = cap / peak0
-                rows.append((model, label, g.num_ops, k, used, r.status.value, r.wall_time_s, gap))
+                rows.append(
+                    (model, label, g.num_ops, k, used, r.status.value, r.wall_time_s, gap,
+                     r.makespan, r.lower_bound)
+                )  # fmt: skip
                 print(
                     f"\r{len(rows)} runs, {time.perf_counter() - t0:.0f} s",
                     end="",
@@ -128,12 +131,16 @@ def main() -> None:
         f"\nCP-SAT, min makespan under a memory cap, zoo pieces after fusion, "
         f"time limit {a.time_limit:g} s, {a.workers} workers, {how}\n"
     )
-    print("| model | piece | ops | units | cap | status | time s | gap to bound % |")
-    print("|---|---|---|---|---|---|---|---|")
-    for model, label, n, k, frac, st, wall, gap in rows:
+    print(
+        "| model | piece | ops | units | cap | status | time s | makespan | bound | "
+        "gap to bound % |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for model, label, n, k, frac, st, wall, gap, ms, lb in rows:
         g = "-" if gap is None else f"{gap:.1f}"
-        print(f"| {model} | {label} | {n} | {k} | {frac:.0%} | {st} | {wall:.1f} | {g} |")
-    proven = [r for r in rows if r[5] == "OPTIMAL"]
+        cells = f"{'-' if ms is None else f'{ms:g}'} | {'-' if lb is None else f'{lb:g}'}"
+        print(f"| {model} | {label} | {n} | {k} | {frac:.0%} | {st} | {wall:.1f} | {cells} | {g} |")
+    proven = [r for r in rows if r[5] == "OPTIMAL"]  # columns as in the table
     median = statistics.median([r[6] for r in proven]) if proven else 0.0
     print(f"\nproven optimal: {len(proven)}/{len(rows)}; median time of the proven {median:.2f} s")
     by_piece: dict[tuple[str, str], list[tuple]] = {}

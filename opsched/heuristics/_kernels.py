@@ -55,6 +55,30 @@ def _heap_pop(hk: np.ndarray, hv: np.ndarray, size: int) -> int:
 
 
 @kernel
+def _ready(
+    w: int,
+    needs_unit: np.ndarray,
+    key: np.ndarray,
+    fifo: bool,
+    rk: np.ndarray,
+    rv: np.ndarray,
+    nr: int,
+    instant: np.ndarray,
+    ni: int,
+    seq: float,
+) -> tuple[int, int, float]:
+    """``w`` is ready: into the unit heap (``rk, rv``, keyed by priority or arrival) or onto
+    the stack of ops that hold no unit."""
+    if needs_unit[w]:
+        nr = _heap_push(rk, rv, nr, seq if fifo else key[w], w)
+        seq += 1.0
+    else:
+        instant[ni] = w
+        ni += 1
+    return nr, ni, seq
+
+
+@kernel
 def _release(
     v: int,
     succ_ptr: np.ndarray,
@@ -76,12 +100,7 @@ def _release(
         w = succ_idx[k]
         indeg[w] -= 1
         if indeg[w] == 0:
-            if needs_unit[w]:
-                nr = _heap_push(rk, rv, nr, seq if fifo else key[w], w)
-                seq += 1.0
-            else:
-                instant[ni] = w
-                ni += 1
+            nr, ni, seq = _ready(w, needs_unit, key, fifo, rk, rv, nr, instant, ni, seq)
     return nr, ni, seq
 
 
@@ -127,12 +146,7 @@ def nondelay(
     seq = 0.0
     for v in range(n):
         if indeg[v] == 0:
-            if needs_unit[v]:
-                nr = _heap_push(rk, rv, nr, seq if fifo else key[v], v)
-                seq += 1.0
-            else:
-                instant[ni] = v
-                ni += 1
+            nr, ni, seq = _ready(v, needs_unit, key, fifo, rk, rv, nr, instant, ni, seq)
     t = 0.0
     done = 0
     while done < n:

@@ -97,20 +97,14 @@ def extract(
     >>> [(op.name, op.kind, op.output) for op in piece.ops]
     [('Input', 'input', False), ('Conv1', 'conv2d', False), ('Conv2', 'conv2d', True)]
     """
-    idx = select(graph, prefixes)
+    want = [prefixes] if isinstance(prefixes, str) else list(prefixes)
+    idx = select(graph, want)
     if not idx:
-        label = prefixes if isinstance(prefixes, str) else ", ".join(prefixes)
-        raise GraphError(f"graph {graph.name!r}: no op matches {label!r}")
+        raise GraphError(f"graph {graph.name!r}: no op matches {', '.join(want)!r}")
     inside = set(idx)
     consumers = graph.consumers()
-    outer_inputs: list[int] = []
-    seen: set[int] = set()
-    for i in idx:
-        for dep in graph.ops[i].deps:
-            u = graph.index(dep)
-            if u not in inside and u not in seen:
-                seen.add(u)
-                outer_inputs.append(u)
+    pp, pi = graph.pred_ptr, graph.pred_idx
+    outer_inputs = {int(u) for i in idx for u in pi[pp[i] : pp[i + 1]] if int(u) not in inside}
     ops: list[Op] = []
     for u in sorted(outer_inputs):
         src = graph.ops[u]
@@ -123,10 +117,9 @@ def extract(
         read_inside = any(c in inside for c in consumers[i])
         handed_on = op.output or (not read_inside and bool(consumers[i]))
         ops.append(replace(op, output=handed_on))
-    label = prefixes if isinstance(prefixes, str) else "+".join(prefixes)
     return OpGraph(
         tuple(ops),
-        name=name or f"{graph.name}[{label}]",
+        name=name or f"{graph.name}[{'+'.join(want)}]",
         resources=graph.resources,
         persistent_bytes=graph.persistent_bytes if keep_persistent else 0,
     )

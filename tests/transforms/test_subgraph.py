@@ -26,6 +26,9 @@ def test_seed_piece_inputs_and_outputs() -> None:
     # Add feeds Output (outside): handed on, kept to the end
     assert [op.output for op in piece.ops] == [False, False, False, False, True]
     assert piece.persistent_bytes == 0
+    # any iterable of prefixes, a generator included, names the piece
+    again = extract(g, (p for p in ["BN", "ReLU", "Add"]))
+    assert again.ops == piece.ops and again.name == f"{g.name}[BN+ReLU+Add]"
 
 
 def test_whole_graph_piece_is_the_graph() -> None:

@@ -52,6 +52,8 @@ class Params:
     worker strategies (e.g. ``("default_lp", "objective_lb_search")``); empty: CP-SAT's choice.
     ``memory_model``: ``"cumulative"`` (tensor lifetimes as variable-size intervals) or
     ``"reservoir"`` (allocation and free events), under a memory cap.
+    ``linearization_level``: CP-SAT's LP relaxation (2 adds cumulative cuts); None: CP-SAT's
+    default (measured on hard J30 instances: ``benchmarks/bench_j30_hard.py``).
     """
 
     time_limit: float = 10.0
@@ -66,6 +68,7 @@ class Params:
     greedy_horizon: bool = True
     subsolvers: tuple[str, ...] = ()
     memory_model: str = "cumulative"
+    linearization_level: int | None = None
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
@@ -198,6 +201,8 @@ class CpsatModel:
             p.interleave_search = True
         for name in params.subsolvers:
             p.subsolvers.append(name)
+        if params.linearization_level is not None:
+            p.linearization_level = params.linearization_level
         if params.strong_cumulative:
             # measured on STG 50 (benchmarks/bench_cpsat_stg.py): these close instances where
             # the default propagation leaves the bound at work/k for the whole time limit
