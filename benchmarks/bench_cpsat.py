@@ -22,6 +22,7 @@ from opsched.datasets import dataset_path, psplib_optima, stg_optima
 from opsched.importers import read_psplib, read_stg
 from opsched.problem import Machine, Problem
 from opsched.solver import solve_cpsat
+from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.validate import validate
 
 
@@ -47,7 +48,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", default="stg50", choices=["stg50", "stg100", "stg300", "j30"])
     ap.add_argument("--time-limit", type=float, default=10.0)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     ap.add_argument("--limit", type=int, default=None, help="first N files only")
     ap.add_argument("--open-only", action="store_true", help="only instances the table leaves open")
     ap.add_argument("--csv", type=Path, default=None, help="also write one row per instance")

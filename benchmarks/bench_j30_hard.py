@@ -5,12 +5,17 @@ Variants (each a full CP-SAT solve of the makespan, 2 workers, from the greedy h
 * ``default``: the shipped model and parameters;
 * ``lp2``: the same with ``linearization_level = 2`` (LP relaxation with cumulative cuts);
 * ``reversed``: the instance with every arc turned round (same optimum; a schedule of it,
-  mirrored in time, is a schedule of the original).
+  mirrored in time, is a schedule of the original);
+* ``workers4``: 4 CP-SAT workers on the 2 cores. With 2 workers CP-SAT runs one full search
+  (``default_lp``) and gives the other thread to its large-neighbourhood searches; with 4 it
+  runs three full searches (``default_lp``, ``fixed``, ``no_lp``) beside them;
+* ``rc3``: 3 workers, full searches ``default_lp`` and ``reduced_costs`` (the worker that
+  raised the bound most in a log of 8 workers).
 
 Prints status, best makespan and proven bound per instance and variant, against the
 published optimum. Numbers move with the machine's load: CP-SAT's search is timed.
 
-Reproduce (2 cores, about 9 minutes):
+Reproduce (2 cores, about 15 minutes; ``--variants`` picks some):
     python benchmarks/bench_j30_hard.py --time-limit 30
 """
 
@@ -38,11 +43,20 @@ def reversed_graph(g: OpGraph) -> OpGraph:
     return OpGraph(ops, name=g.name, resources=g.resources)
 
 
-def solve(g: OpGraph, time_limit: float, lp2: bool) -> tuple[str, float, float, float]:
+VARIANTS: dict[str, Params] = {
+    "default": Params(),
+    "lp2": Params(linearization_level=2),
+    "reversed": Params(),
+    "workers4": Params(num_workers=4),
+    "rc3": Params(num_workers=3, subsolvers=("default_lp", "reduced_costs")),
+}
+
+
+def solve(g: OpGraph, time_limit: float, params: Params) -> tuple[str, float, float, float]:
     m = CpsatModel(Problem(g, Machine(units=None)), with_memory=False, with_peak=False)
     m.objective.minimise_makespan()
     t0 = time.perf_counter()
-    st = m.solve(Params(linearization_level=2 if lp2 else None), t0 + time_limit)
+    st = m.solve(params, t0 + time_limit)
     s = m.solver
     assert s is not None
     return s.status_name(st), s.objective_value, s.best_objective_bound, time.perf_counter() - t0
@@ -52,19 +66,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--instances", nargs="+", default=HARD)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     a = ap.parse_args()
     opt = psplib_optima()
-    print(f"\nCP-SAT on hard J30 instances, {a.time_limit:g} s each, 2 workers\n")
+    print(f"\nCP-SAT on hard J30 instances, {a.time_limit:g} s each, 2 cores\n")
     print("| instance | optimum | variant | status | makespan | bound | time s |")
     print("|---|---|---|---|---|---|---|")
     for name in a.instances:
         g = read_psplib(dataset_path("psplib/j30") / f"{name}.sm")
-        for variant, graph, lp2 in (
-            ("default", g, False),
-            ("lp2", g, True),
-            ("reversed", reversed_graph(g), False),
-        ):
-            st, ms, lb, t = solve(graph, a.time_limit, lp2)
+        for variant in a.variants:
+            graph = reversed_graph(g) if variant == "reversed" else g
+            st, ms, lb, t = solve(graph, a.time_limit, VARIANTS[variant])
             print(f"| {name} | {opt.get(name)} | {variant} | {st} | {ms:g} | {lb:g} | {t:.1f} |")
 
 

@@ -20,6 +20,7 @@ from opsched.analysis import min_memory_bound
 from opsched.heuristics import greedy
 from opsched.problem import Machine, Problem
 from opsched.solver import solve_cpsat
+from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.validate import validate
 from opsched.zoo import layered
 
@@ -31,6 +32,7 @@ def main() -> None:
     ap.add_argument("--units", type=int, default=2)
     ap.add_argument("--fractions", type=float, nargs="+", default=[1.0, 0.8, 0.6])
     ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     a = ap.parse_args()
 
     table: dict[tuple[int, float], list[tuple[str, float, float | None]]] = {}
@@ -48,7 +50,7 @@ def main() -> None:
             for frac in a.fractions:
                 cap = max(need, int(frac * peak0))
                 p = base.with_machine(memory_cap=cap)
-                r = solve_cpsat(p, time_limit=a.time_limit)
+                r = solve_cpsat(p, time_limit=a.time_limit, num_workers=a.workers)
                 if r.has_schedule and not validate(p, r).valid:
                     sys.exit(f"INVALID schedule: {g.name} cap {cap}")
                 table.setdefault((n, frac), []).append(

@@ -38,6 +38,7 @@ from opsched._clikit import (
     units_option,
 )
 from opsched.errors import OpschedError, ProblemError
+from opsched.solver.defaults import DEFAULT_WORKERS
 
 __all__ = ["OBJECTIVES", "pareto", "register", "solve", "solvers", "validate"]
 
@@ -152,7 +153,7 @@ OBJECTIVES = {
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
-    default=2,
+    default=DEFAULT_WORKERS,
     show_default=True,
     help="CP-SAT search threads.",
 )

@@ -16,6 +16,7 @@ from opsched.errors import OpschedError
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.solve import solve_cpsat
+from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.solver.scaling import choose_scaling
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def pareto_front(
     *,
     time_limit: float = 60.0,
     point_time_limit: float = 10.0,
-    num_workers: int = 2,
+    num_workers: int = DEFAULT_WORKERS,
     max_points: int = 1000,
 ) -> ParetoFront:
     """Compute the makespan / peak-memory Pareto front of ``problem`` with CP-SAT.

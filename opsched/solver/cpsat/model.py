@@ -24,6 +24,7 @@ from opsched.problem import Machine, Problem
 from opsched.solver.cpsat.constraints import Constraints
 from opsched.solver.cpsat.objective import Objective
 from opsched.solver.cpsat.variables import Variables
+from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.solver.scaling import Scaling, choose_scaling
 
 __all__ = ["HINT_ORDER_SEARCHES", "CpsatModel", "Params", "assign_units", "tick_problem"]
@@ -57,7 +58,7 @@ class Params:
     """
 
     time_limit: float = 10.0
-    num_workers: int = 2
+    num_workers: int = DEFAULT_WORKERS
     deterministic: bool = False
     log: bool = False
     hint: bool = True

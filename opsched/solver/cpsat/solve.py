@@ -19,6 +19,7 @@ from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import CpsatModel, Params, assign_units
+from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.solver.scaling import choose_scaling
 from opsched.units import format_bytes
 
@@ -37,7 +38,7 @@ def solve_cpsat(
     objective: Objective | str | None = None,
     *,
     time_limit: float = 10.0,
-    num_workers: int = 2,
+    num_workers: int = DEFAULT_WORKERS,
     deterministic: bool = False,
     log: bool = False,
     hint: bool = True,
@@ -56,7 +57,7 @@ def solve_cpsat(
     time_limit
         Seconds of wall clock for the whole call (all stages).
     num_workers
-        CP-SAT search threads (2 fits a 2-core machine).
+        CP-SAT search threads (:data:`~opsched.solver.cpsat.model.DEFAULT_WORKERS`).
     deterministic
         Same answer on every run (interleaved search with a fixed seed).
     log
