@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.boost import TREE_METHODS, fit_trees, tree_features
+from opsched.cost.boost import fit_trees, tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
 from opsched.cost.features import SAMPLE_ATTRS, feature_matrix
@@ -97,7 +97,7 @@ def fit_model(
     With ``trees`` (needs scikit-learn), each family with at least :data:`MIN_TREE_ROWS`
     training rows of :data:`MIN_TREE_SHAPES` shapes also gets residual trees
     (:mod:`opsched.cost.boost`) fitted on the log ratio of measured time to the curve's
-    prediction, on the same capped rows of the timing methods in ``TREE_METHODS``. The
+    prediction, on the same capped rows of the timing methods in ``tree_methods(family)``. The
     trees correct only a GPU's own curve: a GPU without timings for a family keeps the
     pooled curve through its specs (trees there raised the leave-one-GPU-out error, e.g.
     A100-PCIe-40GB softmax 11 -> 79 %), so ``per_gpu=False`` fits no trees.
@@ -149,7 +149,7 @@ def fit_model(
         trees = False
     if trees:
         for fam, fd in sorted(data.families.items()):
-            sel = cap_rows(fd, masks[fam]) & np.isin(fd.method, list(TREE_METHODS))
+            sel = cap_rows(fd, masks[fam]) & np.isin(fd.method, list(tree_methods(fam)))
             if sel.sum() < MIN_TREE_ROWS or np.unique(fd.group[sel]).size < MIN_TREE_SHAPES:
                 continue
             base = predict_family(model, fam, fd, sel, floor=False)
@@ -206,7 +206,7 @@ def predict_family(
 ) -> np.ndarray:
     """Predicted times of the selected rows of one family (NaN where no curve exists).
 
-    Rows whose GPU has its own curve and whose method is in ``TREE_METHODS`` are multiplied
+    Rows whose GPU has its own curve and whose method is in ``tree_methods(fam)`` are multiplied
     by ``exp`` of the family's residual trees, if it has any. With ``floor``, every
     prediction is then raised to its GPU's kernel floor (:mod:`opsched.cost.floor`); the
     trees are fitted on the residual of the unfloored curve (``floor=False``).
@@ -226,7 +226,7 @@ def predict_family(
     pairs = zip(fd.gpu[idx], fd.cls[idx], strict=True)
     own = np.array([model.groups.get((g, fam, c), {}).get("source") == "fitted" for g, c in pairs],
                    dtype=bool)  # fmt: skip
-    use = np.isin(fd.method[idx], list(TREE_METHODS)) & own
+    use = np.isin(fd.method[idx], list(tree_methods(fam))) & own
     if ens is not None and use.any():
         j = idx[use]
         feats = tree_features(fd.x[j], fd.gpu[j], fd.cls[j], fd.method[j], _specs())

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.boost import TREE_METHODS, tree_features
+from opsched.cost.boost import tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
     ZERO_KINDS,
@@ -193,7 +193,7 @@ class Profile:
             x = feature_matrix(fam, attrs, self.spec)
             t = predict_curve(x, c["beta"], ovh)
             ens = self.trees.get(fam)
-            if ens is not None and method in TREE_METHODS and c.get("source") == "fitted":
+            if ens is not None and method in tree_methods(fam) and c.get("source") == "fitted":
                 n = len(idx)
                 feats = tree_features(x, np.full(n, self.gpu), np.full(n, dtype_class(dtype)),
                                       np.full(n, method), {self.gpu: self.spec})  # fmt: skip
