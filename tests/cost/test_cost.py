@@ -254,3 +254,23 @@ def test_profile_reproduces_the_fitted_hybrid_and_trees_help_in_sample():
     curve = bare.predict_many([r["kind"] for r in recs], [r["attrs"] for r in recs], "wallclock")
     t = fd.t[sel]
     assert np.median(np.abs(shipped - t) / t) < np.median(np.abs(curve - t) / t)
+
+
+def test_profiler_timings_get_tree_corrections_only_for_convolution_backward():
+    # The V100-SXM2 has its own convolution curves (the ResNet-50 profiler trace). Its
+    # profiler-method (cupti) predictions are corrected by the trees for the backward
+    # directions (boost.TREE_METHODS_BY_FAMILY) and are the curve alone for the forward one.
+    from importlib import resources
+
+    doc = json.loads(
+        resources.files("opsched.cost").joinpath("profiles/V100-SXM2.json").read_text()
+    )
+    shipped, bare = load_profile("V100-SXM2"), Profile(doc, trees={})
+    a = {"N": 32, "C": 64, "H": 56, "W": 56, "K": 64, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1,
+         "dtype": "float32"}  # fmt: skip
+    for kind in ("conv2d_bwd_data", "conv2d_bwd_filter"):
+        with_trees, curve = shipped.predict(kind, a, "cupti"), bare.predict(kind, a, "cupti")
+        assert with_trees > 0 and abs(with_trees / curve - 1) > 1e-3
+    assert shipped.predict("conv2d", a, "cupti") == pytest.approx(
+        bare.predict("conv2d", a, "cupti")
+    )
