@@ -6,7 +6,8 @@ k-fold per family on GPUs with timings (folds grouped by shape, so a shape timed
 GPUs or repeated in a trace never sits on both sides), per family and timing source, and
 leave-one-GPU-out (each GPU's rows predicted from a fit without them, through its specs).
 
-Run: ``python benchmarks/bench_cost_model.py [--k 5] [--gpus V100-PCIe,T4,...] [--skip-logo]``.
+Run: ``python benchmarks/bench_cost_model.py [--k 5] [--seed 0] [--gpus V100-PCIe,T4,...]
+[--skip-logo]``.
 """
 
 from __future__ import annotations
@@ -51,14 +52,15 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--gpus", default="V100-PCIe,V100-SXM2,A100-PCIe-40GB,A100-SXM4-80GB,"
                     "A100-SXM4-40GB,H100-SXM5,T4,P100-PCIe,P4")  # fmt: skip
+    ap.add_argument("--seed", type=int, default=0, help="draw of the shape folds")
     ap.add_argument("--skip-logo", action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     data = load_fit_data()
     print(f"loaded in {time.perf_counter() - t0:.0f} s")
     t0 = time.perf_counter()
-    curve = crossval(data, k=args.k, trees=False)
-    hybrid = crossval(data, k=args.k, trees=True)
+    curve = crossval(data, k=args.k, seed=args.seed, trees=False)
+    hybrid = crossval(data, k=args.k, seed=args.seed, trees=True)
     print(f"\n{args.k}-fold grouped cross-validation ({time.perf_counter() - t0:.0f} s)\n")
     print(_head("family", ["hybrid", "curve"]))
     for fam, fd in sorted(data.families.items()):

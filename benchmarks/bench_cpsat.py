@@ -26,6 +26,18 @@ from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.validate import validate
 
 
+def _row(label: str, sel: list) -> str:
+    """One table row: counts and times of the (units, name, schedule, known) rows in ``sel``."""
+    t = [r[2].wall_time_s for r in sel]
+    proven = sum(r[2].status.value == "OPTIMAL" for r in sel)
+    match = sum(1 for r in sel if r[3] and r[3][0] == r[3][1] and r[2].makespan == r[3][0])
+    below = sum(1 for r in sel if r[3] and r[2].makespan is not None and r[2].makespan < r[3][0])
+    return (
+        f"| {label} | {len(sel)} | {proven} | {match} | {below} | {statistics.mean(t):.3f} | "
+        f"{statistics.median(t):.3f} | {max(t):.2f} |"
+    )
+
+
 def instances(name: str, limit: int | None, open_only: bool):
     if name == "j30":
         opt = psplib_optima()
@@ -79,17 +91,15 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for k in sorted({r[0] for r in rows}, key=str):
-        sel = [r for r in rows if r[0] == k]
-        t = [r[2].wall_time_s for r in sel]
-        proven = sum(r[2].status.value == "OPTIMAL" for r in sel)
-        match = sum(1 for r in sel if r[3] and r[3][0] == r[3][1] and r[2].makespan == r[3][0])
-        below = sum(
-            1 for r in sel if r[3] and r[2].makespan is not None and r[2].makespan < r[3][0]
-        )
-        print(
-            f"| {k} | {len(sel)} | {proven} | {match} | {below} | {statistics.mean(t):.3f} | "
-            f"{statistics.median(t):.3f} | {max(t):.2f} |"
-        )
+        print(_row(str(k), [r for r in rows if r[0] == k]))
+    if len({r[0] for r in rows}) > 1:
+        print(_row("all", rows))
+    known = [r for r in rows if r[3] and r[3][0] == r[3][1]]
+    if known:
+        t = [r[2].wall_time_s for r in known]
+        ok = sum(r[2].status.value == "OPTIMAL" and r[2].makespan == r[3][0] for r in known)
+        print(f"\npublished optima: {ok}/{len(known)} matched and proven, "
+              f"mean {statistics.mean(t):.3f} s, max {max(t):.2f} s")  # fmt: skip
     if a.csv:
         import csv
 
@@ -121,7 +131,8 @@ def main() -> None:
                 )
     print(
         f"\nreproduce: python benchmarks/bench_cpsat.py --set {a.set} "
-        f"--time-limit {a.time_limit:g}" + (" --open-only" if a.open_only else "")
+        f"--time-limit {a.time_limit:g} --workers {a.workers}"
+        + (" --open-only" if a.open_only else "")
     )
 
 

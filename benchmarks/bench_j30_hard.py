@@ -10,12 +10,13 @@ Variants (each a full CP-SAT solve of the makespan, 2 workers, from the greedy h
   (``default_lp``) and gives the other thread to its large-neighbourhood searches; with 4 it
   runs three full searches (``default_lp``, ``fixed``, ``no_lp``) beside them;
 * ``rc3``: 3 workers, full searches ``default_lp`` and ``reduced_costs`` (the worker that
-  raised the bound most in a log of 8 workers).
+  raised the bound most in a log of 8 workers);
+* ``workers4_lp2``, ``workers6``, ``workers8``: 4 workers with LP cuts, 6 and 8 workers.
 
 Prints status, best makespan and proven bound per instance and variant, against the
 published optimum. Numbers move with the machine's load: CP-SAT's search is timed.
 
-Reproduce (2 cores, about 15 minutes; ``--variants`` picks some):
+Reproduce (2 cores, about 24 minutes; ``--variants`` picks some):
     python benchmarks/bench_j30_hard.py --time-limit 30
 """
 
@@ -49,6 +50,9 @@ VARIANTS: dict[str, Params] = {
     "reversed": Params(),
     "workers4": Params(num_workers=4),
     "rc3": Params(num_workers=3, subsolvers=("default_lp", "reduced_costs")),
+    "workers4_lp2": Params(num_workers=4, linearization_level=2),
+    "workers6": Params(num_workers=6),
+    "workers8": Params(num_workers=8),
 }
 
 

@@ -205,7 +205,7 @@ class CpsatModel:
         if params.linearization_level is not None:
             p.linearization_level = params.linearization_level
         if params.strong_cumulative:
-            # measured on STG 50 (benchmarks/bench_cpsat_stg.py): these close instances where
+            # measured on STG 50 (benchmarks/bench_cpsat.py): these close instances where
             # the default propagation leaves the bound at work/k for the whole time limit
             p.use_overload_checker_in_cumulative = True
             p.use_timetable_edge_finding_in_cumulative = True
