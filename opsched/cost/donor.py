@@ -52,8 +52,8 @@ DONOR_FAMILIES: tuple[str, ...] = (
 #: Families priced as the donor plus their own ridge-pulled correction. Their arithmetic
 #: intensity (0.25-0.45 FLOP per byte) lies inside the donors' (0.1-1); ``copy`` (no FLOPs,
 #: intensity clipped at e^-8) does not, and the donor extrapolated there fell to half the
-#: roofline (L4, 2^20 fp32 elements: 13 us against a 28 us roofline), so copy keeps the
-#: roofline fallback.
+#: roofline (L4, 2^20 fp32 elements: 13 us against a 28 us roofline); copy is priced as a
+#: unary elementwise kernel instead (:func:`opsched.cost.features.family_of`).
 BORROWER_FAMILIES: tuple[str, ...] = ("pool", "reduce", "batchnorm")
 #: Generic feature columns shared by every family (intercept, u, 4 hinges, v, max(v, 0)).
 #: Without the intensity terms the held-out pool shape rose from 12 to 37 %.

@@ -4,8 +4,9 @@ Every op of a kind in :mod:`opsched.ir.kinds` belongs to one *family* (:func:`fa
 ``matmul`` (``B == 1``, linear layers), ``bmm`` (``B > 1``), ``conv2d``,
 ``conv2d_bwd_data``, ``conv2d_bwd_filter``, ``elementwise_unary``, ``elementwise_binary``,
 ``softmax``, ``layernorm``, ``rmsnorm``, ``batchnorm``, ``pool``, ``reduce``, ``embedding``,
-``copy``, ``fused``; ``attention`` is priced from its parts and ``view`` / ``input`` take no
-time.
+``fused``; ``copy`` belongs to ``elementwise_unary`` (a copy kernel reads and writes each
+element once, as the profiler's ``aten::copy_`` rows the unary curve is fitted on);
+``attention`` is priced from its parts and ``view`` / ``input`` take no time.
 
 The roofline time is ``max(flops / peak, bytes / bandwidth)`` with the peak picked by dtype
 (:meth:`GpuSpec.peak_tflops`). The features (:func:`feature_matrix`) are expressed in units of
@@ -21,6 +22,8 @@ Examples
 440.5
 >>> family_of("matmul", {"B": 8, "M": 64, "N": 64, "K": 64})
 'bmm'
+>>> family_of("copy", {"numel": 1024})
+'elementwise_unary'
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ __all__ = [
 FAMILIES: tuple[str, ...] = (
     "matmul", "bmm", "conv2d", "conv2d_bwd_data", "conv2d_bwd_filter", "elementwise_unary",
     "elementwise_binary", "softmax", "layernorm", "rmsnorm", "batchnorm", "pool", "reduce",
-    "embedding", "copy", "fused",
+    "embedding", "fused",
 )  # fmt: skip
 
 #: Kinds that launch no kernel: duration 0.
@@ -82,6 +85,8 @@ def family_of(kind: str, attrs: Mapping[str, Any]) -> str:
         return "bmm" if int(attrs.get("B", 1)) > 1 else "matmul"
     if kind == "elementwise":
         return "elementwise_binary" if int(attrs.get("arity", 1)) >= 2 else "elementwise_unary"
+    if kind == "copy":
+        return "elementwise_unary"
     return kind
 
 
@@ -212,6 +217,5 @@ SAMPLE_ATTRS: dict[str, Mapping[str, Any]] = {
     "pool": {"N": 1, "C": 1, "H": 1, "W": 1, "R": 1, "S": 1},
     "reduce": {"numel": 1, "out_numel": 1},
     "embedding": {"tokens": 1, "dim": 1},
-    "copy": {"numel": 1},
     "fused": {"flops": 0, "bytes": 0, "numel": 1},
 }

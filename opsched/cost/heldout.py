@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 
 import numpy as np
@@ -32,9 +33,10 @@ def fold_of(data: FitData, k: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
     Rows of one shape (the same op on other GPUs, by other sources, or repeated in a trace)
     share a fold: a random split per row would score a model on shapes it was trained on.
     """
-    rng = np.random.default_rng(seed)
     out = {}
     for f, fd in sorted(data.families.items()):
+        # one generator per family: a change to one family's rows redraws no other's folds
+        rng = np.random.default_rng([seed, zlib.crc32(f.encode())])
         uniq, inverse = np.unique(fd.group, return_inverse=True)
         out[f] = rng.integers(0, k, uniq.size)[inverse]
     return out

@@ -164,11 +164,18 @@ class Profile:
         """
         out = np.zeros(len(kind_list))
         groups: dict[tuple[str, str], list[int]] = {}
+        attrs_list = list(attrs_list)
         for i, (kind, a) in enumerate(zip(kind_list, attrs_list, strict=True)):
             _check(kind, a)
             kinds.dtype_bytes(a)
             if kind in ZERO_KINDS:
                 continue
+            if kind == "copy":
+                # priced as the unary elementwise kernel it is (family_of), from its element
+                # count and dtype: a stated "flops": 0 would put its intensity outside the
+                # curve's data (docs/cost-model.md, item 6), and stated bytes are those of the
+                # dtype the graph was built in, not necessarily the one priced
+                attrs_list[i] = {k: v for k, v in a.items() if k not in ("flops", "bytes")}
             dtype = math_dtype(kind, a, self.spec, allow_tf32)
             if kind == "attention":
                 out[i] = self._attention(a, dtype, method)
@@ -186,8 +193,8 @@ class Profile:
                         "using the plain roofline time",
                         stacklevel=2,
                     )
-                kind = kind_list[idx[0]]
-                out[idx] = [roofline_us(kind, a, self.spec) for a in attrs]
+                out[idx] = [roofline_us(kind_list[i], a, self.spec)
+                            for i, a in zip(idx, attrs, strict=True)]  # fmt: skip
                 continue
             ovh = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
             x = feature_matrix(fam, attrs, self.spec)
@@ -201,8 +208,7 @@ class Profile:
             if fam == "fused":
                 # the catch-all curve is fitted on profiler rows without sizes (a launch floor);
                 # an op that states its flops and bytes (the fusion pass) never beats the roofline
-                kind = kind_list[idx[0]]
-                t = np.maximum(t, [roofline_us(kind, a, self.spec) for a in attrs])
+                t = np.maximum(t, [roofline_us("fused", a, self.spec) for a in attrs])
             if dtype == "tf32":
                 # TF32 math mode permits tensor-core kernels; cuBLAS / cuDNN pick one only where
                 # it is faster, so the TF32 price never exceeds the FP32 one (the fp32 curve is

@@ -75,7 +75,7 @@ def test_fit_model_prices_families_without_rows_through_the_donor():
     attrs = {"N": 8, "C": 64, "H": 56, "W": 56, "R": 2, "S": 2, "stride_h": 2, "stride_w": 2}
     t = prof.predict("pool", attrs)  # no pool rows anywhere: 1.5 x roofline, not the roofline
     assert t == pytest.approx(1.5 * prof.roofline("pool", attrs), rel=0.1)
-    assert "copy" not in prof.curves  # outside the donors' intensity: roofline fallback
+    assert "copy" not in prof.curves  # not a borrower: priced by the unary elementwise curve
 
 
 def test_held_out_pool_shape_beats_the_roofline():
