@@ -3,8 +3,9 @@
 A profiler row names the aten op (``aten::addmm``) and its input dims and types
 (``[[1000], [32, 2048], [2048, 1000], [], []]``). :func:`aten_kind` turns that into a kind of
 :mod:`opsched.ir.kinds` with its ``attrs``. Ops without a shape rule (optimizer kernels,
-fbgemm, backward passes of norms) become ``fused`` with the FLOP and byte counts the row
-carries, so they still get a calibrated latency instead of nothing.
+fbgemm, NCCL calls) become ``opaque`` (:mod:`opsched.cost.data`) with the FLOP and byte counts
+the row carries, or the bytes of its recorded tensor inputs (:func:`input_bytes`), so they
+still get a calibrated latency instead of nothing.
 
 Examples
 --------
@@ -20,7 +21,9 @@ import math
 import re
 from typing import Any
 
-__all__ = ["aten_dtype", "aten_kind"]
+from opsched.ir.kinds import DTYPE_BYTES
+
+__all__ = ["aten_dtype", "aten_kind", "input_bytes"]
 
 _TYPES = {
     "float": "float32",
@@ -80,6 +83,24 @@ def aten_dtype(types: list[Any]) -> str:
         if d is not None:
             return d
     return "float32"
+
+
+def input_bytes(dims: list[Any], types: list[Any]) -> int:
+    """Bytes of the tensor inputs a profiler row records (4 per element of an unknown type).
+
+    The size of an op without a shape rule when the row carries no byte count of its own.
+
+    Examples
+    --------
+    >>> input_bytes([[1024, 64], [], [1024]], ["c10::Half", "Scalar", "long"])
+    139264
+    """
+    total = 0
+    for i, d in enumerate(dims):
+        if isinstance(d, list) and d and all(isinstance(x, int) for x in d):
+            t = _TYPES.get(str(types[i]).lower()) if i < len(types) else None
+            total += _prod(d) * DTYPE_BYTES.get(t or "float32", 4)
+    return total
 
 
 def _prod(dims: list[int]) -> int:

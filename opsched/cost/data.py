@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from opsched.cost.aten import aten_dtype, aten_kind
+from opsched.cost.aten import aten_dtype, aten_kind, input_bytes
 from opsched.cost.mathmode import SOURCE_MODES, kernel_math_mode, with_math_dtype
 from opsched.cost.specs import load_specs, resolve_gpu
 from opsched.errors import InputError
@@ -178,11 +178,13 @@ def _profiler(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any
     found = aten_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "")
     if found is not None:
         return found
-    # No shape rule: a fused op with the row's own FLOP and byte counts (0 when unknown).
+    # No shape rule: an opaque op with the row's own FLOP and byte counts; without a byte
+    # count, the bytes of the tensor inputs it records (0 when it records none).
     fl, by = getattr(r, "flops", float("nan")), getattr(r, "bytes_min", float("nan"))
     fl = _i(fl) if isinstance(fl, int | float) and math.isfinite(fl) else 0
-    by = _i(by) if isinstance(by, int | float) and math.isfinite(by) else 0
-    return "fused", {"flops": fl, "bytes": by, "numel": max(1, by // 4), "dtype": aten_dtype(types)}
+    by = _i(by) if isinstance(by, int | float) and math.isfinite(by) else input_bytes(dims, types)
+    return "opaque", {"flops": fl, "bytes": by, "numel": max(1, by // 4),
+                      "dtype": aten_dtype(types)}  # fmt: skip
 
 
 def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[str, Any]]:

@@ -4,9 +4,10 @@ Every op of a kind in :mod:`opsched.ir.kinds` belongs to one *family* (:func:`fa
 ``matmul`` (``B == 1``, linear layers), ``bmm`` (``B > 1``), ``conv2d``,
 ``conv2d_bwd_data``, ``conv2d_bwd_filter``, ``elementwise_unary``, ``elementwise_binary``,
 ``softmax``, ``layernorm``, ``rmsnorm``, ``batchnorm``, ``pool``, ``reduce``, ``embedding``,
-``fused``; ``copy`` belongs to ``elementwise_unary`` (a copy kernel reads and writes each
+``opaque``; ``copy`` belongs to ``elementwise_unary`` (a copy kernel reads and writes each
 element once, as the profiler's ``aten::copy_`` rows the unary curve is fitted on);
-``attention`` is priced from its parts and ``view`` / ``input`` take no time.
+``attention`` and ``fused`` are priced from their parts or their roofline
+(:class:`opsched.cost.profile.Profile`) and ``view`` / ``input`` take no time.
 
 The roofline time is ``max(flops / peak, bytes / bandwidth)`` with the peak picked by dtype
 (:meth:`GpuSpec.peak_tflops`). The features (:func:`feature_matrix`) are expressed in units of
@@ -51,7 +52,7 @@ __all__ = [
 FAMILIES: tuple[str, ...] = (
     "matmul", "bmm", "conv2d", "conv2d_bwd_data", "conv2d_bwd_filter", "elementwise_unary",
     "elementwise_binary", "softmax", "layernorm", "rmsnorm", "batchnorm", "pool", "reduce",
-    "embedding", "fused",
+    "embedding", "opaque",
 )  # fmt: skip
 
 #: Kinds that launch no kernel: duration 0.
@@ -159,8 +160,9 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
     if family == "pool":
         return [_ln(kinds.output_numel("pool", a)), _ln(g("R") * g("S"))]
     if family == "reduce":
-        return [_ln(g("numel")), _ln(g("out_numel"))]
-    numel = kinds.output_numel(family, a) if family != "fused" else g("numel")
+        integer = float(str(a.get("dtype", "")).startswith("int"))
+        return [_ln(g("numel")), _ln(g("out_numel")), integer]
+    numel = kinds.output_numel(family, a) if family not in ("fused", "opaque") else g("numel")
     return [_ln(numel)]
 
 
@@ -175,8 +177,8 @@ def feature_matrix(
     channels per group for convolutions, the log dims of the implicit GEMM each convolution
     direction lowers to and tensor-core alignment of C and K to 8, tile wave quantisation and
     SM fill, a backward flag
-    for norms and softmax (``fn == "backward"``), window size for pooling, output size for
-    reductions).
+    for norms and softmax (``fn == "backward"``), window size for pooling, output size and an
+    integer-input flag for reductions).
 
     Examples
     --------
@@ -218,4 +220,5 @@ SAMPLE_ATTRS: dict[str, Mapping[str, Any]] = {
     "reduce": {"numel": 1, "out_numel": 1},
     "embedding": {"tokens": 1, "dim": 1},
     "fused": {"flops": 0, "bytes": 0, "numel": 1},
+    "opaque": {"flops": 0, "bytes": 0, "numel": 1},
 }

@@ -57,7 +57,7 @@ POOLED_RIDGE = 1.0
 GROUP_RIDGE = 3.0
 #: Least training rows and distinct shapes for a family to get residual trees: with fewer
 #: shapes (profiler families: a few dozen shapes repeated) the trees learned the training
-#: shapes and raised the held-out error of reduce and fused (see docs/cost-model.md).
+#: shapes and raised the held-out error of reduce and the opaque catch-all (see docs/cost-model.md).
 MIN_TREE_ROWS = 200
 MIN_TREE_SHAPES = 100
 

@@ -180,6 +180,9 @@ class Profile:
             if kind == "attention":
                 out[i] = self._attention(a, dtype, method)
                 continue
+            if kind == "fused":
+                out[i] = self._fused(a, method, allow_tf32)
+                continue
             fam = family_of(kind, a)
             groups.setdefault((fam, dtype), []).append(i)
         for (fam, dtype), idx in groups.items():
@@ -205,10 +208,10 @@ class Profile:
                 feats = tree_features(x, np.full(n, self.gpu), np.full(n, dtype_class(dtype)),
                                       np.full(n, method), {self.gpu: self.spec})  # fmt: skip
                 t = t * np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
-            if fam == "fused":
-                # the catch-all curve is fitted on profiler rows without sizes (a launch floor);
-                # an op that states its flops and bytes (the fusion pass) never beats the roofline
-                t = np.maximum(t, [roofline_us("fused", a, self.spec) for a in attrs])
+            if fam == "opaque":
+                # the catch-all curve is fitted on profiler calls of every sort (fbgemm, NCCL,
+                # compiled graphs); whatever it says, an op never beats its own roofline
+                t = np.maximum(t, [roofline_us("opaque", a, self.spec) for a in attrs])
             if dtype == "tf32":
                 # TF32 math mode permits tensor-core kernels; cuBLAS / cuDNN pick one only where
                 # it is faster, so the TF32 price never exceeds the FP32 one (the fp32 curve is
@@ -220,6 +223,28 @@ class Profile:
         nonzero = np.array([k not in ZERO_KINDS for k in kind_list], dtype=bool)
         out[nonzero] = np.maximum(out[nonzero], self.kernel_floor)
         return out
+
+    def _fused(self, a: Mapping[str, Any], method: str, allow_tf32: bool | None) -> float:
+        """A fused op: the sum of its ``parts`` where it lists them, else its roofline.
+
+        The trace importer lists the parts of a convolution backward (data and filter
+        kernels), each priced by its own family. The fusion pass and the HLO importer give only
+        the group's ``flops`` and ``bytes``: no timing row is such a group, so it is priced at
+        the roofline of those counts (and the kernel floor), as the fusion pass documents.
+        """
+        parts = a.get("parts")
+        extra = 0.0
+        if method in FREE_OVERHEAD_METHODS:  # one framework call, as for an elementwise op
+            c = self.curve("elementwise_unary", str(a.get("dtype", "float32")))
+            extra = c["overheads"].get(method, 0.0) if c else 0.0
+        if not isinstance(parts, list | tuple):
+            parts = ()
+        if parts and all(isinstance(p, Mapping) and p.get("kind") in _PART_KINDS for p in parts):
+            dt = a.get("dtype", "float32")
+            ks = [str(p["kind"]) for p in parts]
+            ats = [{"dtype": dt} | {k: v for k, v in p.items() if k != "kind"} for p in parts]
+            return float(self.predict_many(ks, ats, "kernel", allow_tf32).sum()) + extra
+        return roofline_us("fused", a, self.spec) + extra
 
     def _attention(self, a: Mapping[str, Any], mm_dtype: str, method: str) -> float:
         """Attention priced from its parts: scores (bmm), softmax, weighted sum (bmm).
@@ -266,6 +291,10 @@ class Profile:
         else:
             blocks = math.ceil(kinds.output_numel(kind, attrs) / 1024)
         return int(min(max(blocks, 1), self.spec.sm_count))
+
+
+#: Kinds a fused op's ``parts`` may have (not ``fused`` itself, nor kinds without a kernel).
+_PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS
 
 
 @cache

@@ -28,6 +28,8 @@ Conventions
 - ``view``: reshape / slice with no kernel: zero FLOPs and bytes, ``numel`` of the result.
 - ``input``: a graph input or weight load, ``numel`` of the tensor; no compute.
 - ``fused``: the result of the fusion pass, ``flops``, ``bytes`` and ``numel`` given directly.
+- ``opaque``: an op no shape rule covers (an unrecognised aten op in a profiler table, an
+  fbgemm or NCCL call): ``flops`` and ``bytes`` as recorded (or estimated), ``numel``.
 
 Any op may also carry ``flops`` and ``bytes`` in ``attrs``; they then override the formulas.
 
@@ -95,6 +97,7 @@ KINDS: Mapping[str, tuple[str, ...]] = {
     "view": ("numel",),
     "input": ("numel",),
     "fused": ("flops", "bytes", "numel"),
+    "opaque": ("flops", "bytes", "numel"),
 }
 
 
