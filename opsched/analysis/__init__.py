@@ -19,6 +19,7 @@ from opsched.analysis.paths import (
     critical_path,
     earliest_starts,
     latest_starts,
+    min_lifetimes,
     slack,
     t_level,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "earliest_starts",
     "latest_starts",
     "lower_bounds",
+    "min_lifetimes",
     "min_memory_bound",
     "parallelism_profile",
     "serial_ops",

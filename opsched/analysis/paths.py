@@ -27,6 +27,7 @@ __all__ = [
     "critical_path",
     "earliest_starts",
     "latest_starts",
+    "min_lifetimes",
     "slack",
     "t_level",
 ]
@@ -141,3 +142,53 @@ def critical_path(graph: OpGraph) -> CriticalPath:
         path.append(nxt)
         v = nxt
     return CriticalPath(length, [names[i] for i in path])
+
+
+#: Largest ``ops x edges`` for which :func:`min_lifetimes` runs the exact all-pairs sweep
+#: (pure Python, about a second at this size); above it, direct consumers only.
+MIN_LIFETIME_EXACT_WORK = 2_000_000
+
+
+def min_lifetimes(graph: OpGraph) -> np.ndarray:
+    """Least time from each op's start to the end of its last consumer, in any schedule.
+
+    A consumer ``c`` of ``v`` cannot start before ``start(v)`` plus the longest path from
+    ``v`` to ``c`` (durations of ``v`` and of the ops between), so ``v``'s output lives at
+    least ``max_c longest(v -> c) + d(c)``. Ops without consumers get their own duration.
+    Exact on graphs with up to :data:`MIN_LIFETIME_EXACT_WORK` ops x edges; above that the
+    path is taken as the direct edge (``d(v) + d(c)``), still a valid lower bound.
+
+    Examples
+    --------
+    >>> from opsched.ir import Op, OpGraph
+    >>> g = OpGraph((Op("a", 2), Op("b", 3, deps=("a",)), Op("c", 1, deps=("a", "b"))))
+    >>> min_lifetimes(g).tolist()   # a is read by c, which waits for b: 2 + 3 + 1
+    [6.0, 4.0, 1.0]
+    """
+    n = graph.num_ops
+    d = graph.durations.astype(float)
+    succ_ptr, succ_idx = graph.succ_ptr, graph.succ_idx
+    out = d.copy()
+    if n * max(graph.num_edges, 1) > MIN_LIFETIME_EXACT_WORK:
+        for v in range(n):
+            for c in succ_idx[succ_ptr[v] : succ_ptr[v + 1]]:
+                out[v] = max(out[v], d[v] + d[c])
+        return out
+    order = topo_indices(graph)
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    succ = [succ_idx[succ_ptr[v] : succ_ptr[v + 1]].tolist() for v in range(n)]
+    for v in range(n):
+        if not succ[v]:
+            continue
+        last = max(pos[c] for c in succ[v])  # no consumer of v comes later in the order
+        dist = {v: 0.0}  # longest path from start(v) to start(u), u reachable from v
+        for u in order[pos[v] : last + 1].tolist():
+            du = dist.get(u)
+            if du is None:
+                continue
+            for w in succ[u]:
+                if pos[w] <= last and dist.get(w, -1.0) < du + d[u]:
+                    dist[w] = du + d[u]
+        out[v] = max(dist[c] + d[c] for c in succ[v])
+    return out

@@ -7,7 +7,9 @@ Per op ``v`` (times in ticks, sizes in quanta, see :mod:`opsched.solver.scaling`
 * ``interval[v]``: fixed size ``d(v)`` at ``start[v]``;
 * when memory matters, ``release[v]``: when the output is freed (the max end of the
   consumers, the makespan for a graph output without consumers, ``end(v)`` otherwise) and
-  ``tensor[v]``: the interval ``[start[v], release[v])``.
+  ``tensor[v]``: the interval ``[start[v], release[v])``, whose length is at least the
+  output's least lifetime (:func:`opsched.analysis.paths.min_lifetimes`; the b-level for a
+  graph output).
 
 Plus ``makespan`` in ``[LB, H]`` and, for memory objectives, ``peak`` (quanta above the
 persistent bytes).
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from opsched.analysis.bounds import lower_bounds
-from opsched.analysis.paths import b_level, earliest_starts
+from opsched.analysis.paths import b_level, earliest_starts, min_lifetimes
 from opsched.ir.graph import OpGraph
 from opsched.problem import Problem
 from opsched.solver.scaling import Scaling
@@ -72,9 +74,13 @@ class Variables:
         if not self.with_memory:
             return
         consumers = g.consumers()
+        # least lifetime of each output (start to its last reader's end, over the longest
+        # path): tightens the tensor intervals the memory cumulative reasons with
+        life = [int(x) for x in min_lifetimes(g)] if self.domains else list(d)
         for v in range(n):
             if consumers[v]:
-                rel = m.new_int_var(self.head[v] + d[v], max(h, self.head[v] + d[v]), f"r{v}")
+                lo = self.head[v] + life[v]
+                rel = m.new_int_var(lo, max(h, lo), f"r{v}")
                 m.add_max_equality(rel, [self.start[c] + d[c] for c in consumers[v]])
                 self.release.append(rel)
             elif g.ops[v].output:
@@ -85,7 +91,8 @@ class Variables:
             if rel_v is None or self.scaling.sizes_out[v] == 0:
                 self.tensor.append(None)
                 continue
-            size = m.new_int_var(d[v], h, f"len{v}")
+            least = life[v] if consumers[v] else (self.tail[v] if self.domains else d[v])
+            size = m.new_int_var(min(least, h), h, f"len{v}")
             self.tensor.append(m.new_interval_var(self.start[v], size, rel_v, f"t{v}"))
         if self.with_peak:
             total = sum(self.scaling.sizes_out) + sum(self.scaling.sizes_ws)
