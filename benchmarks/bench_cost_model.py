@@ -5,6 +5,9 @@ Prints markdown tables of median / mean absolute percentage error (APE), the shi
 k-fold per family on GPUs with timings (folds grouped by shape, so a shape timed on several
 GPUs or repeated in a trace never sits on both sides), per family and timing source, and
 leave-one-GPU-out (each GPU's rows predicted from a fit without them, through its specs).
+Each table also gives the number of distinct shapes and the hybrid's median over shapes (the
+median of each shape's median error), which a trace repeating one shape hundreds of times
+cannot dominate.
 
 Run: ``python benchmarks/bench_cost_model.py [--k 5] [--seed 0] [--gpus V100-PCIe,T4,...]
 [--skip-logo]``.
@@ -25,24 +28,34 @@ def _ape(pred: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.abs(pred - t) / t * 100
 
 
-def _row(name: str, t: np.ndarray, roof: np.ndarray, *preds: np.ndarray) -> str:
+def _by_shape(ape: np.ndarray, group: np.ndarray) -> float:
+    """Median over shapes of each shape's median error: every shape counts once, however
+    often a trace repeats it (one shape is a quarter of the reduce rows)."""
+    uniq, inv = np.unique(group, return_inverse=True)
+    return float(np.median([np.median(ape[inv == i]) for i in range(uniq.size)]))
+
+
+def _row(name: str, t: np.ndarray, roof: np.ndarray, group: np.ndarray, *preds: np.ndarray) -> str:
     # A family without a curve in the training folds (pool: one shape) is priced by the
     # plain roofline, as Profile.predict does.
     preds = tuple(np.where(np.isfinite(p), p, roof) for p in preds)
-    ok = np.ones(len(t), bool)
-    cells = [name, str(int(ok.sum()))]
-    for p in preds:
-        a = _ape(p[ok], t[ok])
+    cells = [name, str(len(t)), str(np.unique(group).size)]
+    for i, p in enumerate(preds):
+        a = _ape(p, t)
         cells += [f"{np.median(a):.1f}", f"{np.mean(a):.1f}"]
-    r = _ape(roof[ok], t[ok])
+        if i == 0:
+            cells.append(f"{_by_shape(a, group):.1f}")
+    r = _ape(roof, t)
     cells += [f"{np.median(r):.1f}", f"{np.mean(r):.1f}"]
     return "| " + " | ".join(cells) + " |"
 
 
 def _head(first: str, forms: list[str]) -> str:
-    cols = [first, "rows"]
-    for f in forms:
+    cols = [first, "rows", "shapes"]
+    for i, f in enumerate(forms):
         cols += [f"{f} median %", f"{f} mean %"]
+        if i == 0:
+            cols.append(f"{f} median over shapes %")
     cols += ["roofline median %", "roofline mean %"]
     return "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols)
 
@@ -64,13 +77,14 @@ def main() -> None:
     print(f"\n{args.k}-fold grouped cross-validation ({time.perf_counter() - t0:.0f} s)\n")
     print(_head("family", ["hybrid", "curve"]))
     for fam, fd in sorted(data.families.items()):
-        print(_row(fam, fd.t, fd.roof, hybrid[fam], curve[fam]))
+        print(_row(fam, fd.t, fd.roof, fd.group, hybrid[fam], curve[fam]))
     print("\nby family and timing source\n")
     print(_head("family / source", ["hybrid", "curve"]))
     for fam, fd in sorted(data.families.items()):
         for src in np.unique(fd.source):
             s = fd.source == src
-            print(_row(f"{fam} / {src}", fd.t[s], fd.roof[s], hybrid[fam][s], curve[fam][s]))
+            print(_row(f"{fam} / {src}", fd.t[s], fd.roof[s], fd.group[s], hybrid[fam][s],
+                       curve[fam][s]))  # fmt: skip
     if args.skip_logo:
         return
     t0 = time.perf_counter()
@@ -83,7 +97,8 @@ def main() -> None:
         for fam, fd in sorted(data.families.items()):
             s = fd.gpu == gpu
             if s.sum():
-                print(_row(f"{gpu} / {fam}", fd.t[s], fd.roof[s], logo[gpu][fam][s]))
+                print(_row(f"{gpu} / {fam}", fd.t[s], fd.roof[s], fd.group[s],
+                           logo[gpu][fam][s]))  # fmt: skip
 
 
 if __name__ == "__main__":

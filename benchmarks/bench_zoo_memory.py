@@ -35,6 +35,7 @@ from opsched.heuristics.memory.common import order_peak
 from opsched.ir.graph import OpGraph
 from opsched.problem import Machine, Problem
 from opsched.solver import solve_cpsat
+from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.transforms import extract
 from opsched.transforms.fusion import fuse
 from opsched.validate import validate
@@ -81,7 +82,7 @@ def main() -> None:
     ap.add_argument("--units", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--fractions", type=float, nargs="+", default=[1.0, 0.8, 0.6])
     ap.add_argument("--time-limit", type=float, default=60.0)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
