@@ -45,9 +45,9 @@ def reversed_graph(g: OpGraph) -> OpGraph:
 
 
 VARIANTS: dict[str, Params] = {
-    "default": Params(),
-    "lp2": Params(linearization_level=2),
-    "reversed": Params(),
+    "default": Params(num_workers=2),
+    "lp2": Params(num_workers=2, linearization_level=2),
+    "reversed": Params(num_workers=2),
     "workers4": Params(num_workers=4),
     "rc3": Params(num_workers=3, subsolvers=("default_lp", "reduced_costs")),
     "workers4_lp2": Params(num_workers=4, linearization_level=2),

@@ -20,6 +20,7 @@ from opsched.analysis import min_memory_bound
 from opsched.heuristics import greedy
 from opsched.problem import Machine, Problem
 from opsched.solver import solve_cpsat
+from opsched.solver.cpsat import Params
 from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.validate import validate
 from opsched.zoo import layered
@@ -33,6 +34,8 @@ def main() -> None:
     ap.add_argument("--fractions", type=float, nargs="+", default=[1.0, 0.8, 0.6])
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    ap.add_argument("--no-lifetimes", action="store_true",
+                    help="without the least tensor lifetimes, to compare")  # fmt: skip
     a = ap.parse_args()
 
     table: dict[tuple[int, float], list[tuple[str, float, float | None]]] = {}
@@ -50,7 +53,8 @@ def main() -> None:
             for frac in a.fractions:
                 cap = max(need, int(frac * peak0))
                 p = base.with_machine(memory_cap=cap)
-                r = solve_cpsat(p, time_limit=a.time_limit, num_workers=a.workers)
+                params = Params(num_workers=a.workers, lifetimes=not a.no_lifetimes)
+                r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
                     sys.exit(f"INVALID schedule: {g.name} cap {cap}")
                 table.setdefault((n, frac), []).append(
@@ -81,7 +85,8 @@ def main() -> None:
         )
     print(
         f"\nreproduce: python benchmarks/bench_memory.py --sizes {' '.join(map(str, a.sizes))} "
-        f"--seeds {a.seeds} --units {a.units} --time-limit {a.time_limit:g}"
+        f"--seeds {a.seeds} --units {a.units} --time-limit {a.time_limit:g} --workers {a.workers}"
+        + (" --no-lifetimes" if a.no_lifetimes else "")
     )
 
 

@@ -35,6 +35,7 @@ from opsched.heuristics.memory.common import order_peak
 from opsched.ir.graph import OpGraph
 from opsched.problem import Machine, Problem
 from opsched.solver import solve_cpsat
+from opsched.solver.cpsat import Params
 from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.transforms import extract
 from opsched.transforms.fusion import fuse
@@ -83,6 +84,8 @@ def main() -> None:
     ap.add_argument("--fractions", type=float, nargs="+", default=[1.0, 0.8, 0.6])
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    ap.add_argument("--no-lifetimes", action="store_true",
+                    help="without the least tensor lifetimes, to compare")  # fmt: skip
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
@@ -105,7 +108,8 @@ def main() -> None:
             for frac in a.fractions:
                 cap = max(need, int(frac * peak0))
                 p = base.with_machine(memory_cap=cap)
-                r = solve_cpsat(p, time_limit=a.time_limit, num_workers=a.workers)
+                params = Params(num_workers=a.workers, lifetimes=not a.no_lifetimes)
+                r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
                     sys.exit(f"INVALID schedule: {model} {label} k={k} cap={cap}")
                 gap = None
@@ -130,7 +134,8 @@ def main() -> None:
     )
     print(
         f"\nCP-SAT, min makespan under a memory cap, zoo pieces after fusion, "
-        f"time limit {a.time_limit:g} s, {a.workers} workers, {how}\n"
+        f"time limit {a.time_limit:g} s, {a.workers} workers, {how}"
+        f"{', without least tensor lifetimes' if a.no_lifetimes else ''}\n"
     )
     print(
         "| model | piece | ops | units | cap | status | time s | makespan | bound | "

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from opsched._files import write_text_atomic
 from opsched.datasets import dataset_path
 from opsched.importers import read_stg
 from opsched.problem import Machine, Problem
@@ -69,7 +70,7 @@ def reprove(out: Path, size: int, limit: float, workers: int) -> None:
                 still += 1
             print(f"\rp={k}: {closed} closed, {still} open, {time.perf_counter() - t0:.0f} s",
                   end="", file=sys.stderr)  # fmt: skip
-        path.write_text("\n".join(lines) + "\n")
+        write_text_atomic("\n".join(lines) + "\n", path)
         print(file=sys.stderr)
         print(f"| {k} | {closed} closed | {still} still open |")
     print(f"\nreproduce: python benchmarks/stg300_table.py --size {size} --reprove "

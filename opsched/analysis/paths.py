@@ -167,17 +167,15 @@ def min_lifetimes(graph: OpGraph) -> np.ndarray:
     """
     n = graph.num_ops
     d = graph.durations.astype(float)
-    succ_ptr, succ_idx = graph.succ_ptr, graph.succ_idx
+    succ = graph.consumers()
     out = d.copy()
     if n * max(graph.num_edges, 1) > MIN_LIFETIME_EXACT_WORK:
         for v in range(n):
-            for c in succ_idx[succ_ptr[v] : succ_ptr[v + 1]]:
-                out[v] = max(out[v], d[v] + d[c])
+            out[v] = max([d[v] + d[c] for c in succ[v]], default=d[v])
         return out
     order = topo_indices(graph)
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
-    succ = [succ_idx[succ_ptr[v] : succ_ptr[v + 1]].tolist() for v in range(n)]
     for v in range(n):
         if not succ[v]:
             continue

@@ -162,7 +162,7 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
     if family == "reduce":
         integer = float(str(a.get("dtype", "")).startswith("int"))
         return [_ln(g("numel")), _ln(g("out_numel")), integer]
-    numel = kinds.output_numel(family, a) if family not in ("fused", "opaque") else g("numel")
+    numel = kinds.output_numel(family, a) if family != "opaque" else g("numel")
     return [_ln(numel)]
 
 
@@ -219,6 +219,5 @@ SAMPLE_ATTRS: dict[str, Mapping[str, Any]] = {
     "pool": {"N": 1, "C": 1, "H": 1, "W": 1, "R": 1, "S": 1},
     "reduce": {"numel": 1, "out_numel": 1},
     "embedding": {"tokens": 1, "dim": 1},
-    "fused": {"flops": 0, "bytes": 0, "numel": 1},
     "opaque": {"flops": 0, "bytes": 0, "numel": 1},
 }

@@ -102,8 +102,8 @@ def test_shipped_profiles_predict_sensibly():
 
 
 def test_unseen_kind_falls_back_to_roofline_with_warning():
-    # a profile that lacks the family altogether (no curve of any dtype class) prices by the
-    # plain roofline, each op by its own kind, and says so once
+    # a profile that lacks the family altogether (no curve of any dtype class) prices its
+    # ops (here a copy and a unary elementwise op) by the plain roofline, and says so
     doc = json.loads(resources.files("opsched.cost").joinpath("profiles/L4.json").read_text())
     doc["curves"].pop("elementwise_unary")
     p = Profile(doc, trees={})

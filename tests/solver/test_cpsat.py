@@ -475,3 +475,25 @@ def test_psplib_j30_published_optima() -> None:
         assert s.lower_bound == table[name]
         _valid(p, s)
     assert table["j301_1"] == 43
+
+
+def test_tensor_intervals_start_at_the_least_lifetime() -> None:
+    # a is read by c, which waits for b: a's output lives 2 + 3 + 1 ticks at least; b's
+    # 3 + 1; c is a graph output, live until the makespan (its b-level, 1, at least)
+    from opsched.solver.cpsat.model import CpsatModel, Params
+
+    g = OpGraph((
+        Op("a", 2, output_bytes=4),
+        Op("b", 3, deps=("a",), output_bytes=4),
+        Op("c", 1, deps=("a", "b"), output_bytes=4, output=True),
+    ))  # fmt: skip
+    p = Problem(g, Machine(units=1, memory_cap=100))
+
+    def least(params: Params) -> list[int]:
+        m = CpsatModel(p, with_memory=True, with_peak=False, params=params)
+        return [t.size_expr().proto.domain[0] for t in m.vars.tensor if t is not None]
+
+    assert least(Params()) == [6, 4, 1]
+    assert least(Params(lifetimes=False)) == [2, 3, 1]  # the ops' own durations
+    r = solve_cpsat(p, time_limit=5)
+    assert r.status.value == "OPTIMAL" and r.makespan == 6.0

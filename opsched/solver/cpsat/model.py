@@ -47,7 +47,9 @@ class Params:
     search, fixed seed); ``log`` prints CP-SAT's search log; ``hint`` seeds the search with
     the greedy schedule; ``strong_cumulative`` turns on CP-SAT's overload checker, timetable
     edge finding and precedence reasoning in cumulative constraints. ``domains`` (heads, tails
-    and lower bounds in the variable domains), ``tails`` (redundant tail constraints) and
+    and lower bounds in the variable domains), ``lifetimes`` (each tensor interval at least
+    its output's least lifetime, ``opsched.analysis.min_lifetimes``), ``tails`` (redundant
+    tail constraints) and
     ``greedy_horizon`` (the greedy makespan as horizon) exist to measure what each idea is
     worth (``benchmarks/bench_ablation.py``); leave them on. ``subsolvers`` names CP-SAT's
     worker strategies (e.g. ``("default_lp", "objective_lb_search")``); empty: CP-SAT's choice.
@@ -65,6 +67,7 @@ class Params:
     seed: int = 0
     strong_cumulative: bool = True
     domains: bool = True
+    lifetimes: bool = True
     tails: bool = True
     greedy_horizon: bool = True
     subsolvers: tuple[str, ...] = ()
@@ -152,6 +155,7 @@ class CpsatModel:
             with_peak,
             self.tick.graph,
             domains=params.domains,
+            lifetimes=params.lifetimes,
             tails=params.tails,
             memory_model=params.memory_model,
         )

@@ -57,7 +57,7 @@ def solve_cpsat(
     time_limit
         Seconds of wall clock for the whole call (all stages).
     num_workers
-        CP-SAT search threads (:data:`~opsched.solver.cpsat.model.DEFAULT_WORKERS`).
+        CP-SAT search threads (:data:`~opsched.solver.defaults.DEFAULT_WORKERS`).
     deterministic
         Same answer on every run (interleaved search with a fixed seed).
     log

@@ -51,6 +51,7 @@ class Variables:
     tail: list[int] = field(default_factory=list)
     makespan_lb: int = 0
     domains: bool = True  #: heads, tails and lower bounds in the domains (off: ablation only)
+    lifetimes: bool = True  #: tensor intervals at least the outputs' least lifetimes
     tails: bool = True  #: redundant makespan >= start + tail constraints
     memory_model: str = "cumulative"  #: or "reservoir" (under a cap; measured, see docs)
 
@@ -76,7 +77,8 @@ class Variables:
         consumers = g.consumers()
         # least lifetime of each output (start to its last reader's end, over the longest
         # path): tightens the tensor intervals the memory cumulative reasons with
-        life = [int(x) for x in min_lifetimes(g)] if self.domains else list(d)
+        strong = self.domains and self.lifetimes
+        life = [int(x) for x in min_lifetimes(g)] if strong else list(d)
         for v in range(n):
             if consumers[v]:
                 lo = self.head[v] + life[v]
@@ -91,7 +93,7 @@ class Variables:
             if rel_v is None or self.scaling.sizes_out[v] == 0:
                 self.tensor.append(None)
                 continue
-            least = life[v] if consumers[v] else (self.tail[v] if self.domains else d[v])
+            least = life[v] if consumers[v] else (self.tail[v] if strong else d[v])
             size = m.new_int_var(min(least, h), h, f"len{v}")
             self.tensor.append(m.new_interval_var(self.start[v], size, rel_v, f"t{v}"))
         if self.with_peak:
