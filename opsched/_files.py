@@ -7,7 +7,7 @@ from pathlib import Path
 
 from opsched.errors import InputError
 
-__all__ = ["parse_count", "read_text", "write_text_atomic"]
+__all__ = ["parse_count", "read_text", "write_bytes_atomic", "write_text_atomic"]
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -33,10 +33,16 @@ def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
 
     Readers never see a half-written file, and on an error nothing is left at ``path``.
     """
+    write_bytes_atomic(text.encode("utf-8"), path)
+
+
+def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename (as
+    :func:`write_text_atomic`)."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data)
         os.replace(tmp, p)
     except OSError as e:
         tmp.unlink(missing_ok=True)

@@ -269,9 +269,10 @@ def fit_profiles(root: str | Path | None = None, out_dir: str | Path | None = No
     table) is rewritten from ``root/gpu_specs.csv`` first. Deterministic: the same data gives
     byte-identical files.
     """
+    import gzip
     import json
 
-    from opsched._files import read_text, write_text_atomic
+    from opsched._files import read_text, write_bytes_atomic, write_text_atomic
     from opsched.cost.specs import parse_specs_csv
     from opsched.datasets import dataset_path
 
@@ -285,11 +286,14 @@ def fit_profiles(root: str | Path | None = None, out_dir: str | Path | None = No
     load_specs.cache_clear()
     model = fit_model(load_fit_data(base))
     written = [out / "gpus.json"]
-    trees_path = out / "trees.json"
+    trees_path = out / "trees.json.gz"
+    (out / "trees.json").unlink(missing_ok=True)  # the uncompressed file of earlier versions
     if model.trees:
         tdoc = {"format": "opsched-cost-trees/1",
                 "families": {f: e.to_dict() for f, e in sorted(model.trees.items())}}  # fmt: skip
-        write_text_atomic(json.dumps(tdoc, separators=(",", ":")) + "\n", trees_path)
+        text = json.dumps(tdoc, separators=(",", ":")) + "\n"
+        # mtime 0: the same trees give the same bytes
+        write_bytes_atomic(gzip.compress(text.encode(), compresslevel=9, mtime=0), trees_path)
         written.append(trees_path)
     else:
         trees_path.unlink(missing_ok=True)

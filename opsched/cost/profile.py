@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import warnings
@@ -299,14 +300,16 @@ _PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS
 
 @cache
 def _load_trees() -> dict[str, TreeEnsemble]:
-    """The shipped residual trees (``profiles/trees.json``); none if the file is absent."""
-    path = resources.files("opsched.cost").joinpath("profiles/trees.json")
+    """The shipped residual trees (``profiles/trees.json.gz``); none if the file is absent."""
+    path = resources.files("opsched.cost").joinpath("profiles/trees.json.gz")
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(gzip.decompress(path.read_bytes()))
     except FileNotFoundError:
         return {}
+    except (OSError, EOFError, ValueError) as e:
+        raise InputError(f"unreadable trees file ({e})", "profiles/trees.json.gz") from None
     if doc.get("format") != TREES_FORMAT:
-        raise InputError(f"not an {TREES_FORMAT} document", "profiles/trees.json")
+        raise InputError(f"not an {TREES_FORMAT} document", "profiles/trees.json.gz")
     return {fam: TreeEnsemble.from_dict(d) for fam, d in doc["families"].items()}
 
 

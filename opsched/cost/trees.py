@@ -84,15 +84,20 @@ class TreeEnsemble:
         return self.baseline + self.value[node].sum(axis=1)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (leaf values and thresholds kept exact)."""
+        """JSON-ready form (leaf values and thresholds kept exact).
+
+        Only what :meth:`predict` reads is kept: a leaf's threshold, feature and children and
+        an inner node's value are written as 0 (the file is then about half the size).
+        """
+        inner = ~self.leaf
         return {
             "baseline": float(self.baseline),
             "roots": self.roots.tolist(),
-            "feature": self.feature.tolist(),
-            "threshold": [float(t) for t in self.threshold],
-            "left": self.left.tolist(),
-            "right": self.right.tolist(),
-            "value": [float(v) for v in self.value],
+            "feature": np.where(inner, self.feature, 0).tolist(),
+            "threshold": [float(t) if i else 0 for t, i in zip(self.threshold, inner, strict=True)],
+            "left": np.where(inner, self.left, 0).tolist(),
+            "right": np.where(inner, self.right, 0).tolist(),
+            "value": [0 if i else float(v) for v, i in zip(self.value, inner, strict=True)],
             "leaf": [int(b) for b in self.leaf],
             "missing_left": [int(b) for b in self.missing_left],
         }
