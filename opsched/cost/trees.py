@@ -33,7 +33,10 @@ import numpy as np
 
 from opsched.errors import InputError
 
-__all__ = ["TreeEnsemble", "from_sklearn"]
+__all__ = ["PREDICT_BLOCK", "TreeEnsemble", "from_sklearn"]
+
+#: Rows :meth:`TreeEnsemble.predict` walks at once.
+PREDICT_BLOCK = 512
 
 
 @dataclass(frozen=True)
@@ -67,21 +70,31 @@ class TreeEnsemble:
         return int(self.roots.size)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """Sum of the trees' leaf values plus the baseline, one value per row of ``x``."""
+        """Sum of the trees' leaf values plus the baseline, one value per row of ``x``.
+
+        Rows are walked in blocks of :data:`PREDICT_BLOCK`, so the node table of a block
+        (rows x trees) stays a few MB however many rows come in.
+        """
         x = np.asarray(x, dtype=float)
         n = x.shape[0]
         if self.roots.size == 0 or n == 0:
             return np.full(n, self.baseline)
-        node = np.broadcast_to(self.roots, (n, self.roots.size)).copy()
-        rows = np.arange(n)[:, None]
-        while True:
-            inner = ~self.leaf[node]
-            if not inner.any():
-                break
-            v = x[rows, self.feature[node]]
-            go_left = np.where(np.isnan(v), self.missing_left[node], v <= self.threshold[node])
-            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
-        return self.baseline + self.value[node].sum(axis=1)
+        if n > PREDICT_BLOCK:
+            return np.concatenate([self.predict(x[i : i + PREDICT_BLOCK])
+                                   for i in range(0, n, PREDICT_BLOCK)])  # fmt: skip
+        n_trees = self.roots.size
+        # one (row, tree) walker per entry, row-major; only walkers not yet at a leaf move
+        node = np.tile(self.roots, n)
+        row = np.repeat(np.arange(n), n_trees)
+        active = np.nonzero(~self.leaf[node])[0]
+        while active.size:
+            at = node[active]
+            v = x[row[active], self.feature[at]]
+            go_left = np.where(np.isnan(v), self.missing_left[at], v <= self.threshold[at])
+            at = np.where(go_left, self.left[at], self.right[at])
+            node[active] = at
+            active = active[~self.leaf[at]]
+        return self.baseline + self.value[node].reshape(n, n_trees).sum(axis=1)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (leaf values and thresholds kept exact).

@@ -80,3 +80,14 @@ def test_cost_fit_writes_the_same_bytes_twice(tmp_path):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     doc = json.loads(gzip.decompress((a / "trees.json.gz").read_bytes()))
     assert doc["format"] == "opsched-cost-trees/1" and doc["families"]
+
+
+def test_prediction_in_blocks_matches_one_pass(monkeypatch):
+    import opsched.cost.trees as trees
+
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 1, (1000, 3))
+    ens = fit_trees(x, x[:, 0] * 2 - x[:, 1])
+    whole = ens.predict(x)
+    monkeypatch.setattr(trees, "PREDICT_BLOCK", 64)
+    assert np.array_equal(ens.predict(x), whole)
