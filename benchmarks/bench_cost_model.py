@@ -19,6 +19,7 @@ import argparse
 import time
 
 import numpy as np
+import pandas as pd
 
 from opsched.cost.fit import load_fit_data
 from opsched.cost.heldout import crossval, leave_one_gpu_out
@@ -31,8 +32,7 @@ def _ape(pred: np.ndarray, t: np.ndarray) -> np.ndarray:
 def _by_shape(ape: np.ndarray, group: np.ndarray) -> float:
     """Median over shapes of each shape's median error: every shape counts once, however
     often a trace repeats it (one shape is a quarter of the reduce rows)."""
-    uniq, inv = np.unique(group, return_inverse=True)
-    return float(np.median([np.median(ape[inv == i]) for i in range(uniq.size)]))
+    return float(pd.Series(ape).groupby(group).median().median())
 
 
 def _row(name: str, t: np.ndarray, roof: np.ndarray, group: np.ndarray, *preds: np.ndarray) -> str:

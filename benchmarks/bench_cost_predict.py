@@ -14,13 +14,13 @@ Reproduce (2 cores, about 1 min):
 from __future__ import annotations
 
 import argparse
-import json
 import time
+from pathlib import Path
 
 import numpy as np
 
 from opsched.cost import load_profile
-from opsched.cost.trees import TreeEnsemble
+from opsched.cost.trees import read_trees
 
 
 def _ops(kind: str, n: int, rng: np.random.Generator, dtype: str) -> list[dict]:
@@ -47,11 +47,7 @@ def main() -> None:
     prof = load_profile(a.gpu)
     variants = {"curves alone": {}, "shipped trees": prof.trees}
     if a.old_trees:
-        import gzip
-
-        raw = open(a.old_trees, "rb").read()  # noqa: SIM115
-        doc = json.loads(gzip.decompress(raw) if a.old_trees.endswith(".gz") else raw)
-        variants["--old-trees"] = {f: TreeEnsemble.from_dict(d) for f, d in doc["families"].items()}
+        variants["--old-trees"] = read_trees(Path(a.old_trees).read_bytes(), a.old_trees)
     rng = np.random.default_rng(0)
     print(f"\npricing {a.ops:,} {a.dtype} ops per kind on {a.gpu} (method kernel)\n")
     print("| kind | trees | trees per family | seconds | us per op | x curves alone |")

@@ -273,7 +273,9 @@ def fit_profiles(root: str | Path | None = None, out_dir: str | Path | None = No
     import json
 
     from opsched._files import read_text, write_bytes_atomic, write_text_atomic
+    from opsched.cost.profile import TREES_FILE
     from opsched.cost.specs import parse_specs_csv
+    from opsched.cost.trees import TREES_FORMAT
     from opsched.datasets import dataset_path
 
     base = Path(root) if root is not None else dataset_path("kernel-timings")
@@ -286,10 +288,10 @@ def fit_profiles(root: str | Path | None = None, out_dir: str | Path | None = No
     load_specs.cache_clear()
     model = fit_model(load_fit_data(base))
     written = [out / "gpus.json"]
-    trees_path = out / "trees.json.gz"
+    trees_path = out / TREES_FILE
     (out / "trees.json").unlink(missing_ok=True)  # the uncompressed file of earlier versions
     if model.trees:
-        tdoc = {"format": "opsched-cost-trees/1",
+        tdoc = {"format": TREES_FORMAT,
                 "families": {f: e.to_dict() for f, e in sorted(model.trees.items())}}  # fmt: skip
         text = json.dumps(tdoc, separators=(",", ":")) + "\n"
         # mtime 0: the same trees give the same bytes

@@ -21,7 +21,6 @@ True
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import warnings
@@ -43,14 +42,15 @@ from opsched.cost.features import (
 )
 from opsched.cost.mathmode import math_dtype
 from opsched.cost.specs import GpuSpec, resolve_gpu
-from opsched.cost.trees import TreeEnsemble
+from opsched.cost.trees import TreeEnsemble, read_trees
 from opsched.errors import GraphError, InputError
 from opsched.ir import kinds
 
 __all__ = ["PROFILE_FORMAT", "Profile", "load_profile"]
 
 PROFILE_FORMAT = "opsched-cost-profile/1"
-TREES_FORMAT = "opsched-cost-trees/1"
+#: The shipped trees file under ``opsched/cost/profiles`` (:func:`opsched.cost.fit.fit_profiles`).
+TREES_FILE = "trees.json.gz"
 _WARNED: set[tuple[str, str]] = set()
 
 
@@ -301,16 +301,12 @@ _PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS
 @cache
 def _load_trees() -> dict[str, TreeEnsemble]:
     """The shipped residual trees (``profiles/trees.json.gz``); none if the file is absent."""
-    path = resources.files("opsched.cost").joinpath("profiles/trees.json.gz")
+    path = resources.files("opsched.cost").joinpath(f"profiles/{TREES_FILE}")
     try:
-        doc = json.loads(gzip.decompress(path.read_bytes()))
+        raw = path.read_bytes()
     except FileNotFoundError:
         return {}
-    except (OSError, EOFError, ValueError) as e:
-        raise InputError(f"unreadable trees file ({e})", "profiles/trees.json.gz") from None
-    if doc.get("format") != TREES_FORMAT:
-        raise InputError(f"not an {TREES_FORMAT} document", "profiles/trees.json.gz")
-    return {fam: TreeEnsemble.from_dict(d) for fam, d in doc["families"].items()}
+    return read_trees(raw, f"profiles/{TREES_FILE}")
 
 
 @cache

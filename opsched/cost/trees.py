@@ -26,6 +26,8 @@ Examples
 
 from __future__ import annotations
 
+import gzip
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +35,10 @@ import numpy as np
 
 from opsched.errors import InputError
 
-__all__ = ["PREDICT_BLOCK", "TreeEnsemble", "from_sklearn"]
+__all__ = ["PREDICT_BLOCK", "TREES_FORMAT", "TreeEnsemble", "from_sklearn", "read_trees"]
+
+#: The ``format`` field of a trees file (``opsched cost fit`` writes it gzipped).
+TREES_FORMAT = "opsched-cost-trees/1"
 
 #: Rows :meth:`TreeEnsemble.predict` walks at once.
 PREDICT_BLOCK = 512
@@ -147,6 +152,30 @@ class TreeEnsemble:
             if a.size and (a.min() < 0 or a.max() >= max(n, 1)):
                 raise InputError("malformed tree ensemble: node index out of range")
         return ens
+
+
+def read_trees(raw: bytes, where: str) -> dict[str, TreeEnsemble]:
+    """Family -> ensemble from the bytes of a trees file, gzipped or plain JSON.
+
+    Raises
+    ------
+    InputError
+        Not gzip or JSON, or not a :data:`TREES_FORMAT` document (``where`` names the file).
+
+    Examples
+    --------
+    >>> import gzip, json
+    >>> doc = {"format": TREES_FORMAT, "families": {}}
+    >>> read_trees(gzip.compress(json.dumps(doc).encode()), "t.json.gz")
+    {}
+    """
+    try:
+        doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    except (OSError, EOFError, ValueError) as e:
+        raise InputError(f"unreadable trees file ({e})", where) from None
+    if not isinstance(doc, dict) or doc.get("format") != TREES_FORMAT:
+        raise InputError(f"not an {TREES_FORMAT} document", where)
+    return {fam: TreeEnsemble.from_dict(d) for fam, d in doc["families"].items()}
 
 
 def from_sklearn(model: Any) -> TreeEnsemble:

@@ -91,3 +91,18 @@ def test_prediction_in_blocks_matches_one_pass(monkeypatch):
     whole = ens.predict(x)
     monkeypatch.setattr(trees, "PREDICT_BLOCK", 64)
     assert np.array_equal(ens.predict(x), whole)
+
+
+def test_trees_files_read_gzipped_or_plain_and_reject_anything_else():
+    from opsched.cost.trees import TREES_FORMAT, read_trees
+    from opsched.errors import InputError
+
+    ens = fit_trees(np.arange(300.0)[:, None], np.arange(300.0) / 300)
+    doc = json.dumps({"format": TREES_FORMAT, "families": {"matmul": ens.to_dict()}}).encode()
+    x = np.array([[10.0], [250.0]])
+    for raw in (doc, gzip.compress(doc)):
+        assert np.array_equal(read_trees(raw, "t")["matmul"].predict(x), ens.predict(x))
+    with pytest.raises(InputError, match=r"t\.json: not an opsched-cost-trees/1 document"):
+        read_trees(b'{"format": "other"}', "t.json")
+    with pytest.raises(InputError, match="unreadable trees file"):
+        read_trees(b"\x1f\x8b not gzip", "t.json.gz")
