@@ -10,7 +10,7 @@ median of each shape's median error), which a trace repeating one shape hundreds
 cannot dominate.
 
 Run: ``python benchmarks/bench_cost_model.py [--k 5] [--seed 0] [--gpus V100-PCIe,T4,...]
-[--skip-logo]``.
+[--skip-logo] [--by-gpu H200]``.
 """
 
 from __future__ import annotations
@@ -64,9 +64,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--gpus", default="V100-PCIe,V100-SXM2,A100-PCIe-40GB,A100-SXM4-80GB,"
-                    "A100-SXM4-40GB,H100-SXM5,T4,P100-PCIe,P4")  # fmt: skip
+                    "A100-SXM4-40GB,H100-SXM5,T4,P100-PCIe,P4,H200")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="draw of the shape folds")
     ap.add_argument("--skip-logo", action="store_true")
+    ap.add_argument("--by-gpu", default="H200",
+                    help="also print this GPU's rows per family and method")  # fmt: skip
     args = ap.parse_args()
     t0 = time.perf_counter()
     data = load_fit_data()
@@ -85,6 +87,14 @@ def main() -> None:
             s = fd.source == src
             print(_row(f"{fam} / {src}", fd.t[s], fd.roof[s], fd.group[s], hybrid[fam][s],
                        curve[fam][s]))  # fmt: skip
+    if args.by_gpu:
+        print(f"\n{args.by_gpu} rows by family and timing method (the k-fold above)\n")
+        print(_head("family / method", ["hybrid", "curve"]))
+        for fam, fd in sorted(data.families.items()):
+            for m in np.unique(fd.method[fd.gpu == args.by_gpu]):
+                s = (fd.gpu == args.by_gpu) & (fd.method == m)
+                print(_row(f"{fam} / {m}", fd.t[s], fd.roof[s], fd.group[s], hybrid[fam][s],
+                           curve[fam][s]))  # fmt: skip
     if args.skip_logo:
         return
     t0 = time.perf_counter()

@@ -17,16 +17,21 @@ The rows follow the column schema and conventions of ``neusight_ops.csv.gz``: op
 ``x=[B,M,N] W=[K,N]`` (``N`` in-features, ``K`` out-features, with bias), bmm
 ``[B,M,N]@[B,N,K]``; elementwise, ``ln`` and ``softmax`` on ``B x H_dim``; ``flops`` and
 ``bytes_min`` counted as there (e.g. one FLOP per element for a binary op, layernorm 8 per
-element); ``gpu`` is the device name. ``main_kernel`` (CUDA only) is the longest kernel of one
-profiled call.
+element); ``gpu`` is the device name. The shapes and counts are in :mod:`opsched.cost.shapes`.
+
+On CUDA two more columns come from :data:`KERNEL_CALLS` calls run under the PyTorch profiler
+(each after a cache flush, like the timed ones): ``main_kernel``, the longest kernel, which
+tells the math mode a float32 GEMM or convolution ran in (:mod:`opsched.cost.mathmode`), and
+``kernel_time_us``, the mean summed GPU time of the call's own kernels (the flush's fill kernel
+left out): the op's time without PyTorch's dispatch, which a busy host makes noisy in the
+per-call time (on the H200 of ``opsched_h200.csv.gz`` a small call took 19-22 us in some
+stretches and 35-43 us in others). :mod:`opsched.cost.data` reads that column as a second,
+kernel-timed row of the same shape. The columns are NeuSight's followed by ``kernel_time_us``.
 
 Examples
 --------
->>> specs = default_grid(quick=True)
->>> sorted({s["op"] for s in specs})[:5]
-['add', 'addu', 'bmm', 'conv', 'div']
->>> op_counts({"op": "bmm", "B": 2, "M": 4, "N": 8, "K": 16}, 4)
-(2048, 1792)
+>>> COLUMNS[-1], COLUMNS.index("measured_time_us")
+('kernel_time_us', 17)
 """
 
 from __future__ import annotations
@@ -38,12 +43,30 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from opsched.cost.shapes import (
+    BINARY_OPS,
+    DTYPE_BYTES,
+    OPS,
+    SCALAR_OPS,
+    default_grid,
+    op_counts,
+    out_hw,
+    shape_text,
+)
 from opsched.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COLUMNS", "OPS", "collect", "default_grid", "op_counts", "require_torch"]
+__all__ = [
+    "COLUMNS",
+    "KERNEL_CALLS",
+    "OPS",
+    "collect",
+    "default_grid",
+    "op_counts",
+    "require_torch",
+]
 
 COLUMNS = (
     "gpu",
@@ -73,13 +96,11 @@ COLUMNS = (
     "block",
     "split",
     "source_path",
+    "kernel_time_us",
 )
+#: Calls profiled per shape on CUDA for ``main_kernel`` and ``kernel_time_us``.
+KERNEL_CALLS = 5
 
-_BINARY = ("add", "mul", "div", "pow")
-_SCALAR = ("addu", "mulu", "divu", "powu")
-_UNARY = ("relu", "gelu", "tanh")
-OPS = ("linear", "bmm", "conv", *_BINARY, *_SCALAR, *_UNARY, "ln", "softmax")
-_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2}
 TORCH_HINT = "PyTorch is needed for 'cost collect': pip install torch==2.13.0"
 
 
@@ -90,103 +111,6 @@ def require_torch() -> Any:
     except ImportError:
         raise InputError(TORCH_HINT) from None
     return torch
-
-
-def default_grid(quick: bool = False) -> list[dict[str, Any]]:
-    """The shapes timed by :func:`collect`: a few tiny ones with ``quick``, else a sweep."""
-    if quick:
-        lin = [(1, 64, 64, 64), (1, 128, 256, 64)]
-        bmm = [(4, 32, 32, 32)]
-        conv = [(2, 8, 16, 3, 16, 1, 1), (2, 16, 16, 1, 16, 2, 0)]
-        rows = [(64, 128)]
-    else:
-        sizes = (128, 512, 2048)
-        lin = [(1, m, n, k) for m in (16, 256, 2048) for n in sizes for k in sizes]
-        bmm = [
-            (b, m, n, k) for b in (8, 64) for m in (64, 256) for n in (64, 256) for k in (64, 256)
-        ]
-        conv = [  # N, Cin, Cout, kernel, H, stride, pad: ResNet-style layers, batch 8 and 32
-            (n, *layer)
-            for n in (8, 32)
-            for layer in (
-                (3, 64, 7, 224, 2, 3),
-                (64, 64, 3, 56, 1, 1),
-                (64, 256, 1, 56, 1, 0),
-                (128, 128, 3, 28, 1, 1),
-                (256, 512, 1, 56, 2, 0),
-                (256, 256, 3, 14, 1, 1),
-                (512, 512, 3, 7, 1, 1),
-                (1024, 256, 1, 14, 1, 0),
-            )
-        ]
-        rows = [(256, 256), (1024, 1024), (4096, 1024), (4096, 4096), (16384, 4096)]
-    specs: list[dict[str, Any]] = []
-    specs += [{"op": "linear", "B": b, "M": m, "N": n, "K": k} for b, m, n, k in lin]
-    specs += [{"op": "bmm", "B": b, "M": m, "N": n, "K": k} for b, m, n, k in bmm]
-    specs += [
-        {
-            "op": "conv",
-            "B": n,
-            "Cin": ci,
-            "Cout": co,
-            "kernel": kk,
-            "H": h,
-            "W": h,
-            "stride": st,
-            "pad": pd,
-        }
-        for n, ci, co, kk, h, st, pd in conv
-    ]
-    for name in (*_BINARY, *_SCALAR, *_UNARY, "ln", "softmax"):
-        specs += [{"op": name, "B": b, "H_dim": hd} for b, hd in rows]
-    return specs
-
-
-def _out_hw(spec: dict[str, Any]) -> int:
-    return (spec["H"] + 2 * spec["pad"] - spec["kernel"]) // spec["stride"] + 1
-
-
-def op_counts(spec: dict[str, Any], elem: int) -> tuple[int, int]:
-    """FLOPs and minimal bytes of one op, in the NeuSight table's conventions."""
-    op = spec["op"]
-    if op == "linear":
-        b, m, n, k = spec["B"], spec["M"], spec["N"], spec["K"]
-        return 2 * b * m * n * k + b * m * k, elem * (b * m * n + k * n + k + b * m * k)
-    if op == "bmm":
-        b, m, n, k = spec["B"], spec["M"], spec["N"], spec["K"]
-        return 2 * b * m * n * k, elem * (b * m * n + b * n * k + b * m * k)
-    if op == "conv":
-        b, ci, co, kk, h = spec["B"], spec["Cin"], spec["Cout"], spec["kernel"], spec["H"]
-        p = _out_hw(spec)
-        return 2 * b * co * ci * kk * kk * p * p, elem * (
-            b * ci * h * h + co * ci * kk * kk + b * co * p * p
-        )
-    n = spec["B"] * spec["H_dim"]
-    if op in _BINARY:
-        return n, 3 * elem * n
-    if op == "ln":
-        return 8 * n, elem * (2 * n + 2 * spec["H_dim"])
-    if op == "softmax":
-        return 5 * n, 2 * elem * n
-    return n, 2 * elem * n  # scalar and unary elementwise
-
-
-def _shape(spec: dict[str, Any]) -> str:
-    op = spec["op"]
-    if op == "linear":
-        return f"x=[{spec['B']},{spec['M']},{spec['N']}] W=[{spec['K']},{spec['N']}] bias"
-    if op == "bmm":
-        b = spec["B"]
-        return f"a=[{b},{spec['M']},{spec['N']}] b=[{b},{spec['N']},{spec['K']}]"
-    if op == "conv":
-        s, p = spec, _out_hw(spec)
-        return (
-            f"x=[{s['B']},{s['Cin']},{s['H']},{s['W']}] w=[{s['Cout']},{s['Cin']},"
-            f"{s['kernel']},{s['kernel']}] stride={s['stride']} pad={s['pad']} "
-            f"out=[{s['B']},{s['Cout']},{p},{p}] bias=False"
-        )
-    x = f"x=[{spec['B']},{spec['H_dim']}]"
-    return x + (" y=[same]" if op in _BINARY else " scalar" if op in _SCALAR else "")
 
 
 def _make_call(torch: Any, spec: dict[str, Any], dev: str, dt: Any) -> Callable[[], Any]:
@@ -209,11 +133,11 @@ def _make_call(torch: Any, spec: dict[str, Any], dev: str, dt: Any) -> Callable[
         w = rnd(spec["Cout"], spec["Cin"], spec["kernel"], spec["kernel"])
         return lambda: F.conv2d(x, w, None, spec["stride"], spec["pad"])
     x = rnd(spec["B"], spec["H_dim"])
-    if op in _BINARY:
+    if op in BINARY_OPS:
         y = rnd(spec["B"], spec["H_dim"])
         fn = {"add": torch.add, "mul": torch.mul, "div": torch.div, "pow": torch.pow}[op]
         return lambda: fn(x, y)
-    if op in _SCALAR:
+    if op in SCALAR_OPS:
         fn = {"addu": torch.add, "mulu": torch.mul, "divu": torch.div, "powu": torch.pow}[op]
         return lambda: fn(x, 1.5)
     if op == "ln":
@@ -241,18 +165,25 @@ def _device_name(torch: Any, device: str) -> str:
     return f"CPU {platform.processor() or platform.machine()}"
 
 
-def _main_kernel(torch: Any, call: Callable[[], Any]) -> str:
+def _kernels(torch: Any, call: Callable[[], Any], flush: Any) -> tuple[str, float]:
+    """Longest kernel name and mean kernel time (us) per call over :data:`KERNEL_CALLS` calls."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        call()
+        for i in range(KERNEL_CALLS):
+            flush.fill_(i + 0.5)  # a FillFunctor kernel: left out below
+            call()
         torch.cuda.synchronize()
-    best, best_t = "", -1.0
+    best, best_t, total = "", -1.0, 0.0
     for e in prof.events():
-        t = float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0) or 0.0)
-        if t > best_t and str(getattr(e, "device_type", "")).endswith("CUDA"):
+        if not str(getattr(e, "device_type", "")).endswith("CUDA") or "FillFunctor" in e.name:
+            continue
+        # device_time (torch >= 2.4); reading cuda_time there only raises a deprecation warning
+        t = float(e.device_time if hasattr(e, "device_time") else getattr(e, "cuda_time", 0.0))
+        total += t
+        if t > best_t:
             best, best_t = e.name, t
-    return best
+    return best, total / KERNEL_CALLS
 
 
 def _time_one(
@@ -323,8 +254,8 @@ def collect(
         raise InputError(f"--device must be cpu or cuda, got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
         raise InputError("--device cuda: no CUDA device is available to torch")
-    if dtype not in _DTYPES:
-        raise InputError(f"--dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
+    if dtype not in DTYPE_BYTES:
+        raise InputError(f"--dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
     if device == "cpu" and dtype != "float32":
         raise InputError(f"--dtype {dtype} is only timed on cuda; use float32 on cpu")
     specs = default_grid(quick) if specs is None else specs
@@ -333,7 +264,7 @@ def collect(
             raise InputError(f"unknown op {s.get('op')!r} in the grid; known: {', '.join(OPS)}")
     nbytes = flush_bytes if flush_bytes is not None else (256 if device == "cuda" else 64) << 20
     flush = torch.empty(max(1, nbytes // 4), dtype=torch.float32, device=device)
-    dt, elem = getattr(torch, dtype), _DTYPES[dtype]
+    dt, elem = getattr(torch, dtype), DTYPE_BYTES[dtype]
     name = _device_name(torch, device)
     method = "CUDA events" if device == "cuda" else "perf_counter"
     source = f"opsched cost collect: torch {torch.__version__}, {method}, median"
@@ -383,15 +314,15 @@ def _run(
             call = _make_call(torch, spec, device, dt)
             us = _time_one(torch, call, device, flush, warmup, repeats, seconds)
             fl, by = op_counts(spec, elem)
-            kernel = _main_kernel(torch, call) if device == "cuda" else ""
+            kernel, kernel_us = _kernels(torch, call, flush) if device == "cuda" else ("", math.nan)
             row: dict[str, Any] = dict.fromkeys(COLUMNS, math.nan)
             row.update({k: v for k, v in spec.items() if k in COLUMNS})
             if spec["op"] == "conv":
-                row["out_hw"] = _out_hw(spec)
+                row["out_hw"] = out_hw(spec)
             row.update(
                 gpu=name,
                 dtype=str(dt).removeprefix("torch."),
-                shape=_shape(spec),
+                shape=shape_text(spec),
                 measured_time_us=round(us, 4),
                 flops=fl,
                 bytes_min=by,
@@ -400,6 +331,7 @@ def _run(
                 main_kernel=kernel,
                 split="collect",
                 source_path=source,
+                kernel_time_us=round(kernel_us, 4),
             )
             rows.append(row)
             del call

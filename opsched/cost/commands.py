@@ -73,11 +73,10 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
         _emit_json(table.to_dict(orient="records"))
         return
     buf = io.StringIO()
-    buf.write(
-        "gpu              family              rows   median%   mean%  roof-med%  roof-mean%\n"
-    )
+    w = max([18, *(len(str(f)) for f in table["family"])])  # "(kernel)" rows are longer
+    buf.write(f"{'gpu':16s} {'family':{w}s}  rows   median%   mean%  roof-med%  roof-mean%\n")
     for r in table.itertuples(index=False):
-        buf.write(f"{r.gpu:16s} {r.family:18s} {r.rows:5d} {r.median_ape:9.1f} {r.mean_ape:7.1f}"
+        buf.write(f"{r.gpu:16s} {r.family:{w}s} {r.rows:5d} {r.median_ape:9.1f} {r.mean_ape:7.1f}"
                   f" {r.roofline_median_ape:10.1f} {r.roofline_mean_ape:11.1f}\n")  # fmt: skip
     click.echo(buf.getvalue().rstrip())
 

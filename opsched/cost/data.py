@@ -36,12 +36,15 @@ from opsched.cost.specs import load_specs, resolve_gpu
 from opsched.errors import InputError
 
 __all__ = [
+    "KERNEL_TARGET",
     "METHODS",
     "SCHEMAS",
     "TIME_COLUMNS",
     "canonical_rows",
     "detect_schema",
     "read_table",
+    "target_method",
+    "time_columns",
 ]
 
 #: schema -> columns that identify it.
@@ -68,6 +71,28 @@ TIME_COLUMNS: dict[str, dict[str, str]] = {
     "profiler_ops": {"": "gpu_time_us"},
 }
 
+#: Target of the kernel-only time that ``opsched cost collect`` adds to NeuSight-schema rows.
+KERNEL_TARGET = "kernel"
+
+
+def time_columns(schema: str, columns: Iterable[str] = ()) -> dict[str, str]:
+    """The timing targets of a table: :data:`TIME_COLUMNS` plus, for a NeuSight-schema table
+    with a ``kernel_time_us`` column, :data:`KERNEL_TARGET` (method ``kernel``).
+
+    >>> time_columns("neusight", ["op", "measured_time_us", "kernel_time_us"])
+    {'': 'measured_time_us', 'kernel': 'kernel_time_us'}
+    """
+    out = dict(TIME_COLUMNS[schema])
+    if schema == "neusight" and "kernel_time_us" in set(columns):
+        out[KERNEL_TARGET] = "kernel_time_us"
+    return out
+
+
+def target_method(schema: str, target: str) -> str:
+    """The timing method of one target of a table (see :func:`time_columns`)."""
+    return "kernel" if target == KERNEL_TARGET else METHODS[schema]
+
+
 #: schema -> timing method.
 METHODS: dict[str, str] = {
     "deepbench_conv": "wallclock",
@@ -80,6 +105,10 @@ METHODS: dict[str, str] = {
 
 _DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8",
                      "fp16_storage_fp32_math": "float16"}  # fmt: skip
+#: dtype column of NeuSight-schema tables (NeuSight: float32 only; ``opsched cost collect``
+#: also writes float16 / bfloat16 rows); a row of another dtype is left out.
+_NEUSIGHT_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
+                    "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # fmt: skip
 _NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
 
 
@@ -190,9 +219,10 @@ def _profiler(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any
 def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[str, Any]]:
     """One record per timing of a table in ``schema``.
 
-    Each record has ``row`` (index into ``df``), ``target`` (``""`` or, for DeepBench convs,
-    the conv kind), ``gpu`` (canonical key; ``gpu`` overrides the table's column), ``method``,
-    ``kind``, ``attrs`` (with ``dtype``) and ``time_us`` (NaN when the row has no timing).
+    Each record has ``row`` (index into ``df``), ``target`` (``""``; for DeepBench convs the
+    conv kind; :data:`KERNEL_TARGET` for a collected row's kernel-only time), ``gpu``
+    (canonical key; ``gpu`` overrides the table's column), ``method``, ``kind``, ``attrs``
+    (with ``dtype``) and ``time_us`` (NaN when the row has no timing).
     A float32 GEMM or convolution that the source ran on TF32 tensor cores
     (the row's kernel names where the table records them, else the source's
     :data:`opsched.cost.mathmode.SOURCE_MODES`; only on a GPU with a TF32 peak) gets
@@ -207,8 +237,7 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
     out: list[dict[str, Any]] = []
     specs = load_specs()
     mode = SOURCE_MODES[schema]
-    method = METHODS[schema]
-    targets = TIME_COLUMNS[schema]
+    targets = time_columns(schema, df.columns)
     cache: dict[str, str] = {}
     for pos, r in enumerate(df.itertuples(index=False)):
         name = gpu if gpu is not None else str(r.gpu)
@@ -225,8 +254,10 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 base = ("conv2d", _deepbench_conv_attrs(r))
                 dtype = _DEEPBENCH_DTYPES.get(str(r.dtype), "float32")
             elif schema == "neusight":
-                base = _neusight(r)
-                dtype = "float32"
+                base = _neusight(r)  # NeuSight's own rows are all float32; collect's may not be
+                dtype = _NEUSIGHT_DTYPES.get(str(getattr(r, "dtype", "float32")), "")
+                if not dtype:
+                    continue
             elif schema == "vidur":
                 base = _vidur(r)
                 dtype = "float16"
@@ -239,14 +270,16 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
         except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
             continue
         for target, col in targets.items():
-            kind = target or base[0]
+            kind = base[0] if target in ("", KERNEL_TARGET) else target
             t = getattr(r, col, float("nan"))
             try:
                 t = float(t)
             except (TypeError, ValueError):
                 t = float("nan")
-            row_mode = kernel_math_mode(getattr(r, "kernels", None)) or mode
+            shown = getattr(r, "kernels", None) or getattr(r, "main_kernel", None)
+            row_mode = kernel_math_mode(shown) or mode
             attrs = with_math_dtype(kind, {**base[1], "dtype": dtype}, specs[key], mode=row_mode)
-            out.append({"row": pos, "target": target, "gpu": key, "method": method,
+            out.append({"row": pos, "target": target, "gpu": key,
+                        "method": target_method(schema, target),
                         "kind": kind, "attrs": attrs, "time_us": t})  # fmt: skip
     return out

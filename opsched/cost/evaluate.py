@@ -19,7 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.data import METHODS, TIME_COLUMNS, canonical_rows, detect_schema
+from opsched.cost.data import (
+    KERNEL_TARGET,
+    canonical_rows,
+    detect_schema,
+    time_columns,
+)
 from opsched.cost.features import family_of
 from opsched.cost.profile import load_profile
 
@@ -28,7 +33,8 @@ __all__ = ["errors", "predict_table"]
 #: Column names of the predictions; DeepBench convs get one per timing.
 _PRED = {"": "predicted_time_us", "conv2d": "predicted_time_us",
          "conv2d_bwd_data": "predicted_bwd_data_time_us",
-         "conv2d_bwd_filter": "predicted_bwd_filter_time_us"}  # fmt: skip
+         "conv2d_bwd_filter": "predicted_bwd_filter_time_us",
+         KERNEL_TARGET: "predicted_kernel_time_us"}  # fmt: skip
 
 
 def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
@@ -42,19 +48,19 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     recs = canonical_rows(df, schema, gpu)
     out = df.copy()
     n = len(df)
-    targets = TIME_COLUMNS[schema]
+    targets = time_columns(schema, df.columns)
     cols = {t: np.full(n, np.nan) for t in targets}
     roofs = {t: np.full(n, np.nan) for t in targets}
     fams = np.full(n, "", dtype=object)
     gpus = np.full(n, "", dtype=object)
-    by_gpu: dict[str, list[dict[str, Any]]] = {}
+    by_gpu: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in recs:
-        by_gpu.setdefault(r["gpu"], []).append(r)
-    for key, rs in by_gpu.items():
+        by_gpu.setdefault((r["gpu"], r["method"]), []).append(r)
+    for (key, method), rs in by_gpu.items():
         prof = load_profile(key)
         # canonical_rows already set each row's math mode from its source: no default on top
-        pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs],
-                                 METHODS[schema], allow_tf32=False)  # fmt: skip
+        pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs], method,
+                                 allow_tf32=False)  # fmt: skip
         for r, p in zip(rs, pred, strict=True):
             cols[r["target"]][r["row"]] = p
             roofs[r["target"]][r["row"]] = prof.roofline(r["kind"], r["attrs"])
@@ -67,7 +73,8 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
         roofs[""] = roofs[""] / share
     for t in targets:
         out[_PRED[t]] = cols[t]
-    out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs}
+    out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs,
+                             "targets": targets}  # fmt: skip
     return out
 
 
@@ -80,11 +87,12 @@ def errors(pred: Any) -> Any:
     import pandas as pd
 
     meta = pred.attrs["_opsched"]
-    schema = meta["schema"]
     parts = []
-    for target, col in TIME_COLUMNS[schema].items():
+    for target, col in meta["targets"].items():
         fam = meta["family"]
-        if target not in ("", "conv2d"):
+        if target == KERNEL_TARGET:  # the same op, timed without dispatch
+            fam = np.where(fam != "", np.char.add(fam.astype(str), " (kernel)"), "")
+        elif target not in ("", "conv2d"):
             fam = np.where(fam != "", target, "")
         measured = pd.to_numeric(pred[col], errors="coerce").to_numpy(float)
         p = pred[_PRED[target]].to_numpy(float)

@@ -42,7 +42,7 @@ __all__ = [
 #: the per-op ones and are not used).
 FIT_FILES: tuple[str, ...] = (
     "deepbench_gemm.csv", "deepbench_conv.csv", "neusight_ops.csv.gz", "vidur_llm_ops.csv.gz",
-    "kineto_resnet50_v100_ops.csv.gz", "hta_ops.csv.gz",
+    "kineto_resnet50_v100_ops.csv.gz", "hta_ops.csv.gz", "opsched_h200.csv.gz",
 )  # fmt: skip
 
 

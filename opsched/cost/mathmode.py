@@ -143,7 +143,8 @@ def with_math_dtype(
 
 
 _TF32_MARKS = ("tensorop_s1688", "tf32", "s1688gemm", "s16816gemm")
-_FP32_MARKS = ("sgemm", "scudnn", "gemv2", "gemvx", "gemmk1")
+#: ``ffma``: cuBLAS / cuDNN xmma kernels on FP32 SIMT units (``sm80_xmma_gemm_f32f32_..._ffma``).
+_FP32_MARKS = ("sgemm", "scudnn", "gemv2", "gemvx", "gemmk1", "_ffma_")
 
 
 def kernel_math_mode(kernels: object) -> MathMode | None:

@@ -128,6 +128,14 @@ def register(main: click.Group) -> None:
     )  # fmt: skip
     @click.option("--quick", is_flag=True, help="A few tiny shapes (a smoke test).")
     @click.option(
+        "--shapes", "shapes_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None, help="Time the shapes of this NeuSight-schema table instead of the grid.",
+    )  # fmt: skip
+    @click.option(
+        "--per-op", type=click.IntRange(min=1), default=None,
+        help="With --shapes: at most N shapes per op, spread over sizes.",
+    )  # fmt: skip
+    @click.option(
         "--dtype", default="float32", show_default=True,
         help="float32, or float16 / bfloat16 on cuda.",
     )  # fmt: skip
@@ -140,13 +148,36 @@ def register(main: click.Group) -> None:
     @json_option
     @handle_errors
     def collect_cmd(
-        device: str, output: Path, quick: bool, dtype: str, repeats: int, warmup: int,
-        threads: int | None, as_json: bool,
+        device: str, output: Path, quick: bool, shapes_file: Path | None, per_op: int | None,
+        dtype: str, repeats: int, warmup: int, threads: int | None, as_json: bool,
     ) -> None:  # fmt: skip
-        """Time a grid of ops with torch (median of repeats, cache flushed) and write rows."""
+        """Time a grid of ops with torch (median of repeats, cache flushed) and write rows.
+
+        With --shapes, the shapes of an existing timing table (say neusight_ops.csv.gz) are
+        timed instead, so that `opsched cost evaluate` on the output measures the model on
+        this device for shapes other GPUs were measured on.
+        """
         from opsched.cost.collect import collect, require_torch
 
         _check_suffix(output, (".csv", ".csv.gz"), "-o")
+        if per_op is not None and shapes_file is None:
+            raise InputError("--per-op needs --shapes")
+        if quick and shapes_file is not None:
+            raise InputError("--quick and --shapes exclude each other")
+        specs = None
+        if shapes_file is not None:
+            from opsched.cost.data import read_table
+            from opsched.cost.shapes import specs_from_rows
+
+            specs, skipped = specs_from_rows(
+                read_table(shapes_file), per_op, source=str(shapes_file)
+            )
+            if not specs:
+                raise InputError(f"{shapes_file}: no shapes of ops the collector times")
+            if not as_json:
+                click.echo(
+                    f"{len(specs)} shapes from {shapes_file} ({skipped} rows skipped)", err=True
+                )
         require_torch()
 
         def show(i: int, n: int, spec: dict[str, Any]) -> None:
@@ -154,8 +185,8 @@ def register(main: click.Group) -> None:
                 click.echo(f"\r[{i + 1}/{n}] {spec['op']:<8}", nl=False, err=True)
 
         frame = collect(
-            device, quick=quick, dtype=dtype, repeats=repeats, warmup=warmup, threads=threads,
-            progress=show,
+            device, quick=quick, specs=specs, dtype=dtype, repeats=repeats, warmup=warmup,
+            threads=threads, progress=show,
         )  # fmt: skip
         if not as_json:
             click.echo("", err=True)

@@ -11,9 +11,10 @@ from click.testing import CliRunner
 
 from opsched.cli import main
 from opsched.cost.collect import COLUMNS, collect, default_grid, op_counts
+from opsched.cost.data import canonical_rows
+from opsched.cost.evaluate import errors, predict_table
+from opsched.datasets import dataset_path
 from opsched.errors import InputError
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kernel-timings"
 
 
 def test_counts_follow_the_neusight_conventions() -> None:
@@ -47,9 +48,10 @@ def test_collect_cpu_tiny_grid() -> None:
     conv = df[df["op"] == "conv"].iloc[0]  # 16x16, 3x3, stride 1, pad 1
     assert conv["out_hw"] == 16 and conv["shape"].startswith("x=[2,8,16,16] w=[16,8,3,3]")
     assert (df["flops"] / (df["measured_time_us"] * 1e6) - df["achieved_tflops"]).abs().max() < 1e-3
-    if (SHARED / "neusight_ops.csv.gz").exists():  # same columns as the shared table
-        ref = pd.read_csv(SHARED / "neusight_ops.csv.gz", nrows=5)
-        assert list(ref.columns) == list(df.columns)
+    assert df["kernel_time_us"].isna().all()  # kernel times only on CUDA
+    # NeuSight's columns, then kernel_time_us
+    ref = pd.read_csv(dataset_path("kernel-timings") / "neusight_ops.csv.gz", nrows=5)
+    assert [*ref.columns, "kernel_time_us"] == list(df.columns)
 
 
 def test_collect_rejects_bad_options() -> None:
@@ -88,3 +90,67 @@ def test_cli_collect_and_missing_torch(tmp_path: Path, monkeypatch: pytest.Monke
     res = CliRunner().invoke(main, ["cost", "collect", "-o", str(out2)])
     assert res.exit_code == 2 and "pip install torch==2.13.0" in res.output
     assert not out2.exists()
+
+
+def test_shapes_from_a_table_spread_over_sizes() -> None:
+    from opsched.cost.shapes import specs_from_rows
+
+    bmm = [{"op": "bmm", "B": 1, "M": m, "N": 4, "K": 4} for m in range(10, 0, -1)]
+    rows = pd.DataFrame([*bmm, bmm[0], {"op": "lstm", "B": 1}, {"op": "relu", "B": 3, "H_dim": 5}])
+    specs, skipped = specs_from_rows(rows)
+    assert skipped == 1 and len(specs) == 11  # the repeated shape once, lstm left out
+    assert [s["M"] for s in specs if s["op"] == "bmm"] == list(range(1, 11))  # by FLOPs
+    two, _ = specs_from_rows(rows, per_op=2)
+    # ten shapes by size, two picks at the middles of the halves: the 3rd and 8th smallest
+    assert [s["M"] for s in two if s["op"] == "bmm"] == [3, 8]
+    assert [s["op"] for s in two] == ["bmm", "bmm", "relu"]
+    bad = pd.DataFrame([{"op": "add", "B": 2.5, "H_dim": 4}])
+    with pytest.raises(InputError, match=r"row 2: column B is 2\.5, not a non-negative integer"):
+        specs_from_rows(bad, source="t.csv")
+    with pytest.raises(InputError, match="no 'op' column"):
+        specs_from_rows(pd.DataFrame({"M": [1]}))
+    with pytest.raises(InputError, match="op conv needs column"):
+        specs_from_rows(pd.DataFrame([{"op": "conv", "B": 1}]))
+
+
+def test_cli_collect_times_the_shapes_of_a_table(tmp_path: Path) -> None:
+    src = tmp_path / "shapes.csv"
+    pd.DataFrame(
+        [
+            {"gpu": "Tesla T4", "op": "add", "B": 8, "H_dim": 16, "measured_time_us": 30.0},
+            {"gpu": "Tesla P4", "op": "add", "B": 8, "H_dim": 16, "measured_time_us": 31.0},
+            {"gpu": "Tesla T4", "op": "linear", "B": 1, "M": 4, "N": 8, "K": 16},
+        ]
+    ).to_csv(src, index=False)
+    out = tmp_path / "rows.csv"
+    args = ["cost", "collect", "--shapes", str(src), "-o", str(out), "--repeats", "3"]
+    res = CliRunner().invoke(main, [*args, "--warmup", "0", "--threads", "1"])
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(out)
+    assert sorted(df["shape"]) == ["x=[1,4,8] W=[16,8] bias", "x=[8,16] y=[same]"]
+    one = CliRunner().invoke(main, [*args, "--per-op", "1", "--quick"])
+    assert one.exit_code == 2 and "--quick and --shapes exclude each other" in one.output
+    res = CliRunner().invoke(main, ["cost", "collect", "--per-op", "1", "-o", str(out)])
+    assert res.exit_code == 2 and "--per-op needs --shapes" in res.output
+
+
+def test_kernel_time_column_is_a_second_kernel_timed_row() -> None:
+    rows = pd.DataFrame(
+        [{"gpu": "NVIDIA H200", "op": "relu", "dtype": "float32", "B": 4096, "H_dim": 4096,
+          "Cin": None, "measured_time_us": 60.0, "kernel_time_us": 25.0},
+         {"gpu": "NVIDIA H200", "op": "relu", "dtype": "float32", "B": 64, "H_dim": 64,
+          "Cin": None, "measured_time_us": 38.0, "kernel_time_us": None}]
+    )  # fmt: skip
+    recs = canonical_rows(rows, "neusight")
+    got = [(r["row"], r["target"], r["method"], r["time_us"]) for r in recs]
+    assert got[:3] == [
+        (0, "", "events", 60.0),
+        (0, "kernel", "kernel", 25.0),
+        (1, "", "events", 38.0),
+    ]
+    pred = predict_table(rows)
+    # the kernel-only prediction drops PyTorch's per-call overhead
+    assert (pred["predicted_kernel_time_us"] < pred["predicted_time_us"]).all()
+    table = errors(pred)
+    assert list(table["family"]) == ["elementwise_unary", "elementwise_unary (kernel)"]
+    assert list(table["rows"]) == [2, 1]  # no kernel time on the second row

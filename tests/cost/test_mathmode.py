@@ -61,6 +61,25 @@ def test_profiler_rows_take_the_mode_their_kernels_show():
     assert canonical_rows(neusight, "neusight")[0]["attrs"]["dtype"] == "float32"  # TF32 off
 
 
+def test_collected_rows_keep_their_dtype_and_the_mode_their_kernel_shows():
+    """Rows of ``opsched cost collect`` (NeuSight schema) in half precision or with TF32
+    convolutions, as timed on the H200 (``opsched_h200.csv.gz``)."""
+    conv = {"gpu": "NVIDIA H200", "op": "conv", "B": 8, "Cin": 64, "Cout": 64, "kernel": 3,
+            "H": 56, "W": 56, "stride": 1, "pad": 1, "H_dim": 0,
+            "measured_time_us": 60.0}  # fmt: skip
+    tf32 = "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x64x32"
+    simt = "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_ffma_"
+    rows = pd.DataFrame(
+        [conv | {"dtype": "float32", "main_kernel": tf32},
+         conv | {"dtype": "float32", "main_kernel": simt},
+         conv | {"dtype": "float32"},  # no kernel name: NeuSight's mode, TF32 off
+         conv | {"dtype": "bfloat16", "main_kernel": tf32},
+         conv | {"dtype": "float64"}]  # not a dtype of the schema: left out
+    )  # fmt: skip
+    got = [r["attrs"]["dtype"] for r in canonical_rows(rows, "neusight")]
+    assert got == ["tf32", "float32", "float32", "bfloat16"]
+
+
 def test_tf32_shape_groups_with_its_float32_shape():
     a = {"M": 4, "N": 5, "K": 6}
     assert shape_key("matmul", a | {"dtype": "tf32"}) == shape_key(

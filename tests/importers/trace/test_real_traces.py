@@ -1,4 +1,4 @@
-"""The importer on the two shipped traces.
+"""The importer on the three shipped traces.
 
 Expected numbers were checked independently against the shared kernel tables built from the
 same traces (``kineto_resnet50_v100_*.csv.gz``, ``hta_*.csv.gz``, rows of these sources):
@@ -22,6 +22,7 @@ from opsched.validate import validate
 
 RESNET = "resnet50_v100_step.pt.trace.json.gz"
 HTA = "hta_a100_control.pt.trace.json.gz"
+H200 = "h200_torch211_step.pt.trace.json.gz"  # recorded by us: PyTorch 2.11, Triton, 2 streams
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,8 @@ def _raw_step_busy(name: str, step: int) -> tuple[int, float]:
     calls = {
         e["args"]["correlation"]: e["ts"]
         for e in ev
-        if e.get("cat") in ("Runtime", "cuda_runtime") and "correlation" in e["args"]
+        # Triton kernels are launched through the driver API (cuLaunchKernel)
+        if e.get("cat") in ("Runtime", "cuda_runtime", "cuda_driver") and "correlation" in e["args"]
     }
     gpu = [
         e
@@ -122,3 +124,31 @@ def test_other_step_and_missing_step(hta: ImportedTrace) -> None:
     assert tl.graph.attrs["kernels"] == _raw_step_busy(HTA, 1012)[0]
     with pytest.raises(InputError, match="steps: 1009, 1010, 1011, 1012, 1013, 1014"):
         build_step(hta.trace, hta.launches, 7)
+
+
+def test_h200_trace_torch211_triton_and_a_side_stream() -> None:
+    imp = import_trace(dataset_path("traces") / H200)
+    assert (len(imp.rows), imp.rows["n_kernels"].sum()) == (210, 256)  # two active steps
+    assert set(imp.rows["gpu"]) == {"NVIDIA H200"}
+    tl = imp.timeline
+    g = tl.graph
+    assert tl.step == 2 and g.attrs["streams"] == [7, 46]
+    kernels, busy = _raw_step_busy(H200, 2)  # counts driver-API (Triton) launches too
+    assert g.attrs["kernels"] == kernels == 128
+    assert sum(op.duration for op in g.ops) == pytest.approx(busy, abs=0.01)
+    triton = [op for op in g.ops if op.attrs.get("triton")]
+    assert len(triton) == 6 and all(
+        any(k.startswith("triton_") for k in op.attrs["kernels"]) for op in triton
+    )
+    # the 2048^3 float32 matmul launched on the side stream, alone on its stream
+    (side,) = [op for op in g.ops if op.attrs["stream"] == 46]
+    assert side.kind == "matmul" and (side.attrs["M"], side.attrs["N"], side.attrs["K"]) == (
+        2048,
+        2048,
+        2048,
+    )
+    assert "sgemm" in side.attrs["kernels"][0] and side.output_bytes == 2048 * 2048 * 4
+    units = {o.name: o.unit for o in tl.schedule.ops}
+    assert units[side.name] != units[triton[0].name]
+    assert validate(tl.problem, tl.schedule).valid
+    assert build_step(imp.trace, imp.launches, 3).graph.attrs["kernels"] == 128
