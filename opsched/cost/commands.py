@@ -84,14 +84,23 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
 @cost.command("fit")
 @click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of timing tables (default: datasets/kernel-timings).")  # fmt: skip
+@click.option("--add", "extra", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Another timing table to fit (collected rows); repeatable.")  # fmt: skip
 @click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for the profiles (default: the package's cost/profiles).")  # fmt: skip
 @handle_errors
-def fit(data: Path | None, output: Path | None) -> None:
-    """Rebuild the shipped per-GPU profiles from the timing data (deterministic)."""
+def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None) -> None:
+    """Rebuild the per-GPU profiles from the timing data (deterministic).
+
+    To calibrate a card of your own: time it with `opsched cost collect --device cuda`, add
+    its row to a copy of gpu_specs.csv if it is not there (--data FOLDER with the copy and the
+    tables), fit with --add ROWS.csv -o MY_PROFILES, and point OPSCHED_PROFILES at
+    MY_PROFILES for every later opsched call.
+    """
     from opsched.cost.fit import fit_profiles
 
-    written = fit_profiles(data, output)
+    written = fit_profiles(data, output, extra)
     click.echo(f"wrote {len(written)} files to {written[0].parent}")
 
 

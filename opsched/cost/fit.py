@@ -20,7 +20,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,31 +262,46 @@ def profile_docs(model: Model, specs: Mapping[str, GpuSpec] | None = None) -> di
     return docs
 
 
-def fit_profiles(root: str | Path | None = None, out_dir: str | Path | None = None) -> list[Path]:
+def fit_profiles(
+    root: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    extra: Sequence[str | Path] = (),
+) -> list[Path]:
     """Fit on the timing tables under ``root`` and write one profile JSON per GPU.
 
     ``out_dir`` defaults to the package's ``opsched/cost/profiles``; ``gpus.json`` (the spec
-    table) is rewritten from ``root/gpu_specs.csv`` first. Deterministic: the same data gives
-    byte-identical files.
+    table) is written there from ``root/gpu_specs.csv``, and the fit already uses it, so a
+    GPU added to that CSV gets a profile. ``extra`` are more timing tables (any schema of
+    :mod:`opsched.cost.data`, e.g. rows of ``opsched cost collect`` on a new card) fitted
+    with the built-in ones. Nothing is written unless the fit succeeds. Deterministic: the same
+    data gives byte-identical files. Profiles written elsewhere are used by setting
+    ``OPSCHED_PROFILES`` to their folder (:func:`opsched.cost.specs.profiles_dir`).
     """
     import gzip
     import json
+    import tempfile
 
     from opsched._files import read_text, write_bytes_atomic, write_text_atomic
-    from opsched.cost.profile import TREES_FILE
-    from opsched.cost.specs import parse_specs_csv
+    from opsched.cost.profile import TREES_FILE, _load, _load_trees
+    from opsched.cost.specs import _load_specs, parse_specs_csv, profiles_from
     from opsched.cost.trees import TREES_FORMAT
     from opsched.datasets import dataset_path
 
     base = Path(root) if root is not None else dataset_path("kernel-timings")
     out = Path(out_dir) if out_dir is not None else Path(__file__).parent / "profiles"
-    out.mkdir(parents=True, exist_ok=True)
     specs = parse_specs_csv(read_text(base / "gpu_specs.csv"), str(base / "gpu_specs.csv"))
     doc = {"format": "opsched-gpu-specs/1", "source": "datasets/kernel-timings/gpu_specs.csv",
            "gpus": [s.to_dict() for s in specs.values()]}  # fmt: skip
-    write_text_atomic(json.dumps(doc, indent=1) + "\n", out / "gpus.json")
-    load_specs.cache_clear()
-    model = fit_model(load_fit_data(base))
+    specs_text = json.dumps(doc, indent=1) + "\n"
+    files = (*FIT_FILES, *(str(Path(e).resolve()) for e in extra))
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "gpus.json").write_text(specs_text, encoding="utf-8")
+        with profiles_from(tmp):
+            model = fit_model(load_fit_data(base, files=files))
+            docs = profile_docs(model, specs)
+    _load_specs.cache_clear()
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(specs_text, out / "gpus.json")
     written = [out / "gpus.json"]
     trees_path = out / TREES_FILE
     (out / "trees.json").unlink(missing_ok=True)  # the uncompressed file of earlier versions
@@ -299,12 +314,10 @@ def fit_profiles(root: str | Path | None = None, out_dir: str | Path | None = No
         written.append(trees_path)
     else:
         trees_path.unlink(missing_ok=True)
-    for key, prof in profile_docs(model, specs).items():
+    for key, prof in docs.items():
         path = out / f"{key}.json"
         write_text_atomic(json.dumps(prof, indent=1, sort_keys=True) + "\n", path)
         written.append(path)
-    from opsched.cost.profile import _load, _load_trees
-
     _load.cache_clear()
     _load_trees.cache_clear()
     return written

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ from opsched.cost.features import (
     roofline_us,
 )
 from opsched.cost.mathmode import math_dtype
-from opsched.cost.specs import GpuSpec, resolve_gpu
+from opsched.cost.specs import GpuSpec, profiles_dir, resolve_gpu
 from opsched.cost.trees import TreeEnsemble, read_trees
 from opsched.errors import GraphError, InputError
 from opsched.ir import kinds
@@ -87,7 +87,9 @@ class Profile:
             fam: {cls: dict(c) | {"beta": np.asarray(c["beta"], float)} for cls, c in by.items()}
             for fam, by in doc["curves"].items()
         }
-        self.trees: Mapping[str, TreeEnsemble] = _load_trees() if trees is None else trees
+        if trees is None:
+            trees = _load_trees(profiles_dir())
+        self.trees: Mapping[str, TreeEnsemble] = trees
         floor = doc.get("kernel_floor") or {}
         #: Least time (us) of any kernel on this GPU (:mod:`opsched.cost.floor`); 0 in a
         #: profile written before the floor existed.
@@ -299,24 +301,28 @@ _PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS
 
 
 @cache
-def _load_trees() -> dict[str, TreeEnsemble]:
-    """The shipped residual trees (``profiles/trees.json.gz``); none if the file is absent."""
-    path = resources.files("opsched.cost").joinpath(f"profiles/{TREES_FILE}")
+def _load_trees(folder: str) -> dict[str, TreeEnsemble]:
+    """The residual trees of a profiles folder (``trees.json.gz``); none if the file is absent."""
+    path = os.path.join(folder, TREES_FILE)
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as f:
+            raw = f.read()
     except FileNotFoundError:
         return {}
-    return read_trees(raw, f"profiles/{TREES_FILE}")
+    return read_trees(raw, path)
 
 
 @cache
-def _load(key: str) -> Profile:
-    path = resources.files("opsched.cost").joinpath(f"profiles/{key}.json")
+def _load(key: str, folder: str) -> Profile:
+    path = os.path.join(folder, f"{key}.json")
     try:
-        doc = json.loads(path.read_text())
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
     except FileNotFoundError:
-        raise InputError(f"no shipped profile for {key}; run `opsched cost fit`") from None
-    return Profile(doc)
+        raise InputError(f"no profile for {key} in {folder}; run `opsched cost fit`") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"not a profile ({e})", path) from None
+    return Profile(doc, _load_trees(folder))
 
 
 def load_profile(gpu: str) -> Profile:
@@ -332,4 +338,4 @@ def load_profile(gpu: str) -> Profile:
     >>> load_profile("NVIDIA H100 80GB HBM3").gpu
     'H100-SXM5'
     """
-    return _load(resolve_gpu(gpu))
+    return _load(resolve_gpu(gpu), profiles_dir())

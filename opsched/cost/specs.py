@@ -21,8 +21,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -183,11 +185,50 @@ def parse_specs_csv(text: str, where: str = "gpu_specs.csv") -> dict[str, GpuSpe
     return out
 
 
-@cache
+#: Environment variable naming a folder of profiles (written by ``opsched cost fit -o DIR``)
+#: to use instead of the ones shipped in the package.
+PROFILES_ENV = "OPSCHED_PROFILES"
+_ACTIVE: list[str] = []  # folders set by profiles_from(), innermost last
+
+
+def profiles_dir() -> str:
+    """The folder profiles and the spec table are read from.
+
+    The innermost :func:`profiles_from` folder, else ``$OPSCHED_PROFILES``, else the package's
+    ``opsched/cost/profiles``.
+    """
+    if _ACTIVE:
+        return _ACTIVE[-1]
+    return os.environ.get(PROFILES_ENV) or str(resources.files("opsched.cost") / "profiles")
+
+
+@contextmanager
+def profiles_from(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """Read profiles and specs from ``folder`` inside the ``with`` block (``opsched cost fit
+    -o DIR`` fits with the spec table it writes there, so GPUs added to it are known)."""
+    _ACTIVE.append(str(folder))
+    try:
+        yield
+    finally:
+        _ACTIVE.pop()
+
+
 def load_specs() -> dict[str, GpuSpec]:
-    """The spec table shipped with the package (``opsched/cost/profiles/gpus.json``)."""
-    text = resources.files("opsched.cost").joinpath("profiles/gpus.json").read_text()
-    doc = json.loads(text)
+    """The spec table of the profiles in use (``gpus.json`` in :func:`profiles_dir`)."""
+    return _load_specs(profiles_dir())
+
+
+@cache
+def _load_specs(folder: str) -> dict[str, GpuSpec]:
+    path = os.path.join(folder, "gpus.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise InputError(f"no gpus.json in the profiles folder {folder} ({PROFILES_ENV}?); "
+                         "`opsched cost fit -o DIR` writes one") from None  # fmt: skip
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"not a spec table ({e})", path) from None
     return {
         d["key"]: GpuSpec(
             d["key"], d["name"], d["arch"], int(d["sm_count"]), float(d["mem_bw_gbps"]), d["peaks"]
@@ -227,4 +268,11 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     for pattern, key in _ALIASES:
         if pattern in squashed and key in specs:
             return key
+    # a GPU added to gpu_specs.csv ("RTX-4090-PCIe") under the name torch reports for it
+    # ("NVIDIA GeForce RTX 4090"): the one key that starts with the name
+    starts = [
+        k for k in specs if squashed and re.sub(r"[^a-z0-9]", "", k.lower()).startswith(squashed)
+    ]
+    if len(starts) == 1:
+        return starts[0]
     raise InputError(f"unknown GPU {name!r}; known: {', '.join(specs)}")
