@@ -21,6 +21,7 @@ import math
 import re
 from typing import Any
 
+from opsched.ir import kinds
 from opsched.ir.kinds import DTYPE_BYTES
 
 __all__ = ["aten_dtype", "aten_kind", "input_bytes"]
@@ -159,8 +160,38 @@ def _reduce_out(x: list[int], types: list[Any]) -> int:
     return x[0] * x[1] if len(x) == 4 else _prod(x[1:])
 
 
+def _conv_backward(
+    name: str, ts: list[list[int]], kernel_names: str, dtype: str
+) -> dict[str, Any] | None:
+    """``fused`` attrs of a whole convolution backward: a data and a filter part.
+
+    ``convolution_backward`` takes ``(grad_output, input, weight)``,
+    ``cudnn_convolution_backward`` ``(input, grad_output, weight)``. Which halves ran is
+    read from the kernel names (cuDNN's ``dgrad`` / ``wgrad``); both when they do not say
+    (the first layer of a network computes no input gradient).
+    """
+    if len(ts) < 3 or any(len(t) != 4 for t in ts[:3]):
+        return None
+    dy, x = (ts[0], ts[1]) if name == "convolution_backward" else (ts[1], ts[0])
+    if dy[2] <= 0:
+        return None
+    base = _conv_attrs(x, ts[2], dy, max(1, round(x[2] / dy[2]))) | {"dtype": dtype}
+    low = kernel_names.lower()
+    want = {p for p, mark in (("data", "dgrad"), ("filter", "wgrad")) if mark in low}
+    ps = [
+        (f"conv2d_bwd_{p}", base) for p in ("data", "filter") if p in (want or {"data", "filter"})
+    ]
+    return {
+        "flops": sum(kinds.flops(k, a) for k, a in ps),
+        "bytes": sum(kinds.bytes_min(k, a) for k, a in ps),
+        "numel": sum(kinds.output_numel(k, a) for k, a in ps),
+        "parts": [{"kind": k, **a} for k, a in ps],
+        "dtype": dtype,
+    }
+
+
 def aten_kind(
-    op: str, dims: list[Any], types: list[Any], shape_text: str = ""
+    op: str, dims: list[Any], types: list[Any], shape_text: str = "", kernel_names: str = ""
 ) -> tuple[str, dict[str, Any]] | None:
     """Kind and attrs of a profiled aten op, or None when no shape rule applies.
 
@@ -173,6 +204,9 @@ def aten_kind(
     shape_text
         The timing files' ``shape`` column (``x=[..] w=[..] y=[..] stride~2``), used for
         convolutions whose stride and weight shape the dims lack.
+    kernel_names
+        The kernels the op launched (the rows' ``kernels`` column): which halves of a
+        convolution backward ran.
     """
     name = op.split("::")[-1].rstrip("_")
     dtype = aten_dtype(types)
@@ -193,6 +227,9 @@ def aten_kind(
         conv = name in ("cudnn_convolution", "convolution", "_convolution", "conv2d")
         if conv and len(ts) >= 2 and len(ts[0]) == 4 and len(ts[1]) == 4:
             return "conv2d", _conv_attrs(ts[0], ts[1], sh.get("y"), stride) | {"dtype": dtype}
+        if name in ("convolution_backward", "cudnn_convolution_backward"):
+            fused = _conv_backward(name, ts, kernel_names, dtype)
+            return ("fused", fused) if fused else None
         if name == "cudnn_convolution_backward_input" and "dy" in sh and "w" in sh:
             dy, w = sh["dy"], sh["w"]
             x = [dy[0], w[1], dy[2] * stride, dy[3] * stride]

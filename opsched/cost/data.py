@@ -203,8 +203,9 @@ def _vidur(r: Any) -> tuple[str, dict[str, Any]]:
 def _profiler(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any]]:
     dims = json.loads(getattr(r, dims_col)) if isinstance(getattr(r, dims_col), str) else []
     types = json.loads(getattr(r, types_col)) if isinstance(getattr(r, types_col), str) else []
-    shape = getattr(r, "shape", "")
-    found = aten_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "")
+    shape, kern = getattr(r, "shape", ""), getattr(r, "kernels", "")
+    found = aten_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "",
+                      kern if isinstance(kern, str) else "")  # fmt: skip
     if found is not None:
         return found
     # No shape rule: an opaque op with the row's own FLOP and byte counts; without a byte
@@ -279,6 +280,10 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
             shown = getattr(r, "kernels", None) or getattr(r, "main_kernel", None)
             row_mode = kernel_math_mode(shown) or mode
             attrs = with_math_dtype(kind, {**base[1], "dtype": dtype}, specs[key], mode=row_mode)
+            if kind == "fused":  # each part in the row's math mode
+                attrs = {**attrs, "parts": [
+                    {"kind": p["kind"], **with_math_dtype(p["kind"], p, specs[key], mode=row_mode)}
+                    for p in attrs["parts"]]}  # fmt: skip
             out.append({"row": pos, "target": target, "gpu": key,
                         "method": target_method(schema, target),
                         "kind": kind, "attrs": attrs, "time_us": t})  # fmt: skip

@@ -24,7 +24,7 @@ import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve
 from opsched.cost.data import canonical_rows, detect_schema, read_table
-from opsched.cost.features import dtype_class, family_of, feature_matrix, roofline_us
+from opsched.cost.features import FAMILIES, dtype_class, family_of, feature_matrix, roofline_us
 from opsched.cost.specs import load_specs
 
 __all__ = [
@@ -89,6 +89,8 @@ def load_fit_data(
             if not (t > 0 and np.isfinite(t)):
                 continue
             fam = family_of(r["kind"], r["attrs"])
+            if fam not in FAMILIES:  # a fused op (a whole convolution backward): priced by parts
+                continue
             recs.setdefault(fam, []).append(
                 (
                     r["attrs"],

@@ -353,3 +353,30 @@ def test_profiler_timings_get_tree_corrections_only_for_convolution_backward():
     assert shipped.predict("conv2d", a, "cupti") == pytest.approx(
         bare.predict("conv2d", a, "cupti")
     )
+
+
+def test_profiler_convolution_backward_rows_are_priced_by_parts():
+    dims = [[32, 2048, 7, 7], [32, 512, 7, 7], [2048, 512, 1, 1], [], [], []]
+    kind, a = aten_kind("aten::convolution_backward", dims, ["float"] * 3)
+    assert kind == "fused" and [p["kind"] for p in a["parts"]] == [
+        "conv2d_bwd_data",
+        "conv2d_bwd_filter",
+    ]
+    assert (a["parts"][0]["C"], a["parts"][0]["K"], a["parts"][0]["groups"]) == (512, 2048, 1)
+    # 2 * N * K * C * R * S * P * Q per half
+    assert a["flops"] == 2 * (2 * 32 * 2048 * 512 * 7 * 7)
+    _, only = aten_kind("aten::convolution_backward", dims, ["float"] * 3,
+                        kernel_names="sm90_xmma_wgrad_implicit_gemm_tf32f32")  # fmt: skip
+    assert [p["kind"] for p in only["parts"]] == ["conv2d_bwd_filter"]
+    # the older cudnn_convolution_backward takes (input, grad_output, weight); stride from H
+    old_dims = [[8, 64, 56, 56], [8, 128, 28, 28], [128, 64, 3, 3]]
+    _, old = aten_kind("aten::cudnn_convolution_backward", old_dims, ["float"] * 3)
+    assert (old["parts"][0]["C"], old["parts"][0]["K"], old["parts"][0]["stride_h"]) == (64, 128, 2)
+    rows = pd.DataFrame({"gpu": ["NVIDIA H200"], "op": ["aten::convolution_backward"],
+                         "input_dims": [json.dumps(dims)], "input_types": ['["float"]'],
+                         "gpu_time_us": [74.0],
+                         "kernels": ["sm90_xmma_dgrad_implicit_gemm_f32f32_tf32f32"]})  # fmt: skip
+    pred = predict_table(rows)
+    (rec,) = canonical_rows(rows, "profiler_ops")
+    assert [p["dtype"] for p in rec["attrs"]["parts"]] == ["tf32"]  # the kernel's math mode
+    assert pred["predicted_time_us"].iloc[0] > 0

@@ -15,8 +15,9 @@ Rules (the first tensor argument is ``x``):
   C / w[1]``, dilation 1, and stride/padding inferred from the output height, taken from the
   next op on the thread whose first input is ``[N, K, P, Q]`` (``out_hint``), trying "same"
   padding ``(R-1)//2`` first and then 0.
-- ``convolution_backward`` / ``cudnn_convolution_backward`` ``(x, dy, w)`` -> ``fused`` of a
-  ``conv2d_bwd_data`` and a ``conv2d_bwd_filter`` part (only the parts that ran).
+- ``convolution_backward`` ``(dy, x, w)`` / ``cudnn_convolution_backward`` ``(x, dy, w)`` ->
+  ``fused`` of a ``conv2d_bwd_data`` and a ``conv2d_bwd_filter`` part (only the parts that
+  ran).
 - unary / binary pointwise ops -> ``elementwise`` (``numel`` of the largest tensor, ``arity``
   = tensor operands); copies, casts and concatenation -> ``copy``.
 - ``softmax``/``log_softmax`` (and backward) -> ``softmax``, ``layer_norm`` (and native /
@@ -166,10 +167,15 @@ def _stride_pad(size: int, win: int, out: int) -> tuple[int, int] | None:
     return None
 
 
-def _conv_bwd(ts: list[list[int]], parts: set[str] | None, dt: str) -> dict[str, Any] | None:
+def _conv_bwd(
+    n: str, ts: list[list[int]], parts: set[str] | None, dt: str
+) -> dict[str, Any] | None:
     if len(ts) < 3 or any(len(x) != 4 for x in ts[:3]):
         return None
-    x, dy, w = ts[0], ts[1], ts[2]
+    # convolution_backward(grad_output, input, weight, ...);
+    # cudnn_convolution_backward(self, grad_output, weight, ...)
+    dy, x = (ts[0], ts[1]) if n == "convolution_backward" else (ts[1], ts[0])
+    w = ts[2]
     base = _conv("conv2d", [x, w], None, dy)
     if base is None:
         return None
@@ -222,7 +228,7 @@ def _infer(
         ca = _conv(n, ts, concrete, out_hint)
         return ("conv2d", ca) if ca else (None, {})
     if n in _CONV_BWD:
-        a2 = _conv_bwd(ts, parts, dt)
+        a2 = _conv_bwd(n, ts, parts, dt)
         return ("fused", a2) if a2 else (None, {})
     if not ts:
         return None, {}

@@ -152,3 +152,21 @@ def test_h200_trace_torch211_triton_and_a_side_stream() -> None:
     assert units[side.name] != units[triton[0].name]
     assert validate(tl.problem, tl.schedule).valid
     assert build_step(imp.trace, imp.launches, 3).graph.attrs["kernels"] == 128
+
+
+def test_h200_resnet_convolution_backward_argument_order() -> None:
+    """PyTorch 2's ``aten::convolution_backward`` takes (grad_output, input, weight): read as
+    (input, grad_output, weight), 39 of ResNet-50's 53 got no kind (the rest only because
+    their input and output channels agree)."""
+    g = import_trace(dataset_path("traces") / "resnet50_h200_torch2110_step.pt.trace.json.gz")
+    bwd = [op for op in g.timeline.graph.ops if op.attrs["aten_op"] == "aten::convolution_backward"]
+    assert len(bwd) == 53 and {op.kind for op in bwd} == {"fused"}
+    first = bwd[0]  # the last bottleneck's 1x1 expansion: dy 2048 channels, x 512
+    assert first.attrs["input_dims"][:3] == [[32, 2048, 7, 7], [32, 512, 7, 7], [2048, 512, 1, 1]]
+    data, filt = first.attrs["parts"]
+    assert (data["kind"], filt["kind"]) == ("conv2d_bwd_data", "conv2d_bwd_filter")
+    assert (data["C"], data["K"], data["H"], data.get("groups", 1)) == (512, 2048, 7, 1)
+    # the stem convolution computes no input gradient: only its filter half ran
+    assert [len(op.attrs["parts"]) for op in bwd].count(1) == 1
+    assert bwd[-1].attrs["parts"][0]["kind"] == "conv2d_bwd_filter"
+    assert (bwd[-1].attrs["parts"][0]["C"], bwd[-1].attrs["parts"][0]["stride_h"]) == (3, 2)
