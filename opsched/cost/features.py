@@ -62,6 +62,8 @@ _TRANSCENDENTAL = frozenset({"gelu", "tanh", "pow", "exp", "log", "log2", "sigmo
                              "silu_mul", "rope", "sqrt", "rsqrt", "div", "erf",
                              "tanh_backward", "sigmoid_backward", "gelu_backward"})  # fmt: skip
 _KNOTS = tuple(math.log(k) for k in (0.3, 3.0, 30.0, 300.0))
+#: Elementwise ops smaller than this are priced as this size (see ``_extra``).
+MIN_ELEMENTWISE_NUMEL = 256
 _EPS_US = 1e-4
 
 
@@ -147,10 +149,10 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
                 *_implicit_gemm(family, a, p * qq),
                 float(c % 8 == 0), float(g("K") % 8 == 0)]  # fmt: skip
     if family.startswith("elementwise"):
-        numel = g("numel")
+        numel = g("numel")  # at least MIN_ELEMENTWISE_NUMEL: feature_matrix
         fn = str(a.get("fn", ""))
-        return [_ln(numel), float(fn in _TRANSCENDENTAL), math.log(min(numel / (sm * 2048), 1.0)
-                                                                   if numel else 1.0)]  # fmt: skip
+        return [_ln(numel), float(fn in _TRANSCENDENTAL),
+                math.log(min(numel / (sm * 2048), 1.0))]  # fmt: skip
     backward = float(a.get("fn") == "backward")
     if family in ("softmax", "layernorm", "rmsnorm"):
         rows, cols = g("rows"), g("cols")
@@ -191,6 +193,11 @@ def feature_matrix(
     kind = {"bmm": "matmul", "elementwise_unary": "elementwise",
             "elementwise_binary": "elementwise"}.get(family, family)  # fmt: skip
     for a in attrs_list:
+        if kind == "elementwise" and int(a.get("numel", 0)) < MIN_ELEMENTWISE_NUMEL:
+            # below this size one thread block does all the work, so every feature (the
+            # roofline terms too) stops there: a curve cannot climb again towards a
+            # one-element op by extrapolating below its smallest rows
+            a = {**a, "numel": MIN_ELEMENTWISE_NUMEL}
         dtype = str(a.get("dtype", "float32"))
         tf = kinds.flops(kind, a) / (spec.peak_tflops(dtype) * 1e6)
         tm = kinds.bytes_min(kind, a) / (spec.mem_bw_gbps * 1e3)
