@@ -165,7 +165,11 @@ _ATTENTION = {
     "_scaled_dot_product_flash_attention",
     "_scaled_dot_product_efficient_attention",
     "_scaled_dot_product_cudnn_attention",
+    "_cudnn_attention_forward",
     "_flash_attention_forward",
     "_efficient_attention_forward",
 }
+#: Attention kernels whose q / k / v are (batch, seq, heads, dim); the others take
+#: (batch, heads, seq, dim) like scaled_dot_product_attention.
+_ATTENTION_BSHD = {"_flash_attention_forward", "_efficient_attention_forward"}
 _POOL = {"max_pool2d", "max_pool2d_with_indices", "avg_pool2d"}

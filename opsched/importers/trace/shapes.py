@@ -48,6 +48,7 @@ from typing import Any
 from opsched.errors import GraphError
 from opsched.importers.trace.aten_names import (
     _ATTENTION,
+    _ATTENTION_BSHD,
     _BATCHNORM,
     _BINARY,
     _CONV,
@@ -248,6 +249,8 @@ def _infer(
         return "embedding", {"tokens": numel(ts[1]), "dim": ts[0][1], "vocab": ts[0][0]}
     if n in _ATTENTION and len(ts) >= 3 and all(len(t) == 4 for t in ts[:3]):
         q, k = ts[0], ts[1]
+        if n in _ATTENTION_BSHD:  # (batch, seq, heads, dim)
+            return "attention", {"B": q[0] * q[2], "Sq": q[1], "Skv": k[1], "D": q[3]}
         return "attention", {"B": q[0] * q[1], "Sq": q[2], "Skv": k[2], "D": q[3]}
     if n in _POOL and len(x) == 4:
         win, st, pd = (_pair(_concrete(concrete, i)) for i in (1, 2, 3))
