@@ -97,23 +97,15 @@ def test_unknown_or_shapeless_ops_get_no_kind() -> None:
     assert kind == "pool" and K.output_numel(kind, a) == 32 * 64 * 56 * 56
 
 
-def test_attention_layouts_as_recorded_on_the_h200() -> None:
+@pytest.mark.parametrize(
+    ("name", "dims", "b", "s"),
+    [("aten::scaled_dot_product_attention", [8, 16, 512, 64], 128, 512),
+     ("aten::_cudnn_attention_forward", [8, 16, 512, 64], 128, 512),
+     ("aten::_efficient_attention_forward", [16, 64, 4, 64], 64, 64),
+     ("aten::_flash_attention_forward", [16, 64, 4, 64], 64, 64)],
+)  # fmt: skip
+def test_attention_layouts_as_recorded_on_the_h200(name: str, dims: list, b: int, s: int) -> None:
     # input dims of the shipped H200 traces: SDPA and the cuDNN kernel take
     # (batch, heads, seq, dim), the memory-efficient / flash kernels (batch, seq, heads, dim)
-    bhsd, bshd = [[8, 16, 512, 64]] * 3, [[16, 64, 4, 64]] * 3
-    for name in ("aten::scaled_dot_product_attention", "aten::_cudnn_attention_forward"):
-        assert infer_kind(name, bhsd)[1] == {
-            "B": 128,
-            "Sq": 512,
-            "Skv": 512,
-            "D": 64,
-            "dtype": "float32",
-        }
-    for name in ("aten::_efficient_attention_forward", "aten::_flash_attention_forward"):
-        assert infer_kind(name, bshd)[1] == {
-            "B": 64,
-            "Sq": 64,
-            "Skv": 64,
-            "D": 64,
-            "dtype": "float32",
-        }
+    kind, a = infer_kind(name, [dims] * 3)
+    assert (kind, a["B"], a["Sq"], a["Skv"], a["D"]) == ("attention", b, s, s, 64)
