@@ -106,7 +106,8 @@ METHODS: dict[str, str] = {
 _DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8",
                      "fp16_storage_fp32_math": "float16"}  # fmt: skip
 #: dtype column of NeuSight-schema tables (NeuSight: float32 only; ``opsched cost collect``
-#: also writes float16 / bfloat16 rows); a row of another dtype is left out.
+#: also writes float16 / bfloat16 rows); a blank one is float32, a row of another dtype is
+#: left out.
 _NEUSIGHT_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
                     "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # fmt: skip
 _NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
@@ -256,8 +257,10 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 dtype = _DEEPBENCH_DTYPES.get(str(r.dtype), "float32")
             elif schema == "neusight":
                 base = _neusight(r)  # NeuSight's own rows are all float32; collect's may not be
-                dtype = _NEUSIGHT_DTYPES.get(str(getattr(r, "dtype", "float32")), "")
-                if not dtype:
+                raw = getattr(r, "dtype", None)
+                blank = raw is None or (isinstance(raw, float) and math.isnan(raw)) or raw == ""
+                dtype = "float32" if blank else _NEUSIGHT_DTYPES.get(str(raw), "")
+                if not dtype:  # a dtype the cost model has no class for (float64...)
                     continue
             elif schema == "vidur":
                 base = _vidur(r)

@@ -74,10 +74,13 @@ def test_collected_rows_keep_their_dtype_and_the_mode_their_kernel_shows():
          conv | {"dtype": "float32", "main_kernel": simt},
          conv | {"dtype": "float32"},  # no kernel name: NeuSight's mode, TF32 off
          conv | {"dtype": "bfloat16", "main_kernel": tf32},
-         conv | {"dtype": "float64"}]  # not a dtype of the schema: left out
+         conv | {"dtype": "float64"},  # not a dtype of the schema: left out
+         conv | {"dtype": None}]  # blank: NeuSight's float32
     )  # fmt: skip
     got = [r["attrs"]["dtype"] for r in canonical_rows(rows, "neusight")]
-    assert got == ["tf32", "float32", "float32", "bfloat16"]
+    assert got == ["tf32", "float32", "float32", "bfloat16", "float32"]
+    no_column = rows.drop(columns=["dtype", "main_kernel"]).head(1)
+    assert [r["attrs"]["dtype"] for r in canonical_rows(no_column, "neusight")] == ["float32"]
 
 
 def test_tf32_shape_groups_with_its_float32_shape():
