@@ -13,6 +13,12 @@ single PyTorch calls timed with CUDA events (``opsched_h200.csv.gz``), so these 
 both the transfer from per-call to in-model kernel times and the shapes of real models.
 
 Reproduce (2 cores, about 20 s): ``python benchmarks/bench_trace_vs_model.py [--min-rows 3]``.
+The "transfer" column of docs/cost-model.md (eighth round) is the same run on the profiles
+fitted before any H200 row existed::
+
+    mkdir -p /tmp/transfer && for f in $(git ls-tree --name-only e8a11f1 opsched/cost/profiles/)
+    do git show e8a11f1:$f > /tmp/transfer/$(basename $f); done
+    OPSCHED_PROFILES=/tmp/transfer python benchmarks/bench_trace_vs_model.py
 """
 
 from __future__ import annotations
