@@ -178,16 +178,9 @@ def _conv_backward(
     base = _conv_attrs(x, ts[2], dy, max(1, round(x[2] / dy[2]))) | {"dtype": dtype}
     low = kernel_names.lower()
     want = {p for p, mark in (("data", "dgrad"), ("filter", "wgrad")) if mark in low}
-    ps = [
-        (f"conv2d_bwd_{p}", base) for p in ("data", "filter") if p in (want or {"data", "filter"})
-    ]
-    return {
-        "flops": sum(kinds.flops(k, a) for k, a in ps),
-        "bytes": sum(kinds.bytes_min(k, a) for k, a in ps),
-        "numel": sum(kinds.output_numel(k, a) for k, a in ps),
-        "parts": [{"kind": k, **a} for k, a in ps],
-        "dtype": dtype,
-    }
+    want = want or {"data", "filter"}
+    parts = [(f"conv2d_bwd_{p}", base) for p in ("data", "filter") if p in want]
+    return kinds.fused_of(parts) | {"dtype": dtype}
 
 
 def aten_kind(

@@ -273,6 +273,8 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 dtype = base[1].get("dtype", "float32")
         except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
             continue
+        shown = getattr(r, "kernels", None) or getattr(r, "main_kernel", None)
+        row_mode = kernel_math_mode(shown) or mode
         for target, col in targets.items():
             kind = base[0] if target in ("", KERNEL_TARGET) else target
             t = getattr(r, col, float("nan"))
@@ -280,13 +282,7 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 t = float(t)
             except (TypeError, ValueError):
                 t = float("nan")
-            shown = getattr(r, "kernels", None) or getattr(r, "main_kernel", None)
-            row_mode = kernel_math_mode(shown) or mode
             attrs = with_math_dtype(kind, {**base[1], "dtype": dtype}, specs[key], mode=row_mode)
-            if kind == "fused":  # each part in the row's math mode
-                attrs = {**attrs, "parts": [
-                    {"kind": p["kind"], **with_math_dtype(p["kind"], p, specs[key], mode=row_mode)}
-                    for p in attrs["parts"]]}  # fmt: skip
             out.append({"row": pos, "target": target, "gpu": key,
                         "method": target_method(schema, target),
                         "kind": kind, "attrs": attrs, "time_us": t})  # fmt: skip

@@ -128,14 +128,23 @@ def with_math_dtype(
     allow_tf32: bool | None = None,
     mode: MathMode | None = None,
 ) -> Mapping[str, Any]:
-    """``attrs`` with ``dtype`` replaced by :func:`math_dtype` (the same object if unchanged).
+    """``attrs`` with ``dtype`` replaced by :func:`math_dtype` (the same object if unchanged);
+    a ``fused`` op's ``parts`` each get their own.
 
     Examples
     --------
     >>> from opsched.cost.specs import load_specs
-    >>> with_math_dtype("matmul", {"M": 8, "N": 8, "K": 8}, load_specs()["H100-SXM5"], True)
+    >>> h100 = load_specs()["H100-SXM5"]
+    >>> with_math_dtype("matmul", {"M": 8, "N": 8, "K": 8}, h100, True)
     {'M': 8, 'N': 8, 'K': 8, 'dtype': 'tf32'}
+    >>> part = {"kind": "matmul", "M": 8, "N": 8, "K": 8}
+    >>> with_math_dtype("fused", {"parts": [part]}, h100, True)["parts"][0]["dtype"]
+    'tf32'
     """
+    if kind == "fused" and attrs.get("parts"):
+        attrs = {**attrs, "parts": [
+            {"kind": p["kind"], **with_math_dtype(p["kind"], p, spec, allow_tf32, mode)}
+            for p in attrs["parts"]]}  # fmt: skip
     dt = math_dtype(kind, attrs, spec, allow_tf32, mode)
     if dt == str(attrs.get("dtype", "float32")):
         return attrs

@@ -164,13 +164,15 @@ SPEC_FIELDS: dict[str, tuple[str, ...]] = {
 _ROW_FIELDS = ("B", "H_dim")  # every other op collect knows: a B x H_dim tensor
 
 
-def _positive_int(v: Any, col: str, where: str) -> int:
+def _positive_int(v: Any, col: str, source: str, idx: int) -> int:
     try:
         f = float(v)
     except (TypeError, ValueError):
-        raise InputError(f"{where}: column {col} is {v!r}, not a number") from None
+        f = math.nan
     if not math.isfinite(f) or f != int(f) or f < 0:
-        raise InputError(f"{where}: column {col} is {v!r}, not a non-negative integer")
+        what = "a non-negative integer" if math.isfinite(f) else "a number"
+        # idx + 2: the header is line 1
+        raise InputError(f"{source} row {idx + 2}: column {col} is {v!r}, not {what}")
     return int(f)
 
 
@@ -192,6 +194,10 @@ def specs_from_rows(
     if "op" not in frame.columns:
         raise InputError(f"{source}: no 'op' column (shapes come from NeuSight-schema tables)")
     by_op: dict[str, dict[tuple[int, ...], dict[str, Any]]] = {}
+    for op in set(frame["op"]) & set(OPS):
+        missing = [c for c in SPEC_FIELDS.get(op, _ROW_FIELDS) if c not in frame.columns]
+        if missing:
+            raise InputError(f"{source}: op {op} needs column(s) {', '.join(missing)}")
     skipped = 0
     for idx, rec in enumerate(frame.to_dict("records")):
         op = rec["op"]
@@ -199,11 +205,7 @@ def specs_from_rows(
             skipped += 1
             continue
         fields = SPEC_FIELDS.get(op, _ROW_FIELDS)
-        missing = [c for c in fields if c not in frame.columns]
-        if missing:
-            raise InputError(f"{source}: op {op} needs column(s) {', '.join(missing)}")
-        where = f"{source} row {idx + 2}"  # header is line 1
-        vals = tuple(_positive_int(rec[c], c, where) for c in fields)
+        vals = tuple(_positive_int(rec[c], c, source, idx) for c in fields)
         spec = {"op": op, **dict(zip(fields, vals, strict=True))}
         if op == "conv" and spec["H"] != spec["W"]:
             skipped += 1

@@ -259,9 +259,11 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     specs = load_specs() if specs is None else specs
     if name in specs:
         return name
-    squashed = re.sub(r"[^a-z0-9]", "", str(name).lower())
-    for key in specs:
-        if re.sub(r"[^a-z0-9]", "", key.lower()) == squashed:
+    squash = lambda text: re.sub(r"[^a-z0-9]", "", str(text).lower())  # noqa: E731
+    keys = {key: squash(key) for key in specs}
+    squashed = squash(name)
+    for key, sk in keys.items():
+        if sk == squashed:
             return key
     squashed = squashed.replace("nvidia", "").replace("tesla", "").replace("geforce", "")
     squashed = squashed.replace("gtx", "")
@@ -270,9 +272,7 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
             return key
     # a GPU added to gpu_specs.csv ("RTX-4090-PCIe") under the name torch reports for it
     # ("NVIDIA GeForce RTX 4090"): the one key that starts with the name
-    starts = [
-        k for k in specs if squashed and re.sub(r"[^a-z0-9]", "", k.lower()).startswith(squashed)
-    ]
+    starts = [key for key, sk in keys.items() if squashed and sk.startswith(squashed)]
     if len(starts) == 1:
         return starts[0]
     raise InputError(f"unknown GPU {name!r}; known: {', '.join(specs)}")

@@ -49,7 +49,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opsched.errors import GraphError
@@ -61,6 +61,7 @@ __all__ = [
     "conv_out_hw",
     "dtype_bytes",
     "flops",
+    "fused_of",
     "output_numel",
 ]
 
@@ -225,3 +226,23 @@ def bytes_min(kind: str, attrs: Mapping[str, Any]) -> int:
         b, sq, skv, d = g("B"), g("Sq"), g("Skv"), g("D")
         return e * (2 * b * sq * d + 2 * b * skv * d)
     return 0
+
+
+def fused_of(parts: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Attrs of a ``fused`` op made of ``(kind, attrs)`` parts: their summed FLOPs, bytes and
+    output elements, and the parts themselves (``{"kind": ..., **attrs}``), which the cost
+    model prices one by one.
+
+    Examples
+    --------
+    >>> a = {"M": 2, "N": 3, "K": 4}
+    >>> f = fused_of([("matmul", a), ("matmul", a)])
+    >>> f["flops"], f["numel"], [p["kind"] for p in f["parts"]]
+    (96, 12, ['matmul', 'matmul'])
+    """
+    return {
+        "flops": sum(flops(k, a) for k, a in parts),
+        "bytes": sum(bytes_min(k, a) for k, a in parts),
+        "numel": sum(output_numel(k, a) for k, a in parts),
+        "parts": [{"kind": k, **a} for k, a in parts],
+    }

@@ -182,13 +182,7 @@ def _conv_bwd(
         return None
     base["dtype"] = dt
     want = parts or {"data", "filter"}
-    ps = [(f"conv2d_bwd_{p}", dict(base)) for p in ("data", "filter") if p in want]
-    return {
-        "flops": sum(K.flops(k, a) for k, a in ps),
-        "bytes": sum(K.bytes_min(k, a) for k, a in ps),
-        "numel": sum(K.output_numel(k, a) for k, a in ps),
-        "parts": [{"kind": k, **a} for k, a in ps],
-    }
+    return K.fused_of([(f"conv2d_bwd_{p}", base) for p in ("data", "filter") if p in want])
 
 
 def infer_kind(
