@@ -58,7 +58,9 @@ _KEYS: Mapping[tuple[str, str], str] = {
 }
 
 # Spellings seen in timing files and traces, checked in order on a squashed lower-case name
-# (letters and digits only). The first pattern found wins.
+# (letters and digits only). The first pattern found wins; a pattern followed by a digit
+# is another model number (``l4`` in "L40S", ``p4`` in "P40", ``a40`` in "RTX A4000") and
+# does not count (:func:`_alias`).
 _ALIASES: tuple[tuple[str, str], ...] = (
     ("h200", "H200"),
     ("h100pcie", "H100-PCIe"),
@@ -248,6 +250,32 @@ def known_gpus() -> list[str]:
     return list(load_specs())
 
 
+def _alias(name: str) -> str | None:
+    """The key of the first alias found in ``name`` (squashed: lower case, letters and digits,
+    without vendor words) whose last character is not followed by a digit in ``name`` itself.
+
+    The check is made on the name as written, so a memory size after a space still counts
+    ("H100 80GB") while a longer model number does not ("L40S", "P40", "RTX A4000").
+
+    Examples
+    --------
+    >>> _alias("NVIDIA L4"), _alias("NVIDIA L40S"), _alias("Tesla P40"), _alias("Tesla M40 24GB")
+    ('L4', None, None, 'M40')
+    """
+    chars = [(c, i) for i, c in enumerate(name.lower()) if c.isalnum()]
+    for word in ("nvidia", "tesla", "geforce", "gtx"):
+        text = "".join(c for c, _ in chars)
+        for at in reversed([m.start() for m in re.finditer(word, text)]):
+            del chars[at : at + len(word)]
+    squashed = "".join(c for c, _ in chars)
+    for pattern, key in _ALIASES:
+        for m in re.finditer(re.escape(pattern), squashed):
+            after = chars[m.end() - 1][1] + 1
+            if not name[after : after + 1].isdigit():
+                return key
+    return None
+
+
 def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     """Canonical key of a GPU name as written in a timing file, a trace or on the command line.
 
@@ -265,11 +293,11 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     for key, sk in keys.items():
         if sk == squashed:
             return key
+    key = _alias(name)
+    if key is not None and key in specs:
+        return key
     squashed = squashed.replace("nvidia", "").replace("tesla", "").replace("geforce", "")
     squashed = squashed.replace("gtx", "")
-    for pattern, key in _ALIASES:
-        if pattern in squashed and key in specs:
-            return key
     # a GPU added to gpu_specs.csv ("RTX-4090-PCIe") under the name torch reports for it
     # ("NVIDIA GeForce RTX 4090"): the one key that starts with the name
     starts = [key for key, sk in keys.items() if squashed and sk.startswith(squashed)]

@@ -40,6 +40,23 @@ def test_gpu_names_resolve_and_unknown_lists_known():
     assert {"L4", "A40", "H200", "H100-PCIe"} <= set(known_gpus())
 
 
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [("NVIDIA L4", "L4"), ("Tesla T4 16GB", "T4"), ("Tesla M40 24GB", "M40"),
+     ("NVIDIA H100 80GB HBM3", "H100-SXM5"), ("NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB"),
+     ("NVIDIA A40", "A40")],
+)  # fmt: skip
+def test_gpu_alias_with_memory_size_after_it(name, key):
+    assert resolve_gpu(name) == key
+
+
+@pytest.mark.parametrize("name", ["NVIDIA L40S", "NVIDIA L40", "Tesla P40", "NVIDIA RTX A4000"])
+def test_longer_model_number_is_not_its_prefix(name):
+    # "l4" inside "L40S" is another card (48 GB, 142 SMs), not an L4 to price silently
+    with pytest.raises(InputError, match="unknown GPU"):
+        resolve_gpu(name)
+
+
 def test_roofline_picks_peak_by_dtype():
     p = load_profile("A100-SXM4-80GB")
     mm = {"M": 8192, "N": 8192, "K": 8192}
