@@ -13,7 +13,11 @@ from pathlib import Path
 
 from opsched.errors import InputError
 
-__all__ = ["dataset_path", "psplib_optima", "stg_optima"]
+__all__ = ["STG50_CLOSURES", "dataset_path", "psplib_optima", "stg_optima"]
+
+#: Optima opsched's CP-SAT proved for the STG 50 pairs the published table leaves open (same
+#: format; ``datasets/stg/PROVENANCE.md``), under ``stg/optimal/``.
+STG50_CLOSURES = "Case50_open_CPSAT.csv"
 
 
 def _root() -> Path:
@@ -39,28 +43,37 @@ def dataset_path(relative: str = "") -> Path:
     return p
 
 
-def stg_optima(procs: int, size: int = 50) -> dict[str, tuple[int, int]]:
+def stg_optima(procs: int, size: int = 50, closures: bool = False) -> dict[str, tuple[int, int]]:
     """Optimal makespans of an STG set on ``procs`` processors.
 
-    For 50 tasks, the published table; for 300 tasks (no table was ever published) the one
-    opsched's CP-SAT solver proved, ``stg/optimal/Case300_P_CPSAT.csv`` (see
+    For 50 tasks, the published table; for 100 and 300 tasks (no table was ever published)
+    the one opsched's CP-SAT solver proved, ``stg/optimal/Case300_P_CPSAT.csv`` (see
     ``datasets/stg/PROVENANCE.md``). Returns ``{"rand0000": (lb, ub)}``; ``lb == ub`` where
-    the optimum is proven.
+    the optimum is proven. With ``closures`` (50 tasks), the pairs the published table
+    leaves open take the bounds opsched's CP-SAT proved for them (:data:`STG50_CLOSURES`).
 
     >>> stg_optima(4)["rand0000"]
     (66, 66)
+    >>> stg_optima(4)["rand0177"], stg_optima(4, closures=True)["rand0177"]
+    ((107, 115), (112, 112))
     """
     name = f"Case{size}_{procs}_OPT.csv" if size == 50 else f"Case{size}_{procs}_CPSAT.csv"
-    path = dataset_path(f"stg/optimal/{name}")
+    out = _read_stg_table(dataset_path(f"stg/optimal/{name}"))
+    if closures and size == 50:
+        closed = _read_stg_table(dataset_path(f"stg/optimal/{STG50_CLOSURES}"), procs)
+        out |= {k: v for k, v in closed.items() if k in out}
+    return out
+
+
+def _read_stg_table(path: Path, procs: int | None = None) -> dict[str, tuple[int, int]]:
+    """``{"rand0000": (lb, ub)}`` of a table in the STG format (rows of ``procs`` only)."""
     out: dict[str, tuple[int, int]] = {}
     with open(path, newline="") as f:
         for row in csv.reader(f):
-            if not row:
+            if not row or (procs is not None and int(row[1]) != procs):
                 continue
-            name = Path(row[0]).stem
             lb = int(row[2])
-            ub = int(row[3]) if len(row) > 3 else lb
-            out[name] = (lb, ub)
+            out[Path(row[0]).stem] = (lb, int(row[3]) if len(row) > 3 else lb)
     return out
 
 

@@ -293,9 +293,9 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     for key, sk in keys.items():
         if sk == squashed:
             return key
-    key = _alias(name)
-    if key is not None and key in specs:
-        return key
+    alias = _alias(name)
+    if alias is not None and alias in specs:
+        return alias
     squashed = squashed.replace("nvidia", "").replace("tesla", "").replace("geforce", "")
     squashed = squashed.replace("gtx", "")
     # a GPU added to gpu_specs.csv ("RTX-4090-PCIe") under the name torch reports for it

@@ -242,7 +242,7 @@ def _known_optimum(
         size = item.path.parent.name
         if units in (2, 4, 8, 16) and size.isdigit():
             try:
-                return stg_optima(units, int(size)).get(item.name)
+                return stg_optima(units, int(size), closures=True).get(item.name)
             except OpschedError:
                 return None
     if item.path.parent == j30_root and units is None:
