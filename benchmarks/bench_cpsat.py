@@ -22,7 +22,8 @@ from opsched.datasets import dataset_path, psplib_optima, stg_optima
 from opsched.importers import read_psplib, read_stg
 from opsched.problem import Machine, Problem
 from opsched.solver import solve_cpsat
-from opsched.solver.defaults import DEFAULT_WORKERS
+from opsched.solver.cpsat import Params
+from opsched.solver.defaults import DEFAULT_SUBSOLVERS, DEFAULT_WORKERS
 from opsched.validate import validate
 
 
@@ -62,6 +63,14 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     ap.add_argument("--limit", type=int, default=None, help="first N files only")
+    ap.add_argument(
+        "--subsolvers",
+        default=",".join(DEFAULT_SUBSOLVERS),
+        help="CP-SAT worker strategies, comma-separated ('': CP-SAT's choice)",
+    )
+    ap.add_argument("--no-full-search", action="store_true",
+                    help="let CP-SAT give threads to neighbourhood searches (the old default, "
+                         "with --workers 4 --subsolvers '')")  # fmt: skip
     ap.add_argument("--open-only", action="store_true", help="only instances the table leaves open")
     ap.add_argument("--csv", type=Path, default=None, help="also write one row per instance")
     ap.add_argument(
@@ -75,7 +84,9 @@ def main() -> None:
     rows = []
     t0 = time.perf_counter()
     for k, p, known in instances(a.set, a.limit, a.open_only):
-        r = solve_cpsat(p, time_limit=a.time_limit, num_workers=a.workers)
+        params = Params(num_workers=a.workers, full_search=not a.no_full_search,
+                        subsolvers=tuple(x for x in a.subsolvers.split(",") if x))  # fmt: skip
+        r = solve_cpsat(p, time_limit=a.time_limit, params=params)
         rep = validate(p, r)
         if r.has_schedule and not rep.valid:
             sys.exit(f"INVALID schedule on {p.graph.name} k={k}: {rep.violations[0]}")
@@ -133,6 +144,12 @@ def main() -> None:
         f"\nreproduce: python benchmarks/bench_cpsat.py --set {a.set} "
         f"--time-limit {a.time_limit:g} --workers {a.workers}"
         + (" --open-only" if a.open_only else "")
+        + (
+            f" --subsolvers '{a.subsolvers}'"
+            if a.subsolvers != ",".join(DEFAULT_SUBSOLVERS)
+            else ""
+        )
+        + (" --no-full-search" if a.no_full_search else "")
     )
 
 

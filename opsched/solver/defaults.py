@@ -1,24 +1,36 @@
 """Defaults shared by the exact solver and its command line (no heavy imports here).
 
-``DEFAULT_WORKERS``: CP-SAT search threads. Four, on this project's 2-core reference
-machine: with 2 threads CP-SAT runs a single full search (``default_lp``) and gives the
-other thread to large-neighbourhood search, which finds schedules but proves nothing; with 4
-it runs three full searches (``default_lp``, ``fixed``, ``no_lp``) beside it. Measured on 2
-cores (``benchmarks/bench_cpsat.py``, docs/cpsat-model.md): PSPLIB J30 at 30 s, 474 -> 477
-of 480 proven (mean 0.68 -> 0.57 s); STG 50 at 10 s, 717 -> 718 of 720, the 669 published
-optima mean 0.023 -> 0.018 s, the 51 instances the table leaves open 48 -> 50 closed at 60 s.
-Losses: STG 100 at 10 s 719 -> 718, zoo pieces under memory caps at 60 s 67 -> 65 of 78
-(proofs landing just before or after the limit, in both directions; with the least tensor
-lifetimes added since, 4 workers prove 68).
+``DEFAULT_WORKERS`` and ``DEFAULT_SUBSOLVERS``: two CP-SAT threads, both full searches, one
+without the LP relaxation (``no_lp``) and one with it (``default_lp``), and no
+large-neighbourhood search (LNS): on this project's 2-core reference machine, each search
+gets a core. LNS improves schedules but proves nothing, and the greedy hint already starts
+every search close to the optimum.
+
+The previous default was four threads and CP-SAT's own choice of searches: three full ones
+(``default_lp``, ``fixed``, ``no_lp``) and LNS, each at half a core. Measured on 2 cores,
+previous -> this default (``benchmarks/bench_cpsat.py``, docs/cpsat-model.md):
+
+* PSPLIB J30 at 30 s: 477 -> 480 of 480 proven, mean 0.57 -> 0.36 s, slowest 24.9 s (the
+  last three, j3013_2, j3029_3 and j3029_6, had taken 26-54 s with four threads);
+* STG 50 at 10 s: 718 -> 718 of 720; the 669 published optima mean 0.018 -> 0.018 s, slowest
+  0.56 -> 0.36 s;
+* STG 100 at 10 s: 718 -> 720 of 720;
+* zoo network pieces under memory caps at 60 s (``benchmarks/bench_zoo_memory.py``): 68 -> 70
+  of 78.
+
+Two ``no_lp`` searches proved J30 479 / 480 and STG 50 716 / 720: the LP pays on the
+processor-only STG graphs (its ``work / k`` bound), the search without it on J30.
 
 Examples
 --------
->>> DEFAULT_WORKERS
-4
+>>> DEFAULT_WORKERS, DEFAULT_SUBSOLVERS
+(2, ('no_lp', 'default_lp'))
 """
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_WORKERS"]
+__all__ = ["DEFAULT_SUBSOLVERS", "DEFAULT_WORKERS"]
 
-DEFAULT_WORKERS = 4
+DEFAULT_WORKERS = 2
+#: CP-SAT full searches, in order; with more workers than names CP-SAT repeats them.
+DEFAULT_SUBSOLVERS: tuple[str, ...] = ("no_lp", "default_lp")

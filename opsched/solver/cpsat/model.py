@@ -24,7 +24,7 @@ from opsched.problem import Machine, Problem
 from opsched.solver.cpsat.constraints import Constraints
 from opsched.solver.cpsat.objective import Objective
 from opsched.solver.cpsat.variables import Variables
-from opsched.solver.defaults import DEFAULT_WORKERS
+from opsched.solver.defaults import DEFAULT_SUBSOLVERS, DEFAULT_WORKERS
 from opsched.solver.scaling import Scaling, choose_scaling
 
 __all__ = ["HINT_ORDER_SEARCHES", "CpsatModel", "Params", "assign_units", "tick_problem"]
@@ -52,7 +52,10 @@ class Params:
     tail constraints) and
     ``greedy_horizon`` (the greedy makespan as horizon) exist to measure what each idea is
     worth (``benchmarks/bench_ablation.py``); leave them on. ``subsolvers`` names CP-SAT's
-    worker strategies (e.g. ``("default_lp", "objective_lb_search")``); empty: CP-SAT's choice.
+    worker strategies (default :data:`~opsched.solver.defaults.DEFAULT_SUBSOLVERS`; empty:
+    CP-SAT's choice). ``full_search`` (default on): every worker runs a full search (CP-SAT's
+    ``num_full_subsolvers``), none a large-neighbourhood search, which improves schedules but
+    proves nothing.
     ``memory_model``: ``"cumulative"`` (tensor lifetimes as variable-size intervals) or
     ``"reservoir"`` (allocation and free events), under a memory cap.
     ``linearization_level``: CP-SAT's LP relaxation (2 adds cumulative cuts); None: CP-SAT's
@@ -70,7 +73,8 @@ class Params:
     lifetimes: bool = True
     tails: bool = True
     greedy_horizon: bool = True
-    subsolvers: tuple[str, ...] = ()
+    subsolvers: tuple[str, ...] = DEFAULT_SUBSOLVERS
+    full_search: bool = True
     memory_model: str = "cumulative"
     linearization_level: int | None = None
 
@@ -206,6 +210,8 @@ class CpsatModel:
             p.interleave_search = True
         for name in params.subsolvers:
             p.subsolvers.append(name)
+        if params.full_search:
+            p.num_full_subsolvers = params.num_workers
         if params.linearization_level is not None:
             p.linearization_level = params.linearization_level
         if params.strong_cumulative:
