@@ -23,7 +23,8 @@ the others leave the choice of searches to CP-SAT:
 Prints status, best makespan and proven bound per instance and variant, against the
 published optimum. Numbers move with the machine's load: CP-SAT's search is timed.
 
-Reproduce (2 cores, about 24 minutes; ``--variants`` picks some):
+Reproduce (2 cores, about 24 minutes; ``--variants`` picks some, ``--seeds`` repeats each
+with other CP-SAT seeds):
     python benchmarks/bench_j30_hard.py --time-limit 30
 """
 
@@ -83,17 +84,21 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--instances", nargs="+", default=HARD)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="CP-SAT random seeds")
     a = ap.parse_args()
     opt = psplib_optima()
     print(f"\nCP-SAT on hard J30 instances, {a.time_limit:g} s each, 2 cores\n")
-    print("| instance | optimum | variant | status | makespan | bound | time s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| instance | optimum | variant | seed | status | makespan | bound | time s |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in a.instances:
         g = read_psplib(dataset_path("psplib/j30") / f"{name}.sm")
         for variant in a.variants:
             graph = reversed_graph(g) if variant == "reversed" else g
-            st, ms, lb, t = solve(graph, a.time_limit, VARIANTS[variant])
-            print(f"| {name} | {opt.get(name)} | {variant} | {st} | {ms:g} | {lb:g} | {t:.1f} |")
+            for seed in a.seeds:
+                params = replace(VARIANTS[variant], seed=seed)
+                st, ms, lb, t = solve(graph, a.time_limit, params)
+                print(f"| {name} | {opt.get(name)} | {variant} | {seed} | {st} | {ms:g} | "
+                      f"{lb:g} | {t:.1f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

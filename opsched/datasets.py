@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import os
+from functools import cache
 from pathlib import Path
 
 from opsched.errors import InputError
@@ -58,23 +59,29 @@ def stg_optima(procs: int, size: int = 50, closures: bool = False) -> dict[str, 
     ((107, 115), (112, 112))
     """
     name = f"Case{size}_{procs}_OPT.csv" if size == 50 else f"Case{size}_{procs}_CPSAT.csv"
-    out = _read_stg_table(dataset_path(f"stg/optimal/{name}"))
+    out = dict(_read_stg_table(dataset_path(f"stg/optimal/{name}")))
     if closures and size == 50:
         closed = _read_stg_table(dataset_path(f"stg/optimal/{STG50_CLOSURES}"), procs)
-        out |= {k: v for k, v in closed.items() if k in out}
+        out |= {k: v for k, v in closed if k in out}
     return out
 
 
-def _read_stg_table(path: Path, procs: int | None = None) -> dict[str, tuple[int, int]]:
-    """``{"rand0000": (lb, ub)}`` of a table in the STG format (rows of ``procs`` only)."""
-    out: dict[str, tuple[int, int]] = {}
+@cache
+def _read_stg_table(
+    path: Path, procs: int | None = None
+) -> tuple[tuple[str, tuple[int, int]], ...]:
+    """``("rand0000", (lb, ub))`` pairs of a table in the STG format (rows of ``procs`` only).
+
+    Read once per process: batch evaluation looks an optimum up for every graph it runs.
+    """
+    out = []
     with open(path, newline="") as f:
         for row in csv.reader(f):
             if not row or (procs is not None and int(row[1]) != procs):
                 continue
             lb = int(row[2])
-            out[Path(row[0]).stem] = (lb, int(row[3]) if len(row) > 3 else lb)
-    return out
+            out.append((Path(row[0]).stem, (lb, int(row[3]) if len(row) > 3 else lb)))
+    return tuple(out)
 
 
 def psplib_optima() -> dict[str, int]:

@@ -21,6 +21,7 @@ import math
 import re
 from typing import Any
 
+from opsched.importers.trace.aten_names import conv_backward_operands
 from opsched.ir import kinds
 from opsched.ir.kinds import DTYPE_BYTES
 
@@ -165,14 +166,13 @@ def _conv_backward(
 ) -> dict[str, Any] | None:
     """``fused`` attrs of a whole convolution backward: a data and a filter part.
 
-    ``convolution_backward`` takes ``(grad_output, input, weight)``,
-    ``cudnn_convolution_backward`` ``(input, grad_output, weight)``. Which halves ran is
-    read from the kernel names (cuDNN's ``dgrad`` / ``wgrad``); both when they do not say
-    (the first layer of a network computes no input gradient).
+    The operand order is :func:`~opsched.importers.trace.aten_names.conv_backward_operands`.
+    Which halves ran is read from the kernel names (cuDNN's ``dgrad`` / ``wgrad``); both when
+    they do not say (the first layer of a network computes no input gradient).
     """
     if len(ts) < 3 or any(len(t) != 4 for t in ts[:3]):
         return None
-    dy, x = (ts[0], ts[1]) if name == "convolution_backward" else (ts[1], ts[0])
+    dy, x = conv_backward_operands(name, ts)
     if dy[2] <= 0:
         return None
     base = _conv_attrs(x, ts[2], dy, max(1, round(x[2] / dy[2]))) | {"dtype": dtype}

@@ -250,6 +250,20 @@ def known_gpus() -> list[str]:
     return list(load_specs())
 
 
+_VENDOR_WORDS = ("nvidia", "tesla", "geforce", "gtx")
+
+
+def _model_chars(name: str) -> list[tuple[str, int]]:
+    """The letters and digits of ``name`` in lower case, vendor words removed, each with its
+    index in ``name``."""
+    chars = [(c, i) for i, c in enumerate(name.lower()) if c.isalnum()]
+    for word in _VENDOR_WORDS:
+        text = "".join(c for c, _ in chars)
+        for at in reversed([m.start() for m in re.finditer(word, text)]):
+            del chars[at : at + len(word)]
+    return chars
+
+
 def _alias(name: str) -> str | None:
     """The key of the first alias found in ``name`` (squashed: lower case, letters and digits,
     without vendor words) whose last character is not followed by a digit in ``name`` itself.
@@ -262,11 +276,7 @@ def _alias(name: str) -> str | None:
     >>> _alias("NVIDIA L4"), _alias("NVIDIA L40S"), _alias("Tesla P40"), _alias("Tesla M40 24GB")
     ('L4', None, None, 'M40')
     """
-    chars = [(c, i) for i, c in enumerate(name.lower()) if c.isalnum()]
-    for word in ("nvidia", "tesla", "geforce", "gtx"):
-        text = "".join(c for c, _ in chars)
-        for at in reversed([m.start() for m in re.finditer(word, text)]):
-            del chars[at : at + len(word)]
+    chars = _model_chars(name)
     squashed = "".join(c for c, _ in chars)
     for pattern, key in _ALIASES:
         for m in re.finditer(re.escape(pattern), squashed):
@@ -296,8 +306,7 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     alias = _alias(name)
     if alias is not None and alias in specs:
         return alias
-    squashed = squashed.replace("nvidia", "").replace("tesla", "").replace("geforce", "")
-    squashed = squashed.replace("gtx", "")
+    squashed = "".join(c for c, _ in _model_chars(name))
     # a GPU added to gpu_specs.csv ("RTX-4090-PCIe") under the name torch reports for it
     # ("NVIDIA GeForce RTX 4090"): the one key that starts with the name
     starts = [key for key, sk in keys.items() if squashed and sk.startswith(squashed)]

@@ -6,7 +6,7 @@ prefix.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["conv_backward_operands"]
 
 _DTYPES = {
     "float": "float32",
@@ -31,6 +31,20 @@ _DTYPES = {
 _MATMUL = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul", "_addmm_activation"}
 _CONV = {"conv2d", "convolution", "_convolution", "cudnn_convolution", "miopen_convolution"}
 _CONV_BWD = {"convolution_backward", "cudnn_convolution_backward"}
+
+
+def conv_backward_operands(name: str, ts: list[list[int]]) -> tuple[list[int], list[int]]:
+    """``(grad_output, input)`` of a convolution backward's first two tensors.
+
+    PyTorch 2's ``convolution_backward`` takes ``(grad_output, input, weight)``, the older
+    ``cudnn_convolution_backward`` ``(input, grad_output, weight)``.
+
+    >>> conv_backward_operands("convolution_backward", [[1, 8, 4, 4], [1, 3, 8, 8]])
+    ([1, 8, 4, 4], [1, 3, 8, 8])
+    """
+    return (ts[0], ts[1]) if name == "convolution_backward" else (ts[1], ts[0])
+
+
 _UNARY = {
     "relu",
     "relu_",

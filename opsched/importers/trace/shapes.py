@@ -61,6 +61,7 @@ from opsched.importers.trace.aten_names import (
     _RMSNORM,
     _SOFTMAX,
     _UNARY,
+    conv_backward_operands,
 )
 from opsched.ir import kinds as K
 
@@ -173,11 +174,8 @@ def _conv_bwd(
 ) -> dict[str, Any] | None:
     if len(ts) < 3 or any(len(x) != 4 for x in ts[:3]):
         return None
-    # convolution_backward(grad_output, input, weight, ...);
-    # cudnn_convolution_backward(self, grad_output, weight, ...)
-    dy, x = (ts[0], ts[1]) if n == "convolution_backward" else (ts[1], ts[0])
-    w = ts[2]
-    base = _conv("conv2d", [x, w], None, dy)
+    dy, x = conv_backward_operands(n, ts)
+    base = _conv("conv2d", [x, ts[2]], None, dy)
     if base is None:
         return None
     base["dtype"] = dt
