@@ -163,7 +163,7 @@ def analyze(graph: Path, units: int | None, resources: str | None, as_json: bool
 @json_option
 @handle_errors
 def convert(source: Path, target: Path, as_json: bool) -> None:
-    """Convert a graph (.json, .stg, .sm) to opsched-graph/1 JSON."""
+    """Convert a graph (.json, .stg, .sm, .rcp, .onnx, .hlo, .pt2) to opsched-graph/1 JSON."""
     from opsched.importers import read_graph
     from opsched.ir.jsonio import write_graph_json
 

@@ -28,7 +28,7 @@ def _page_command() -> click.Command:
         "graph",
         type=click.Path(path_type=Path),
         default=None,
-        help="Graph of the strategy tab (.json/.stg/.sm, at most 60 ops); "
+        help="Graph of the strategy tab (.json/.stg/.sm/.rcp, at most 60 ops); "
         "an Inception-style block by default.",
     )
     @click.option(

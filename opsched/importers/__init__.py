@@ -1,10 +1,11 @@
 """Readers that turn files into :class:`~opsched.ir.OpGraph`.
 
 :func:`read_graph` picks the reader by file extension: ``.json`` (``opsched-graph/1``),
-``.stg`` (Standard Task Graph Set), ``.sm`` (PSPLIB single-mode RCPSP), ``.onnx`` (ONNX, needs
-``onnx``), ``.hlo`` / ``.hlo.txt`` (XLA HLO text) and ``.pt2`` (a ``torch.export`` archive,
-needs torch). The model importers are also functions: :func:`from_torch`,
-:func:`from_onnx`, :func:`from_hlo_text` (see ``docs/importers.md``).
+``.stg`` (Standard Task Graph Set), ``.sm`` (PSPLIB single-mode RCPSP), ``.rcp`` (RCPSP in
+the Patterson format), ``.onnx`` (ONNX, needs ``onnx``), ``.hlo`` / ``.hlo.txt`` (XLA HLO
+text) and ``.pt2`` (a ``torch.export`` archive, needs torch). The model importers are also
+functions: :func:`from_torch`, :func:`from_onnx`, :func:`from_hlo_text` (see
+``docs/importers.md``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from opsched.errors import InputError
 from opsched.importers.hlo import from_hlo_text, read_hlo
 from opsched.importers.onnx import from_onnx, read_onnx
-from opsched.importers.psplib import parse_psplib, read_psplib
+from opsched.importers.psplib import parse_patterson, parse_psplib, read_patterson, read_psplib
 from opsched.importers.stg import parse_stg, read_stg
 from opsched.importers.torch import from_torch, read_pt2
 from opsched.ir.graph import OpGraph
@@ -26,11 +27,13 @@ __all__ = [
     "from_hlo_text",
     "from_onnx",
     "from_torch",
+    "parse_patterson",
     "parse_psplib",
     "parse_stg",
     "read_graph",
     "read_hlo",
     "read_onnx",
+    "read_patterson",
     "read_psplib",
     "read_pt2",
     "read_stg",
@@ -40,6 +43,7 @@ READERS = {
     ".json": read_graph_json,
     ".stg": read_stg,
     ".sm": read_psplib,
+    ".rcp": read_patterson,
     ".onnx": read_onnx,
     ".hlo": read_hlo,
     ".hlo.txt": read_hlo,

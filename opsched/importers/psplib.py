@@ -1,9 +1,15 @@
-"""Reader for PSPLIB single-mode RCPSP ``.sm`` files (e.g. the J30 set).
+"""Readers for single-mode RCPSP files: PSPLIB ``.sm`` and the Patterson ``.rcp`` format.
 
 Jobs become ops named by their job number (``"1"`` .. ``"32"``, the dummy source and sink
 kept); each op demands its requests of the renewable resources ``R1..R4`` (and no compute
 ``units``); the capacities become the graph's default ``resources``. Successor lists are
 turned into ``deps``. Only single-mode files with renewable resources are accepted.
+
+The Patterson format (``.rcp``; PSPLIB's J30-J120 are also distributed in it, e.g. by the
+OR&S group at Ghent) holds the same data without section headers: the job and resource
+counts, the capacities, then per job its duration, its requests and its successors, as a
+stream of integers (a successor list may wrap onto the next line). Both readers give the
+same graph for the same instance.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from opsched._files import read_text
 from opsched.errors import GraphError, InputError
 from opsched.ir.graph import Op, OpGraph
 
-__all__ = ["parse_psplib", "read_psplib"]
+__all__ = ["parse_patterson", "parse_psplib", "read_patterson", "read_psplib"]
 
 _SECTION = re.compile(r"^(PRECEDENCE RELATIONS|REQUESTS/DURATIONS|RESOURCEAVAILABILITIES)")
 
@@ -97,26 +103,33 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
             if s not in deps:
                 raise InputError(f"line {lineno}: job {job} has unknown successor {s}", where)
             deps[s].append(str(job))
-    ops = []
+    rows: list[tuple[int, int, int, dict[str, int]]] = []
     for lineno, tok in req:
         if len(tok) != 3 + len(res_names):
             raise InputError(
                 f"line {lineno}: expected job, mode, duration and {len(res_names)} requests",
                 where,
             )
-        job, dur = tok[0], tok[2]
-        demands = dict(zip(res_names, tok[3:], strict=True))
+        rows.append((lineno, tok[0], tok[2], dict(zip(res_names, tok[3:], strict=True))))
+    return _job_graph(rows, deps, dict(zip(res_names, caps, strict=True)), name, where)
+
+
+def _job_graph(
+    jobs: list[tuple[int, int, int, dict[str, int]]],
+    deps: dict[int, list[str]],
+    resources: dict[str, int],
+    name: str,
+    where: str,
+) -> OpGraph:
+    """The graph of ``(line, job, duration, requests)`` rows; errors name the job's line."""
+    ops = []
+    for lineno, job, dur, demands in jobs:
         try:
             ops.append(Op(str(job), dur, deps=tuple(deps[job]), demands=demands, kind="job"))
         except (GraphError, KeyError) as e:
             raise InputError(f"line {lineno}: {e}", where) from None
     try:
-        return OpGraph(
-            tuple(ops),
-            name=name,
-            resources=dict(zip(res_names, caps, strict=True)),
-            attrs={"source": "psplib"},
-        )
+        return OpGraph(tuple(ops), name=name, resources=resources, attrs={"source": "psplib"})
     except GraphError as e:
         raise InputError(str(e), where) from None
 
@@ -143,3 +156,71 @@ def read_psplib(path: str | os.PathLike[str]) -> OpGraph:
     """Read a PSPLIB ``.sm`` file; the graph is named after the file (``j301_1``)."""
     p = Path(path)
     return parse_psplib(read_text(p), name=p.stem, where=str(p))
+
+
+def parse_patterson(text: str, name: str = "rcp", where: str = "<rcp>") -> OpGraph:
+    """Parse Patterson-format (``.rcp``) RCPSP text. Errors name ``where`` and the line.
+
+    Examples
+    --------
+    >>> rcp = '''3 1
+    ... 5
+    ... 0 0 1 2
+    ... 4 3 1 3
+    ... 0 0 0
+    ... '''
+    >>> g = parse_patterson(rcp)
+    >>> g["2"].duration, dict(g["2"].demands), dict(g.resources), g["3"].deps
+    (4.0, {'R1': 3}, {'R1': 5}, ('2',))
+    """
+    toks = [(i + 1, t) for i, line in enumerate(text.splitlines()) for t in line.split()]
+    pos = 0
+
+    def take(what: str) -> int:
+        nonlocal pos
+        if pos >= len(toks):
+            last = toks[-1][0] if toks else 0
+            raise InputError(f"ends after line {last} while reading {what} (truncated?)", where)
+        lineno, tok = toks[pos]
+        pos += 1
+        return _int(tok, what, lineno, where)
+
+    njobs = take("job count")
+    nres = take("resource count")
+    if njobs < 1 or nres < 1:
+        raise InputError(f"line 1: needs at least one job and one resource, got {njobs}, {nres}",
+                         where)  # fmt: skip
+    res_names = [f"R{r + 1}" for r in range(nres)]
+    caps = [take(f"capacity of {r}") for r in res_names]
+    deps: dict[int, list[str]] = {j: [] for j in range(1, njobs + 1)}
+    jobs: list[tuple[int, int, int, dict[str, int]]] = []
+    for job in range(1, njobs + 1):
+        lineno = toks[pos][0] if pos < len(toks) else 0
+        dur = take(f"duration of job {job}")
+        demands = {r: take(f"request of job {job} for {r}") for r in res_names}
+        count = take(f"successor count of job {job}")
+        for _ in range(count):
+            lno = toks[pos][0] if pos < len(toks) else lineno
+            s = take(f"successor of job {job}")
+            if s == job:
+                raise InputError(f"line {lno}: job {job} lists itself as a successor", where)
+            if s not in deps:
+                hint = (
+                    f" (job {job} starts on line {lineno}: does its successor count match?)"
+                    if lno != lineno
+                    else ""
+                )
+                raise InputError(f"line {lno}: job {job} has unknown successor {s}{hint}", where)
+            deps[s].append(str(job))
+        jobs.append((lineno, job, dur, demands))
+    if pos < len(toks):
+        lineno, tok = toks[pos]
+        raise InputError(f"line {lineno}: unexpected {tok!r} after the last of {njobs} jobs "
+                         "(a successor count that does not match its list?)", where)  # fmt: skip
+    return _job_graph(jobs, deps, dict(zip(res_names, caps, strict=True)), name, where)
+
+
+def read_patterson(path: str | os.PathLike[str]) -> OpGraph:
+    """Read a Patterson-format ``.rcp`` file; the graph is named after the file."""
+    p = Path(path)
+    return parse_patterson(read_text(p), name=p.stem, where=str(p))
