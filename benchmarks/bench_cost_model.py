@@ -10,7 +10,7 @@ median of each shape's median error), which a trace repeating one shape hundreds
 cannot dominate.
 
 Run: ``python benchmarks/bench_cost_model.py [--k 5] [--seed 0] [--gpus V100-PCIe,T4,...]
-[--skip-logo] [--by-gpu H200]``.
+[--skip-logo] [--by-gpu H200] [--detail conv2d_bwd_data]``.
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ def main() -> None:
     ap.add_argument("--skip-logo", action="store_true")
     ap.add_argument("--by-gpu", default="H200",
                     help="also print this GPU's rows per family and method")  # fmt: skip
+    ap.add_argument("--detail", default=None,
+                    help="also print this family by source, GPU and dtype class")  # fmt: skip
     args = ap.parse_args()
     t0 = time.perf_counter()
     data = load_fit_data()
@@ -95,6 +97,14 @@ def main() -> None:
                 s = (fd.gpu == args.by_gpu) & (fd.method == m)
                 print(_row(f"{fam} / {m}", fd.t[s], fd.roof[s], fd.group[s], hybrid[fam][s],
                            curve[fam][s]))  # fmt: skip
+    if args.detail:
+        fd = data.families[args.detail]
+        print(f"\n{args.detail} by timing source, GPU and dtype class (the k-fold above)\n")
+        print(_head("source / GPU / class", ["hybrid", "curve"]))
+        for key in sorted(set(zip(fd.source, fd.gpu, fd.cls, strict=True))):
+            s = (fd.source == key[0]) & (fd.gpu == key[1]) & (fd.cls == key[2])
+            print(_row(" / ".join(key), fd.t[s], fd.roof[s], fd.group[s],
+                       hybrid[args.detail][s], curve[args.detail][s]))  # fmt: skip
     if args.skip_logo:
         return
     t0 = time.perf_counter()

@@ -18,6 +18,7 @@ for the cost model (integer microsecond ticks, ``--tick``).
 
 Reproduce (2 cores, about 15 minutes with the defaults):
     python benchmarks/bench_zoo_memory.py --units 2 4 --time-limit 60
+    python benchmarks/bench_zoo_memory.py --bounds   # the memory bounds alone, ~15 s
 """
 
 from __future__ import annotations
@@ -78,6 +79,23 @@ def piece_graphs(gpu: str | None, tick: float) -> list[tuple[str, str, OpGraph]]
     return out
 
 
+def bounds_table(gpu: str | None, tick: float, only: str | None) -> None:
+    """The least peak of each piece: the simple bound, the minimum-cut bound and the best
+    one-unit order opsched finds (an upper bound: the least peak lies in between)."""
+    print("| model | piece | ops | simple bound MB | cut bound MB | best order MB | "
+          "cut / order | bound time s |\n|---|---|---|---|---|---|---|---|")  # fmt: skip
+    for model, label, g in piece_graphs(gpu, tick):
+        if only and only not in label:
+            continue
+        simple = min_memory_bound(g, cut=False)[0]
+        t0 = time.perf_counter()
+        cut = min_memory_bound(g)[0]
+        took = time.perf_counter() - t0
+        peak = order_peak(g, min_memory_order(g))
+        print(f"| {model} | {label} | {g.num_ops} | {simple / 1e6:.2f} | {cut / 1e6:.2f} | "
+              f"{peak / 1e6:.2f} | {cut / peak:.3f} | {took:.2f} |")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--units", type=int, nargs="+", default=[2, 4])
@@ -89,7 +107,12 @@ def main() -> None:
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
+    ap.add_argument("--bounds", action="store_true",
+                    help="only the memory bounds and the best one-unit order")  # fmt: skip
     a = ap.parse_args()
+    if a.bounds:
+        bounds_table(a.gpu, a.tick, a.only)
+        return
 
     rows = []
     t0 = time.perf_counter()

@@ -151,7 +151,7 @@ def analyze(graph: Path, units: int | None, resources: str | None, as_json: bool
     )
     mm = a["min_memory"]
     click.echo(
-        f"least memory any schedule needs: {format_bytes(mm['bytes'])} ({mm['bytes']} B), "
+        f"memory every schedule needs, at least: {format_bytes(mm['bytes'])} ({mm['bytes']} B), "
         f"{mm['needed_by']}"
     )
 

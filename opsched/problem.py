@@ -151,11 +151,14 @@ class Problem:
         cap = self.machine.memory_cap
         return int(cap) if cap is not None else None
 
-    def infeasibility_reason(self) -> str | None:
+    def infeasibility_reason(self, cut: bool = False) -> str | None:
         """Why no schedule can exist, or ``None`` if the simple checks find no reason.
 
         Checked: an op demanding more of a resource than its capacity, and a memory cap below
         :func:`opsched.analysis.min_memory_bound` (the op that needs the most memory at once).
+        ``cut`` adds that bound's minimum cut on graphs small enough for it (the exact
+        solver asks for it; the heuristics, which report a failure either way, do not pay
+        for it).
         """
         g = self.graph
         running = g.durations > 0
@@ -171,7 +174,7 @@ class Problem:
         if self.memory_cap is not None:
             from opsched.analysis.bounds import min_memory_bound
 
-            need, who = min_memory_bound(self.graph)
+            need, who = min_memory_bound(self.graph, cut=None if cut else False)
             if need > self.memory_cap:
                 return (
                     f"memory cap {format_bytes(self.memory_cap)} ({self.memory_cap} B) is below "

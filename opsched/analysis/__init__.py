@@ -1,7 +1,7 @@
 """Analysis of op graphs: plain functions over :class:`~opsched.ir.OpGraph`.
 
 Topological order, ASAP/ALAP, slack, critical path, t-level/b-level, the parallelism
-profile, Amdahl's law, makespan lower bounds and the least memory any schedule needs.
+profile, Amdahl's law, makespan lower bounds and lower bounds on the memory any schedule needs.
 """
 
 from opsched.analysis.bounds import (
@@ -13,6 +13,7 @@ from opsched.analysis.bounds import (
     parallelism_profile,
     serial_ops,
 )
+from opsched.analysis.memory_cut import live_memory_bound
 from opsched.analysis.paths import (
     CriticalPath,
     b_level,
@@ -36,6 +37,7 @@ __all__ = [
     "critical_path",
     "earliest_starts",
     "latest_starts",
+    "live_memory_bound",
     "lower_bounds",
     "min_lifetimes",
     "min_memory_bound",

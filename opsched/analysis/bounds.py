@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, live_memory_bound
 from opsched.analysis.paths import b_level, earliest_starts
 from opsched.analysis.topo import topo_indices
 from opsched.ir.graph import OpGraph
@@ -224,12 +225,19 @@ def lower_bounds(
     return LowerBounds(up(cp), work_lb, serial_lb, energy)
 
 
-def min_memory_bound(graph: OpGraph) -> tuple[int, str]:
-    """The least peak memory any schedule can have, and what needs it.
+def min_memory_bound(graph: OpGraph, cut: bool | None = None) -> tuple[int, str]:
+    """A lower bound on the peak memory of every schedule, and what needs it.
 
     Two facts hold in every schedule: while an op of positive duration runs, its inputs, its
     output and its workspace are all live; and just before the makespan every graph output
     without consumers (of positive duration) is live. Persistent bytes are always live.
+
+    With ``cut`` (default: graphs of at most
+    :data:`~opsched.analysis.memory_cut.MEMORY_CUT_MAX_OPS` ops) the first fact is
+    sharpened: while an op runs, the tensors its finished ancestors still owe to readers not
+    yet done are live too, and the least such state is a minimum cut
+    (:func:`opsched.analysis.memory_cut.live_memory_bound`; on RandWire's stages it raises
+    the bound from 53-62 % of the best one-unit order's peak to all of it).
 
     Returns
     -------
@@ -268,4 +276,15 @@ def min_memory_bound(graph: OpGraph) -> tuple[int, str]:
     final = int(out[no_consumer & is_output & (d > 0)].sum()) + p
     if final > best:
         best, who = final, f"the graph outputs held at the end (+ persistent {p})"
+    if cut is None:
+        cut = n <= MEMORY_CUT_MAX_OPS
+    if cut:
+        live, u = live_memory_bound(graph)
+        if u is not None and live + p > best:
+            best = live + p
+            who = (
+                f"op {graph.ops[u].name!r} (at least {live} B live while it runs: its inputs, "
+                f"output and workspace, and what finished ops still hold for later readers; "
+                f"+ persistent {p})"
+            )
     return int(best), who

@@ -181,7 +181,7 @@ def _memory_jobs(
         g = layered(MEMORY_OPS, seed=seed)
         base = Problem(g, Machine(units=2))
         peaks = [s.peak_memory for s in (greedy(base, "b-level"), greedy(base)) if s.peak_memory]
-        need, _ = min_memory_bound(g)
+        need, _ = min_memory_bound(g, cut=False)  # the caps of the published tables
         for frac in MEMORY_FRACTIONS:
             p = base.with_machine(memory_cap=max(need, int(frac * min(peaks))))
             r = solve_cpsat(p, time_limit=10)

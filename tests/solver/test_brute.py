@@ -168,36 +168,35 @@ def test_memory_cap_lengthens_the_schedule() -> None:
     _valid(p, s)
 
 
-def _dead_end() -> OpGraph:
-    """a's 6 B output lives until c ends, and c needs x (6 B of workspace) after it: every
-    schedule holds 12 B while x runs, though no single op needs more than 6 B."""
+def _held_outputs() -> OpGraph:
+    """Two graph outputs held to the end (10 B each): whichever runs last does so beside the
+    other's output and with its own workspace, so every schedule needs 21 B (b, then a),
+    where both memory bounds see the 20 B held at the end."""
     return OpGraph(
         (
-            Op("a", 1, output_bytes=6),
-            Op("m", 1, deps=("a",)),
-            Op("x", 1, deps=("m",), workspace_bytes=6),
-            Op("c", 1, deps=("a", "x")),
+            Op("a", 1, output_bytes=10, workspace_bytes=1, output=True),
+            Op("b", 1, output_bytes=10, workspace_bytes=3, output=True),
         )
     )
 
 
 def test_infeasible_cap() -> None:
-    g = _dead_end()
-    assert min_memory_bound(g)[0] == 6
-    for cap in (10, 11):
-        p = Problem(g, Machine(units=1, memory_cap=cap))
-        assert p.infeasibility_reason() is None
-        s = solve_brute_force(p)
-        assert s.status is Status.INFEASIBLE
-        assert not s.has_schedule
-        assert s.info["reason"] == "no schedule exists"
-    s = solve_brute_force(Problem(g, Machine(units=1, memory_cap=12)))
-    assert (s.status, s.makespan, s.peak_memory) == (Status.OPTIMAL, 4.0, 12)
+    g = _held_outputs()
+    assert min_memory_bound(g)[0] == 20
+    p = Problem(g, Machine(units=1, memory_cap=20))
+    assert p.infeasibility_reason() is None
+    s = solve_brute_force(p)
+    assert s.status is Status.INFEASIBLE
+    assert not s.has_schedule
+    assert s.info["reason"] == "no schedule exists"
+    s = solve_brute_force(Problem(g, Machine(units=1, memory_cap=21)))
+    assert (s.status, s.makespan, s.peak_memory) == (Status.OPTIMAL, 2.0, 21)
+    assert [o.name for o in sorted(s.ops, key=lambda o: o.start)] == ["b", "a"]
 
 
 def test_cap_below_the_simple_bound_and_demand_above_capacity() -> None:
-    g = _dead_end()
-    s = solve_brute_force(Problem(g, Machine(units=1, memory_cap=5)))
+    g = _held_outputs()
+    s = solve_brute_force(Problem(g, Machine(units=1, memory_cap=12)))
     assert s.status is Status.INFEASIBLE and not s.ops
     big = OpGraph((Op("a", 1, demands={"units": 2}),))
     s = solve_brute_force(Problem(big, Machine(units=1)))

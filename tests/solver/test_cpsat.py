@@ -182,7 +182,8 @@ def test_cap_below_min_memory_bound() -> None:
 
 def _dead_end() -> OpGraph:
     """a's 6 B output lives until c ends, and c needs x (6 B of workspace) after it: every
-    schedule holds 12 B while x runs, though no single op needs more than 6 B."""
+    schedule holds 12 B while x runs, though no single op needs more than 6 B (the
+    minimum-cut bound sees it, the simple one does not)."""
     return OpGraph(
         (
             Op("a", 1, output_bytes=6),
@@ -193,16 +194,44 @@ def _dead_end() -> OpGraph:
     )
 
 
+def _held_outputs() -> OpGraph:
+    """Two graph outputs held to the end (10 B each): whichever runs last does so beside the
+    other's output and with its own workspace, so every schedule needs 21 B (b, then a);
+    both bounds see only the 20 B held at the end."""
+    return OpGraph(
+        (
+            Op("a", 1, output_bytes=10, workspace_bytes=1, output=True),
+            Op("b", 1, output_bytes=10, workspace_bytes=3, output=True),
+        )
+    )
+
+
 @pytest.mark.parametrize("cap", [10, 11])
-def test_cap_above_the_simple_bound_still_infeasible(cap: int) -> None:
-    p = Problem(_dead_end(), Machine(units=2, memory_cap=cap))
-    assert p.infeasibility_reason() is None  # 6 B <= cap: only the search can tell
+def test_cap_above_the_simple_bound_caught_by_the_cut(cap: int) -> None:
+    g = _dead_end()
+    assert min_memory_bound(g, cut=False)[0] == 6
+    assert min_memory_bound(g)[0] == 12  # the least peak: the cut is exact here
+    p = Problem(g, Machine(units=2, memory_cap=cap))
+    assert p.infeasibility_reason() is None  # the heuristics' cheap check
+    reason = p.infeasibility_reason(cut=True)  # the exact solver's
+    assert reason is not None and "op 'x'" in reason and "(12 B)" in reason
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.INFEASIBLE and not s.ops
+    assert s.info["reason"] == reason
+    assert solve_brute_force(p).status is Status.INFEASIBLE
+
+
+def test_cap_above_both_bounds_still_infeasible() -> None:
+    g = _held_outputs()
+    assert min_memory_bound(g)[0] == 20
+    p = Problem(g, Machine(units=2, memory_cap=20))
+    assert p.infeasibility_reason() is None  # only the search can tell
     s = solve_cpsat(p, **FAST)
     assert s.status is Status.INFEASIBLE
     assert not s.ops
     assert s.info["reason"] == (
-        f"CP-SAT proved that no schedule fits in {cap}B ({cap} B); the simple bound is 6B "
-        "(6 B), for op 'a' (inputs 0 + output 6 + workspace 0 + persistent 0)"
+        "CP-SAT proved that no schedule fits in 20B (20 B); the analysis bound is 20B "
+        "(20 B), for the graph outputs held at the end (+ persistent 0)"
     )
     assert s.info["stages"][0]["cpsat_status"] == "INFEASIBLE"
     assert solve_brute_force(p).status is Status.INFEASIBLE
@@ -213,6 +242,11 @@ def test_dead_end_feasible_at_twelve_bytes() -> None:
     p = Problem(_dead_end(), Machine(units=2, memory_cap=12))
     s = solve_cpsat(p, "makespan_then_memory", **FAST)
     assert (s.status, s.makespan, s.peak_memory) == (Status.OPTIMAL, 4.0, 12)
+    _valid(p, s)
+    # b then a: 21 B while a runs beside b's held output
+    p = Problem(_held_outputs(), Machine(units=2, memory_cap=21))
+    s = solve_cpsat(p, **FAST)
+    assert (s.status, s.makespan, s.peak_memory) == (Status.OPTIMAL, 2.0, 21)
     _valid(p, s)
 
 

@@ -3,11 +3,11 @@
 Each problem: 1-7 ops with durations 0..4 (zero included), output and workspace sizes, some
 graph outputs, persistent bytes, a named resource ``dma`` with demands, 1-3 units (ops may
 hold 0, 1 or 2 of them), and memory caps: none, :func:`opsched.analysis.min_memory_bound`
-exactly, a few bytes above it, one byte below it (infeasible for both solvers, found
-without search) and, where they differ, one halfway between the bound and the peak of the
-uncapped makespan optimum (a cap that binds). For every objective CP-SAT must be proven
-optimal with the brute force's optimum, and every schedule must pass the independent
-validator.
+without its minimum cut (the simple bound) exactly, a few bytes above it, one byte below
+it (infeasible for both solvers, found without search) and, where they differ, one halfway
+between the bound and the peak of the uncapped makespan optimum (a cap that binds). For
+every objective CP-SAT must be proven optimal with the brute force's optimum, and every
+schedule must pass the independent validator.
 
 The lexicographic optima come from the brute force's documented tie-breaking (makespan then
 peak, or peak then makespan; ``test_brute.py`` checks it against a naive enumeration), and
@@ -80,12 +80,19 @@ def _cross_check(g: OpGraph, k: int, cap: int | None, seen: Counter[str]) -> Non
     if b_ms.status is Status.INFEASIBLE:
         assert b_pk.status is Status.INFEASIBLE, where
         simple = p.infeasibility_reason() is not None
-        seen["infeasible by the simple bound" if simple else "infeasible by search"] += 1
+        cut = p.infeasibility_reason(cut=True) is not None  # CP-SAT's precheck
+        seen[
+            "infeasible by the simple bound"
+            if simple
+            else "infeasible by the cut bound"
+            if cut
+            else "infeasible by search"
+        ] += 1
         for obj in OBJECTIVES:
             c = solve_cpsat(p, obj, time_limit=10, num_workers=1)
             assert c.status is Status.INFEASIBLE, (obj, where)
             assert not c.ops
-            if simple:
+            if cut:
                 assert "is below the" in c.info["reason"], where
             else:
                 assert c.info["reason"].startswith("CP-SAT proved that no schedule fits"), where
@@ -128,7 +135,9 @@ def test_cpsat_equals_brute_force(chunk: int) -> None:
     for _ in range(GRAPHS_PER_CHUNK):
         g, k = random_graph(rng)
         seen["zero-duration op"] += any(op.duration == 0 for op in g.ops)
-        need, _ = min_memory_bound(g)
+        # caps from the simple bound, so that the caps between it and the minimum-cut bound
+        # (refuted by CP-SAT's precheck, by search in the brute force) are checked too
+        need, _ = min_memory_bound(g, cut=False)
         free = solve_brute_force(Problem(g, Machine(units=k)), "makespan")
         caps: list[int | None] = [None, need, need + rng.randint(1, 6)]
         if need > 0:
@@ -148,16 +157,38 @@ def test_cpsat_equals_brute_force(chunk: int) -> None:
     assert seen["feasible"] >= 60, seen
 
 
+def test_caps_below_the_cut_bound_refuted_by_both() -> None:
+    """Caps between the simple bound and the minimum-cut one: CP-SAT refutes them before
+    searching, the brute force (which does not use the cut) by enumerating every schedule."""
+    rng = random.Random(4_242)
+    found = 0
+    for _ in range(2000):
+        g, k = random_graph(rng)
+        simple, cut = min_memory_bound(g, cut=False)[0], min_memory_bound(g)[0]
+        if cut == simple:
+            continue
+        found += 1
+        p = Problem(g, Machine(units=k, memory_cap=cut - 1))
+        assert p.infeasibility_reason() is None
+        assert solve_brute_force(p, "makespan").status is Status.INFEASIBLE, g.to_dict()
+        c = solve_cpsat(p, "makespan", time_limit=10, num_workers=1)
+        assert c.status is Status.INFEASIBLE and "is below the" in c.info["reason"]
+        assert "stages" not in c.info  # refuted before any CP-SAT stage ran
+        if found == 25:
+            break
+    assert found == 25
+
+
 def test_infeasible_by_search_agrees() -> None:
-    """Caps at min_memory_bound that no schedule meets although no single op exceeds them
-    (found only by search): both solvers must say INFEASIBLE, CP-SAT with its proof."""
+    """Caps at min_memory_bound (with its minimum cut) that no schedule meets (found only by
+    search): both solvers must say INFEASIBLE, CP-SAT with its proof."""
     rng = random.Random(31_337)
     found = 0
     for _ in range(400):
         g, k = random_graph(rng)
         need, _ = min_memory_bound(g)
         p = Problem(g, Machine(units=k, memory_cap=need))
-        assert p.infeasibility_reason() is None
+        assert p.infeasibility_reason(cut=True) is None
         if solve_brute_force(p, "makespan").status is not Status.INFEASIBLE:
             continue
         found += 1

@@ -86,7 +86,7 @@ def solve_cpsat(
         params = Params(time_limit, num_workers, deterministic, log, hint)
     else:
         params = replace(params, time_limit=time_limit)
-    reason = problem.infeasibility_reason()
+    reason = problem.infeasibility_reason(cut=True)
     if reason is not None:
         return Schedule.empty(
             problem, solver="cpsat", status=Status.INFEASIBLE, info={"reason": reason},
@@ -231,7 +231,7 @@ def _no_schedule(
             need, who = min_memory_bound(problem.graph)
             info["reason"] = (
                 f"CP-SAT proved that no schedule fits in {format_bytes(cap)} ({cap} B); "
-                f"the simple bound is {format_bytes(need)} ({need} B), for {who}"
+                f"the analysis bound is {format_bytes(need)} ({need} B), for {who}"
             )
         else:
             info["reason"] = "CP-SAT proved the problem infeasible"

@@ -12,7 +12,7 @@ Per op ``v`` (times in ticks, sizes in quanta, see :mod:`opsched.solver.scaling`
   graph output).
 
 Plus ``makespan`` in ``[LB, H]`` and, for memory objectives, ``peak`` (quanta above the
-persistent bytes).
+persistent bytes) from the least peak of :func:`opsched.analysis.min_memory_bound` up.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from opsched.analysis.bounds import lower_bounds
+from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.paths import b_level, earliest_starts, min_lifetimes
 from opsched.ir.graph import OpGraph
 from opsched.problem import Problem
@@ -98,4 +98,7 @@ class Variables:
             self.tensor.append(m.new_interval_var(self.start[v], size, rel_v, f"t{v}"))
         if self.with_peak:
             total = sum(self.scaling.sizes_out) + sum(self.scaling.sizes_ws)
-            self.peak = m.new_int_var(0, max(total, 0), "peak")
+            # the least peak any schedule of the integer problem can have (its minimum-cut
+            # bound, opsched.analysis.min_memory_bound; the tick graph has no persistent bytes)
+            lo = min(min_memory_bound(g)[0], total) if self.domains else 0
+            self.peak = m.new_int_var(lo, max(total, lo), "peak")

@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from opsched.analysis import min_memory_bound
 from opsched.errors import ProblemError
 from opsched.heuristics.memory import (
     MemoryModel,
@@ -138,13 +139,26 @@ def test_scheduler_schedules_are_valid_and_report_how() -> None:
 
 
 def test_memory_cap() -> None:
-    g = layered(16, seed=2)
+    g = layered(16, seed=1)  # the least peak lies above every bound: the search must tell
     best = min_memory_order_result(g).peak
+    assert min_memory_bound(g)[0] < best - 1
     ok = min_memory(Problem(g, Machine(units=1, memory_cap=best)))
     assert ok.status is Status.FEASIBLE and ok.peak_memory == best
     capped = Problem(g, Machine(units=1, memory_cap=best - 1))
     s = min_memory(capped)
     assert s.status is Status.UNKNOWN and not s.has_schedule
+    assert s.info["peak_optimal"] and "over the memory cap" in s.info["reason"]
+
+
+def test_memory_cap_below_the_cut_bound() -> None:
+    g = layered(16, seed=2)  # here the minimum-cut bound is the least peak itself
+    r = min_memory_order_result(g)
+    assert r.optimal and r.lower_bound == r.peak > min_memory_bound(g, cut=False)[0]
+    p = Problem(g, Machine(units=1, memory_cap=r.peak - 1))
+    assert p.infeasibility_reason() is None  # the cheap check the heuristics make
+    assert f"is below the 41.0MiB ({r.peak} B) that op " in (p.infeasibility_reason(cut=True) or "")
+    s = min_memory(p)
+    assert s.status is Status.UNKNOWN and not s.has_schedule  # a heuristic never claims more
     assert s.info["peak_optimal"] and "over the memory cap" in s.info["reason"]
 
 
