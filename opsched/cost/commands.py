@@ -51,11 +51,24 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
     from opsched.cost.data import read_table
     from opsched.cost.evaluate import predict_table
 
+    _check_gpu_option(gpu)
     out = predict_table(read_table(input_), gpu, str(input_))
     missing = int(out["predicted_time_us"].isna().sum())
     _write_table(out, output)
     note = f" ({missing} rows without a readable shape left empty)" if missing else ""
     click.echo(f"wrote {len(out)} rows to {output}{note}")
+
+
+def _check_gpu_option(gpu: str | None) -> None:
+    """An unknown ``--gpu`` is the option's fault, not the file's: say so before reading."""
+    from opsched.cost.specs import resolve_gpu
+    from opsched.errors import InputError
+
+    if gpu is not None:
+        try:
+            resolve_gpu(gpu)
+        except InputError as e:
+            raise e.located("--gpu") from None
 
 
 @cost.command("evaluate")
@@ -68,6 +81,7 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
     from opsched.cost.data import read_table
     from opsched.cost.evaluate import errors, predict_table
 
+    _check_gpu_option(gpu)
     table = errors(predict_table(read_table(file), gpu, str(file)))
     if as_json:
         _emit_json(table.to_dict(orient="records"))

@@ -234,17 +234,21 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
     Raises
     ------
     InputError
-        A GPU name no spec matches (the message lists the known GPUs).
+        A GPU name no spec matches (the message names the first such data row, counted
+        from 1 after the header, and lists the known GPUs).
     """
     out: list[dict[str, Any]] = []
     specs = load_specs()
     mode = SOURCE_MODES[schema]
     targets = time_columns(schema, df.columns)
-    cache: dict[str, str] = {}
+    cache: dict[str, str] = {} if gpu is None else {gpu: resolve_gpu(gpu)}
     for pos, r in enumerate(df.itertuples(index=False)):
         name = gpu if gpu is not None else str(r.gpu)
         if name not in cache:
-            cache[name] = resolve_gpu(name)
+            try:
+                cache[name] = resolve_gpu(name)
+            except InputError as e:  # name the row: a file may hold many GPUs
+                raise InputError(f"data row {pos + 1}: {e.message}") from None
         key = cache[name]
         try:
             if schema == "deepbench_gemm":

@@ -27,6 +27,7 @@ from opsched.cost.data import (
 )
 from opsched.cost.features import family_of
 from opsched.cost.profile import load_profile
+from opsched.errors import InputError
 
 __all__ = ["errors", "predict_table"]
 
@@ -45,7 +46,10 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     :func:`errors`, the hidden columns ``_family``, ``_gpu``, ``_roofline_us`` (per target).
     """
     schema = detect_schema(df.columns, where)
-    recs = canonical_rows(df, schema, gpu)
+    try:
+        recs = canonical_rows(df, schema, gpu)
+    except InputError as e:
+        raise e.located(where) from None
     out = df.copy()
     n = len(df)
     targets = time_columns(schema, df.columns)

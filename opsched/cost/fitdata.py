@@ -26,6 +26,7 @@ from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve
 from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import FAMILIES, dtype_class, family_of, feature_matrix, roofline_us
 from opsched.cost.specs import load_specs
+from opsched.errors import InputError
 
 __all__ = [
     "FIT_FILES",
@@ -84,7 +85,11 @@ def load_fit_data(
         if limit is not None:
             df = df.head(limit)
         schema = detect_schema(df.columns, name)
-        for r in canonical_rows(df, schema):
+        try:
+            records = canonical_rows(df, schema)
+        except InputError as e:
+            raise e.located(str(base / name)) from None
+        for r in records:
             t = r["time_us"]
             if not (t > 0 and np.isfinite(t)):
                 continue

@@ -397,3 +397,24 @@ def test_profiler_convolution_backward_rows_are_priced_by_parts():
     (rec,) = canonical_rows(rows, "profiler_ops")
     assert [p["dtype"] for p in rec["attrs"]["parts"]] == ["tf32"]  # the kernel's math mode
     assert pred["predicted_time_us"].iloc[0] > 0
+
+
+def test_cli_unknown_gpu_names_the_row_or_the_option(tmp_path):
+    df = pd.read_csv("datasets/kernel-timings/deepbench_gemm.csv").head(3)
+    df.loc[1, "gpu"] = "A10G"  # not in gpu_specs.csv
+    src = tmp_path / "rows.csv"
+    df.to_csv(src, index=False)
+    out = tmp_path / "p.csv"
+    for cmd in (["predict", "-i", str(src), "-o", str(out)], ["evaluate", str(src)]):
+        r = CliRunner().invoke(main, ["cost", *cmd])
+        assert r.exit_code == 2
+        line = r.output.strip()
+        assert f"{src}: data row 2: unknown GPU 'A10G'; known: " in line and "\n" not in line
+        assert "Traceback" not in r.output and not out.exists()
+    r = CliRunner().invoke(main, ["cost", "predict", "--gpu", "A10G", "-i", str(src), "-o",
+                                  str(out)])  # fmt: skip
+    assert r.exit_code == 2 and "--gpu: unknown GPU 'A10G'" in r.output and not out.exists()
+    # the option overrides every row's column, the unknown one included
+    r = CliRunner().invoke(main, ["cost", "predict", "--gpu", "T4", "-i", str(src), "-o",
+                                  str(out)])  # fmt: skip
+    assert r.exit_code == 0 and len(pd.read_csv(out)) == 3
