@@ -2,7 +2,9 @@
 and ``validate``.
 
 ``solve`` runs any registered scheduler (or the heterogeneous solvers with ``--devices``) and
-checks its result with the independent validator before writing or printing it; ``pareto``
+checks its result with the independent validator before writing or printing it; options no
+schedule can meet (a memory cap below the memory bound, a demand above a capacity, or a
+result the exact solver proves INFEASIBLE) are an error, exit 2, nothing written; ``pareto``
 gives the exact makespan / peak-memory front; ``validate`` checks a schedule file against a
 graph (exit 1 with the violations when it is invalid). The core commands (``demo``,
 ``analyze``, ``convert``, ``quick``) and the group itself are in :mod:`opsched.cli`, which
@@ -226,6 +228,7 @@ def solve(
 
     info = get_solver(solver)
     problem = _load_problem(graph, units, memory_cap, resources)
+    _refuse_impossible(problem, graph)
     opts: dict[str, Any] = {}
     if info.exact:
         opts = {"objective": OBJECTIVES[objective]}
@@ -243,6 +246,8 @@ def solve(
     report = check(problem, result)
     if not report.valid:  # a solver bug: never hand out an invalid schedule
         _fail(f"{solver} produced an invalid schedule: {report.violations[0]}", 3)
+    if result.status.value == "INFEASIBLE":  # proven by the search: the options are impossible
+        raise ProblemError(f"no schedule exists: {result.info.get('reason', solver)}", str(graph))
     if output is not None:
         result.to_json(str(output))
     if as_json:
@@ -322,6 +327,7 @@ def pareto(
     from opsched.validate import validate as check
 
     problem = _load_problem(graph, units, memory_cap, resources)
+    _refuse_impossible(problem, graph)
     front = pareto_front(problem, time_limit=time_limit, point_time_limit=point_time_limit)
     for p in front.points:
         rep = check(problem, p.schedule)
@@ -334,6 +340,17 @@ def pareto(
         _emit_json(front.to_dict())
         return
     click.echo(front.summary())
+
+
+def _refuse_impossible(problem: Any, graph: Path) -> None:
+    """Options no schedule can meet are bad input: one line naming why, exit 2, no output.
+
+    Checked before solving: a demand above a capacity, and a memory cap below the memory
+    bound of :func:`opsched.analysis.min_memory_bound` (with its minimum cut).
+    """
+    reason = problem.infeasibility_reason(cut=True)
+    if reason is not None:
+        raise ProblemError(reason, str(graph))
 
 
 def register(main: click.Group) -> None:

@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 from opsched.cli import main
 from opsched.datasets import dataset_path
 from opsched.demo import branches_graph
+from opsched.ir import Op, OpGraph
 
 STG = dataset_path("stg/50/rand0000.stg")
 STG300 = dataset_path("stg/300/rand0000.stg")
@@ -102,18 +103,42 @@ def test_unknown_objective_is_rejected(branches: Path) -> None:
     assert "Invalid value for '--objective'" in r.stderr
 
 
-def test_infeasible_cap_prints_the_reason(branches: Path) -> None:
+def test_impossible_cap_is_a_one_line_error(branches: Path, tmp_path: Path) -> None:
     # a2 runs with its 10 B input and its 1 B output: 11 B in every schedule
-    r = invoke("solve", branches, "-k", "2", "--memory-cap", "10")
-    assert r.exit_code == 0, r.output
-    lines = r.stdout.splitlines()
-    assert lines[0].startswith("cpsat on two-branches: INFEASIBLE")
-    assert lines[1] == (
-        "reason: memory cap 10B (10 B) is below the 11B (11 B) that op 'a2' (inputs 10 + "
-        "output 1 + workspace 0 + persistent 0) needs at once"
+    out = tmp_path / "s.json"
+    for solver in ("cpsat", "greedy"):
+        for extra in ((), ("--json",)):
+            r = invoke("solve", branches, "-s", solver, "-k", "2", "--memory-cap", "10",
+                       "-o", out, *extra)  # fmt: skip
+            assert r.exit_code == 2 and r.stdout == ""
+            assert r.stderr == (
+                f"opsched: error: {branches}: memory cap 10B (10 B) is below the 11B (11 B) "
+                "that op 'a2' (inputs 10 + output 1 + workspace 0 + persistent 0) needs at once\n"
+            )
+            assert not out.exists()
+    r = invoke("pareto", branches, "-k", "2", "--memory-cap", "10")
+    assert r.exit_code == 2 and "is below the 11B" in r.stderr
+
+
+def test_cap_refuted_by_search_is_an_error(tmp_path: Path) -> None:
+    # two graph outputs held to the end: whichever runs last does so beside the other's
+    # output and with its own workspace (21 B), where the bounds see the 20 B held at the end
+    g = OpGraph((
+        Op("a", 1, output_bytes=10, workspace_bytes=1, output=True),
+        Op("b", 1, output_bytes=10, workspace_bytes=3, output=True),
+    ), name="held")  # fmt: skip
+    path = tmp_path / "held.json"
+    path.write_text(json.dumps(g.to_dict()))
+    out = tmp_path / "s.json"
+    r = invoke("solve", path, "-k", "2", "--memory-cap", "20", "-o", out)
+    assert r.exit_code == 2 and not out.exists()
+    assert r.stderr.startswith(
+        f"opsched: error: {path}: no schedule exists: CP-SAT proved that no schedule fits in "
+        "20B (20 B)"
     )
-    doc = invoke_json("solve", branches, "-k", "2", "--memory-cap", "10")
-    assert doc["status"] == "INFEASIBLE" and doc["ops"] == [] and doc["makespan"] is None
+    assert r.stderr.count("\n") == 1
+    ok = invoke_json("solve", path, "-k", "2", "--memory-cap", "21")
+    assert (ok["status"], ok["makespan"], ok["peak_memory"]) == ("OPTIMAL", 2, 21)
 
 
 def test_time_limit() -> None:

@@ -454,7 +454,10 @@ def test_time_limit_is_honoured() -> None:
     assert s.lower_bound >= critical_path(g).length
     assert s.gap is not None and 0.0 <= s.gap < 0.5
     if s.status is Status.FEASIBLE:
-        assert s.info["stages"][0]["cpsat_status"] == "FEASIBLE"
+        # CP-SAT's own schedule, or, on a loaded machine where it finds none in time, the
+        # greedy schedule it was hinted with (said so in the info)
+        stage = s.info["stages"][0]["cpsat_status"]
+        assert stage == "FEASIBLE" or (stage == "UNKNOWN" and "note_fallback" in s.info)
     _valid(p, s)
     _units_in_range(p, s)
 
