@@ -120,15 +120,15 @@ def _live_memory_bound(graph: OpGraph) -> tuple[int, int | None]:
     estimate = np.minimum(least, most)
 
     # the arcs every cut shares: closure, tensors through helper nodes, held outputs
+    tensor = np.flatnonzero(has_readers & (cap > 0))  # ops whose tensor gets a helper node
     helper = np.full(n, -1)
-    helper[has_readers & (cap > 0)] = np.arange(n, n + int((has_readers & (cap > 0)).sum()))
-    source, sink = n + int((helper >= 0).sum()), n + int((helper >= 0).sum()) + 1
+    helper[tensor] = np.arange(n, n + len(tensor))
+    source, sink = n + len(tensor), n + len(tensor) + 1
     rows: list[np.ndarray] = []
     cols: list[np.ndarray] = []
     vals: list[np.ndarray] = []
     consumer = np.repeat(np.arange(n), np.diff(pp))
     _arcs(rows, cols, vals, consumer, pi, _INF)  # reader -> predecessor
-    tensor = np.flatnonzero(helper >= 0)
     _arcs(rows, cols, vals, tensor, helper[tensor], cap[tensor])
     for u in tensor:
         readers = si[sp[u] : sp[u + 1]]
