@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     ap.add_argument("--no-lifetimes", action="store_true",
                     help="without the least tensor lifetimes, to compare")  # fmt: skip
+    ap.add_argument("--no-cap-orders", action="store_true",
+                    help="without the orders the memory cap forces, to compare")  # fmt: skip
     a = ap.parse_args()
 
     table: dict[tuple[int, float], list[tuple[str, float, float | None]]] = {}
@@ -55,7 +57,11 @@ def main() -> None:
             for frac in a.fractions:
                 cap = max(need, int(frac * peak0))
                 p = base.with_machine(memory_cap=cap)
-                params = Params(num_workers=a.workers, lifetimes=not a.no_lifetimes)
+                params = Params(
+                    num_workers=a.workers,
+                    lifetimes=not a.no_lifetimes,
+                    cap_orders=not a.no_cap_orders,
+                )
                 r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
                     sys.exit(f"INVALID schedule: {g.name} cap {cap}")
@@ -89,6 +95,7 @@ def main() -> None:
         f"\nreproduce: python benchmarks/bench_memory.py --sizes {' '.join(map(str, a.sizes))} "
         f"--seeds {a.seeds} --units {a.units} --time-limit {a.time_limit:g} --workers {a.workers}"
         + (" --no-lifetimes" if a.no_lifetimes else "")
+        + (" --no-cap-orders" if a.no_cap_orders else "")
     )
 
 

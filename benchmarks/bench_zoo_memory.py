@@ -104,6 +104,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     ap.add_argument("--no-lifetimes", action="store_true",
                     help="without the least tensor lifetimes, to compare")  # fmt: skip
+    ap.add_argument("--no-cap-orders", action="store_true",
+                    help="without the orders the memory cap forces, to compare")  # fmt: skip
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
@@ -131,7 +133,11 @@ def main() -> None:
             for frac in a.fractions:
                 cap = max(need, int(frac * peak0))
                 p = base.with_machine(memory_cap=cap)
-                params = Params(num_workers=a.workers, lifetimes=not a.no_lifetimes)
+                params = Params(
+                    num_workers=a.workers,
+                    lifetimes=not a.no_lifetimes,
+                    cap_orders=not a.no_cap_orders,
+                )
                 r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
                     sys.exit(f"INVALID schedule: {model} {label} k={k} cap={cap}")
@@ -158,7 +164,8 @@ def main() -> None:
     print(
         f"\nCP-SAT, min makespan under a memory cap, zoo pieces after fusion, "
         f"time limit {a.time_limit:g} s, {a.workers} workers, {how}"
-        f"{', without least tensor lifetimes' if a.no_lifetimes else ''}\n"
+        f"{', without least tensor lifetimes' if a.no_lifetimes else ''}"
+        f"{', without the orders the cap forces' if a.no_cap_orders else ''}\n"
     )
     print(
         "| model | piece | ops | units | cap | status | time s | makespan | bound | "

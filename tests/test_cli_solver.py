@@ -141,6 +141,24 @@ def test_cap_refuted_by_search_is_an_error(tmp_path: Path) -> None:
     assert (ok["status"], ok["makespan"], ok["peak_memory"]) == ("OPTIMAL", 2, 21)
 
 
+def test_cap_refuted_by_forced_orders_is_an_error(tmp_path: Path) -> None:
+    # c and d each need 22 B while the other is unfinished; the memory bound sees 17 B
+    from tests.analysis.test_cap_orders import neither
+
+    g = neither()
+    path = tmp_path / "neither.json"
+    path.write_text(json.dumps(g.to_dict()))
+    out = tmp_path / "s.json"
+    r = invoke("solve", path, "-k", "2", "--memory-cap", "17", "-o", out)
+    assert r.exit_code == 2 and not out.exists()
+    assert r.stderr == (
+        f"opsched: error: {path}: no schedule exists: ops 'c' and 'd' cannot run in either "
+        "order within the memory cap (each would run while the other's tensors are live)\n"
+    )
+    ok = invoke_json("solve", path, "-k", "2", "--memory-cap", "22")
+    assert (ok["status"], ok["makespan"], ok["peak_memory"]) == ("OPTIMAL", 4, 22)
+
+
 def test_time_limit() -> None:
     # STG rand0000 with 300 tasks on 4 units is not proven in 2 s: the call stops by then
     doc = invoke_json("solve", STG300, "-k", "4", "--time-limit", "2")

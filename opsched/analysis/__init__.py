@@ -1,7 +1,8 @@
 """Analysis of op graphs: plain functions over :class:`~opsched.ir.OpGraph`.
 
 Topological order, ASAP/ALAP, slack, critical path, t-level/b-level, the parallelism
-profile, Amdahl's law, makespan lower bounds and lower bounds on the memory any schedule needs.
+profile, Amdahl's law, makespan lower bounds, lower bounds on the memory any schedule needs,
+and the op orders a memory cap forces.
 """
 
 from opsched.analysis.bounds import (
@@ -13,6 +14,7 @@ from opsched.analysis.bounds import (
     parallelism_profile,
     serial_ops,
 )
+from opsched.analysis.cap_orders import CapOrders, cap_orders
 from opsched.analysis.memory_cut import live_memory_bound
 from opsched.analysis.paths import (
     CriticalPath,
@@ -29,11 +31,13 @@ from opsched.analysis.topo import topo_indices, topological_order
 
 __all__ = [
     "Amdahl",
+    "CapOrders",
     "CriticalPath",
     "LowerBounds",
     "amdahl",
     "analyze",
     "b_level",
+    "cap_orders",
     "critical_path",
     "earliest_starts",
     "latest_starts",

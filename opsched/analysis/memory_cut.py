@@ -37,12 +37,13 @@ lower bound (exact whenever the total fits, as on every graph of the tests).
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 import numpy as np
 
 from opsched.ir.graph import OpGraph
 
-__all__ = ["MEMORY_CUT_MAX_OPS", "live_memory_bound"]
+__all__ = ["MEMORY_CUT_MAX_OPS", "CutNetwork", "live_memory_bound"]
 
 #: Graphs with more ops than this get only the simple bound. The cut costs n x n bits and a
 #: maximum flow per op that could still raise it: on random layered graphs (seeds 0-2) at
@@ -85,76 +86,131 @@ def live_memory_bound(graph: OpGraph) -> tuple[int, int | None]:
     return cached
 
 
-def _live_memory_bound(graph: OpGraph) -> tuple[int, int | None]:
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import maximum_flow
+class CutNetwork:
+    """The arcs every state cut of ``graph`` shares, in integer quanta.
 
+    Nodes ``0..n-1`` are ops (source side = finished), then one helper node per op whose
+    tensor has readers, then ``source`` and ``sink``. Arcs: reader -> predecessor (infinite:
+    the finished set is closed under predecessors), ``u -> u'`` of capacity ``out_u`` and
+    ``u' -> reader`` (infinite: the tensor is held while a reader is not finished), ``u ->
+    sink`` of capacity ``out_u`` for a graph output without readers (held to the end).
+    ``quantum`` bytes per capacity unit, sizes rounded down, so every cut stays a lower bound.
+    """
+
+    def __init__(self, graph: OpGraph) -> None:
+        n = self.n = graph.num_ops
+        out = graph.output_sizes.astype(np.int64)
+        pp, pi = graph.pred_ptr, graph.pred_idx
+        sp, si = graph.succ_ptr, graph.succ_idx
+        self.has_readers = np.diff(sp) > 0
+        self.held = np.fromiter((op.output for op in graph.ops), bool, n) & ~self.has_readers
+        self.kept = np.where(self.has_readers | self.held, out, 0)
+        self.quantum = max(1, -(-int(self.kept.sum()) // _FINITE_TOTAL))
+        cap = self.kept // self.quantum  # rounded down: the cut stays a lower bound
+        tensor = np.flatnonzero(self.has_readers & (cap > 0))  # ops given a helper node
+        helper = np.full(n, -1)
+        helper[tensor] = np.arange(n, n + len(tensor))
+        self.source, self.sink = n + len(tensor), n + len(tensor) + 1
+        rows: list[np.ndarray] = []
+        cols: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
+        consumer = np.repeat(np.arange(n), np.diff(pp))
+        _arcs(rows, cols, vals, consumer, pi, _INF)  # reader -> predecessor
+        _arcs(rows, cols, vals, tensor, helper[tensor], cap[tensor])
+        for u in tensor:
+            readers = si[sp[u] : sp[u + 1]]
+            _arcs(rows, cols, vals, np.full(len(readers), helper[u]), readers, _INF)
+        hold = np.flatnonzero(self.held & (cap > 0))
+        _arcs(rows, cols, vals, hold, np.full(len(hold), self.sink), cap[hold])
+        self.base = (np.concatenate(rows), np.concatenate(cols), np.concatenate(vals))
+
+    def least(
+        self,
+        finished: np.ndarray,
+        unfinished: np.ndarray,
+        extra: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> tuple[int, np.ndarray | None]:
+        """Least bytes the finished ops hold, over states with ``finished`` ops done and
+        ``unfinished`` ops not; ``extra`` more closure arcs ``(later, earlier)``.
+
+        Returns the bytes (a multiple of ``quantum``, rounded down) and the residual flow's
+        source side (``None`` when ``finished`` is empty: the state with nothing done).
+        """
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import maximum_flow
+
+        if len(finished) == 0:
+            return 0, None
+        r, c, x = self.base
+        parts_r = [r, np.full(len(finished), self.source), unfinished]
+        parts_c = [c, finished, np.full(len(unfinished), self.sink)]
+        parts_x = [x, np.full(len(finished) + len(unfinished), _INF)]
+        if extra is not None and len(extra[0]):
+            parts_r.append(extra[0])
+            parts_c.append(extra[1])
+            parts_x.append(np.full(len(extra[0]), _INF))
+        size = self.sink + 1
+        m = csr_array(
+            (np.concatenate(parts_x).astype(np.int32),
+             (np.concatenate(parts_r), np.concatenate(parts_c))), shape=(size, size),
+        )  # fmt: skip
+        m.sum_duplicates()
+        res = maximum_flow(m, self.source, self.sink)
+        return int(res.flow_value) * self.quantum, _source_side(m, res.flow, self.source)
+
+
+def _source_side(cap: Any, flow: Any, source: int) -> np.ndarray:
+    """Nodes reachable from ``source`` in the residual graph (the least minimum-cut side)."""
+    from scipy.sparse.csgraph import breadth_first_order
+
+    residual = (cap - flow).tocsr()
+    residual.data = np.where(residual.data > 0, 1, 0)
+    residual.eliminate_zeros()
+    order = breadth_first_order(residual, source, directed=True, return_predecessors=False)
+    side = np.zeros(cap.shape[0], dtype=bool)
+    side[order] = True
+    return side
+
+
+def _live_memory_bound(graph: OpGraph) -> tuple[int, int | None]:
     n = graph.num_ops
     runs = graph.durations > 0
     if n == 0 or not runs.any():
         return 0, None
+    net = CutNetwork(graph)
     out = graph.output_sizes.astype(np.int64)
     ws = graph.workspace_sizes.astype(np.int64)
     pp, pi = graph.pred_ptr, graph.pred_idx
-    sp, si = graph.succ_ptr, graph.succ_idx
-    has_readers = np.diff(sp) > 0
-    held = np.fromiter((op.output for op in graph.ops), bool, n) & ~has_readers
-    kept = np.where(has_readers | held, out, 0)
-    quantum = max(1, -(-int(kept.sum()) // _FINITE_TOTAL))
-    cap = kept // quantum  # rounded down: the cut stays a lower bound
-
-    # Two feasible states of each op give an upper estimate of its cut, so that only ops
-    # that could still raise the bound need a flow: F = its ancestors, and F = every op but
-    # it and its descendants (n x n bits; [v, u] below is about op u in v's state).
-    anc = _ancestors(graph)
-    later = anc.T | np.eye(n, dtype=bool)  # v itself and its descendants
-    reader_outside = np.zeros((n, n), dtype=bool)  # u has a reader not among v's ancestors
-    reader_later = np.zeros((n, n), dtype=bool)  # u has a reader among v and its descendants
-    for u in np.flatnonzero(has_readers):
-        readers = si[sp[u] : sp[u + 1]]
-        reader_outside[:, u] = ~anc[:, readers].all(axis=1)
-        reader_later[:, u] = later[:, readers].any(axis=1)
-    weight = kept.astype(np.float64)  # exact: byte totals stay far below 2**53
-    least = (anc & (reader_outside | held)).astype(np.float64) @ weight
-    most = (~later & (reader_later | held)).astype(np.float64) @ weight
-    estimate = np.minimum(least, most)
-
-    # the arcs every cut shares: closure, tensors through helper nodes, held outputs
-    tensor = np.flatnonzero(has_readers & (cap > 0))  # ops whose tensor gets a helper node
-    helper = np.full(n, -1)
-    helper[tensor] = np.arange(n, n + len(tensor))
-    source, sink = n + len(tensor), n + len(tensor) + 1
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    vals: list[np.ndarray] = []
-    consumer = np.repeat(np.arange(n), np.diff(pp))
-    _arcs(rows, cols, vals, consumer, pi, _INF)  # reader -> predecessor
-    _arcs(rows, cols, vals, tensor, helper[tensor], cap[tensor])
-    for u in tensor:
-        readers = si[sp[u] : sp[u + 1]]
-        _arcs(rows, cols, vals, np.full(len(readers), helper[u]), readers, _INF)
-    hold = np.flatnonzero(held & (cap > 0))
-    _arcs(rows, cols, vals, hold, np.full(len(hold), sink), cap[hold])
-    base = (np.concatenate(rows), np.concatenate(cols), np.concatenate(vals))
-
+    estimate = np.minimum(*_estimates(graph, net, _ancestors(graph)))
     own = out + ws
     best, best_v = 0, None
     for v in sorted(np.flatnonzero(runs).tolist(), key=lambda v: -(estimate[v] + own[v])):
         if estimate[v] + own[v] <= best:
             break  # no state of a later op can beat the best (sorted by the upper estimate)
-        preds = pi[pp[v] : pp[v + 1]]
-        if len(preds) == 0:
-            value = 0
-        else:
-            r = np.concatenate([base[0], np.full(len(preds), source), [v]])
-            c = np.concatenate([base[1], preds, [sink]])
-            x = np.concatenate([base[2], np.full(len(preds), _INF), [_INF]])
-            m = csr_array((x.astype(np.int32), (r, c)), shape=(sink + 1, sink + 1))
-            value = int(maximum_flow(m, source, sink).flow_value) * quantum
+        value, _ = net.least(pi[pp[v] : pp[v + 1]], np.array([v]))
         total = value + int(own[v])
         if total > best:
             best, best_v = total, v
     return best, best_v
+
+
+def _estimates(graph: OpGraph, net: CutNetwork, anc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per op the bytes held in two feasible states, upper estimates of its least state:
+    ``F`` = its ancestors, and ``F`` = every op but it and its descendants (``anc``: n x n
+    bits, ``anc[v, u]``: ``u`` is an ancestor of ``v``)."""
+    n = graph.num_ops
+    sp, si = graph.succ_ptr, graph.succ_idx
+    later = anc.T | np.eye(n, dtype=bool)  # v itself and its descendants
+    reader_outside = np.zeros((n, n), dtype=bool)  # u has a reader not among v's ancestors
+    reader_later = np.zeros((n, n), dtype=bool)  # u has a reader among v and its descendants
+    for u in np.flatnonzero(net.has_readers):
+        readers = si[sp[u] : sp[u + 1]]
+        reader_outside[:, u] = ~anc[:, readers].all(axis=1)
+        reader_later[:, u] = later[:, readers].any(axis=1)
+    weight = net.kept.astype(np.float64)  # exact: byte totals stay far below 2**53
+    least = (anc & (reader_outside | net.held)).astype(np.float64) @ weight
+    most = (~later & (reader_later | net.held)).astype(np.float64) @ weight
+    return least, most
 
 
 def _arcs(

@@ -12,12 +12,9 @@ from opsched.solver import solve_brute_force
 from tests.solver.test_cross_check import random_graph
 
 
-def test_least_state_finishes_the_other_branch() -> None:
-    # a (10) feeds b -> w and c -> z; w and z feed f. While w runs, b's output (1) and w's
-    # own (20) are live, and a stays live (10) unless c has finished too; then c's output
-    # is live (2) unless z has finished, leaving z's (1). The least state finishes c and z:
-    # 1 + 20 + 1 = 22, where the simple bound sees 21 and "a not freed" would be 31.
-    g = OpGraph((
+def branches() -> OpGraph:
+    """``a`` (10 B) feeds ``b -> w`` and ``c -> z``, which join in ``f``; ``w`` makes 20 B."""
+    return OpGraph((
         Op("a", 1, output_bytes=10),
         Op("b", 1, deps=("a",), output_bytes=1),
         Op("c", 1, deps=("a",), output_bytes=2),
@@ -25,6 +22,14 @@ def test_least_state_finishes_the_other_branch() -> None:
         Op("z", 1, deps=("c",), output_bytes=1),
         Op("f", 1, deps=("w", "z"), output=True),
     ))  # fmt: skip
+
+
+def test_least_state_finishes_the_other_branch() -> None:
+    # While w runs, b's output (1) and w's own (20) are live, and a stays live (10) unless c
+    # has finished too; then c's output is live (2) unless z has finished, leaving z's (1).
+    # The least state finishes c and z: 1 + 20 + 1 = 22, where the simple bound sees 21 and
+    # "a not freed" would be 31.
+    g = branches()
     need, v = live_memory_bound(g)
     assert (need, g.ops[v].name) == (22, "w")
     assert min_memory_bound(g, cut=False)[0] == 21  # w: input 1 + output 20; f: inputs 21

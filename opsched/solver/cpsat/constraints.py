@@ -1,9 +1,9 @@
 """Constraint families of the CP-SAT model, one short method each.
 
 :meth:`Constraints.add_constraints` is the table of contents: it adds, in order,
-precedence, compute units, named resources, the memory cap (or the peak definition), the
-makespan as the latest end, and the redundant tail constraints that tie the makespan to
-every op's remaining critical path.
+precedence (with the orders a memory cap forces), compute units, named resources, the memory
+cap (or the peak definition), the makespan as the latest end, and the redundant tail
+constraints that tie the makespan to every op's remaining critical path.
 """
 
 from __future__ import annotations
@@ -34,12 +34,15 @@ class Constraints:
             self.makespan_tails()
 
     def precedence(self) -> None:
-        """``start(v) >= start(u) + d(u)`` for every dependency ``u -> v``."""
+        """``start(v) >= start(u) + d(u)`` for every dependency ``u -> v``, and for every
+        order the memory cap forces (``Variables.orders``)."""
         s, d = self.v.start, self.d
         for v, op in enumerate(self.g.ops):
             for dep in op.deps:
                 u = self.g.index(dep)
                 self.m.add(s[v] >= s[u] + d[u])
+        for u, v in self.v.orders:
+            self.m.add(s[v] >= s[u] + d[u])
 
     def _cumulative(self, resource: str, capacity: int | None) -> None:
         if capacity is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -60,6 +61,8 @@ class Params:
     ``"reservoir"`` (allocation and free events), under a memory cap.
     ``linearization_level``: CP-SAT's LP relaxation (2 adds cumulative cuts); None: CP-SAT's
     default (measured on hard J30 instances: ``benchmarks/bench_j30_hard.py``).
+    ``cap_orders``: under a memory cap, add the precedences the cap forces
+    (:func:`opsched.analysis.cap_orders.cap_orders`) and refute a cap two ops cannot share.
     """
 
     time_limit: float = 10.0
@@ -77,6 +80,7 @@ class Params:
     full_search: bool = True
     memory_model: str = "cumulative"
     linearization_level: int | None = None
+    cap_orders: bool = True
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
@@ -137,11 +141,13 @@ class CpsatModel:
         horizon: int | None = None,
         hint_starts: list[int] | None = None,
         params: Params | None = None,
+        tick: Problem | None = None,
+        orders: Sequence[tuple[int, int]] = (),
     ) -> None:
         params = params or Params()
         self.problem = problem
         self.scaling = scaling or choose_scaling(problem.graph, problem.memory_cap)
-        self.tick = tick_problem(problem, self.scaling)
+        self.tick = tick if tick is not None else tick_problem(problem, self.scaling)
         self.model = cp_model.CpModel()
         if hint_starts is None:  # the greedy schedule: a hint, and the horizon if none given
             greedy_ms, hint_starts = self.heuristic_upper_bound()
@@ -162,6 +168,7 @@ class CpsatModel:
             lifetimes=params.lifetimes,
             tails=params.tails,
             memory_model=params.memory_model,
+            orders=tuple(orders),
         )
         self.vars.build()
         Constraints(self.vars).add_constraints()

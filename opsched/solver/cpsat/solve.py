@@ -16,14 +16,18 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
+from opsched.analysis.cap_orders import cap_orders, flow_budget
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
-from opsched.solver.cpsat.model import CpsatModel, Params, assign_units
+from opsched.solver.cpsat.model import CpsatModel, Params, assign_units, tick_problem
 from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.solver.scaling import choose_scaling
 from opsched.units import format_bytes
 
-__all__ = ["solve_cpsat"]
+__all__ = ["CAP_ORDER_SHARE", "solve_cpsat"]
+
+#: Share of the time limit the orders a memory cap forces may take (as a flow count).
+CAP_ORDER_SHARE = 0.1
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -95,6 +99,19 @@ def solve_cpsat(
     scaling = choose_scaling(problem.graph, problem.memory_cap)
     sum_ticks = int(sum(scaling.durations))
     info: dict[str, Any] = {"objective": obj.value, "scaling": scaling.to_dict(), "stages": []}
+    tick = tick_problem(problem, scaling)
+    orders: tuple[tuple[int, int], ...] = ()
+    if params.cap_orders and scaling.cap is not None:
+        # computed on the integer problem the model solves (its sizes and cap in quanta),
+        # with at most a tenth of the time limit's worth of maximum flows
+        n = problem.graph.num_ops
+        forced = cap_orders(tick.graph, scaling.cap, flow_budget(n, CAP_ORDER_SHARE * time_limit))
+        if forced.conflict is not None:
+            info["reason"] = forced.describe_conflict(problem.graph)
+            return _no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0)
+        orders = forced.edges
+        info["cap_orders"] = {"orders": len(orders), "flows": forced.flows,
+                              "complete": forced.complete}  # fmt: skip
     limit_ticks = None
     if makespan_limit is not None:
         limit_ticks = math.floor(makespan_limit * scaling.time_scale + 1e-9)
@@ -116,6 +133,8 @@ def solve_cpsat(
             horizon=horizon,
             hint_starts=hint_starts,
             params=params,
+            tick=tick,
+            orders=orders,
         )
         if kind == "makespan":
             if peak_bounded and bound is not None:
@@ -220,7 +239,9 @@ def _no_schedule(
 ) -> Schedule:
     if cp_status == "INFEASIBLE" and exact:
         cap = problem.memory_cap
-        if makespan_limit is not None and cap is not None:
+        if "reason" in info:
+            pass  # proven before the search (the orders a memory cap forces)
+        elif makespan_limit is not None and cap is not None:
             info["reason"] = (
                 f"CP-SAT proved that no schedule ends by {makespan_limit:g} within the memory "
                 f"cap of {format_bytes(cap)} ({cap} B)"

@@ -54,6 +54,9 @@ class Variables:
     lifetimes: bool = True  #: tensor intervals at least the outputs' least lifetimes
     tails: bool = True  #: redundant makespan >= start + tail constraints
     memory_model: str = "cumulative"  #: or "reservoir" (under a cap; measured, see docs)
+    #: ``(i, j)``: ``i`` ends before ``j`` starts, forced by the memory cap
+    #: (:func:`opsched.analysis.cap_orders.cap_orders`); precedence constraints like the edges
+    orders: tuple[tuple[int, int], ...] = ()
 
     def build(self) -> None:
         m = self.model
