@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from opsched._clikit import (
     _emit_json,
     _parse_resources,
+    cap_option,
     handle_errors,
     json_option,
+    machine_from_options,
     res_option,
     units_option,
 )
@@ -30,6 +33,9 @@ from opsched.errors import OpschedError
 
 # re-exported: these commands live in opsched.solve_commands (registered below)
 from opsched.solve_commands import OBJECTIVES, pareto, solve, solvers, validate
+
+if TYPE_CHECKING:
+    from opsched.ir.graph import OpGraph
 
 __all__ = [
     "OBJECTIVES",
@@ -116,17 +122,28 @@ def demo_critical_path(units: int | None, as_json: bool) -> None:
 @click.argument("graph", type=click.Path(path_type=Path))
 @units_option
 @res_option
+@cap_option
 @json_option
 @handle_errors
-def analyze(graph: Path, units: int | None, resources: str | None, as_json: bool) -> None:
-    """Ops, edges, work, critical path, lower bounds, parallelism, Amdahl, least memory."""
+def analyze(
+    graph: Path, units: int | None, resources: str | None, memory_cap: str | None, as_json: bool
+) -> None:
+    """Ops, edges, work, critical path, lower bounds, parallelism, Amdahl, least memory.
+
+    With ``--memory-cap``, also the op orders that cap forces (one must end before the other
+    starts in every schedule within it) and the critical path with them; a cap no schedule
+    can meet is an error (exit 2).
+    """
     from opsched.analysis import analyze as run
     from opsched.importers import read_graph
     from opsched.units import format_bytes
 
+    cap = machine_from_options(None, memory_cap, None).memory_cap  # the option's errors first
     g = read_graph(graph)
     caps = {**g.resources, **_parse_resources(resources)}
     a = run(g, units, caps)
+    if cap is not None:
+        a["cap_orders"] = _cap_orders_summary(g, cap, graph)
     if as_json:
         _emit_json(a)
         return
@@ -154,6 +171,37 @@ def analyze(graph: Path, units: int | None, resources: str | None, as_json: bool
         f"memory every schedule needs, at least: {format_bytes(mm['bytes'])} ({mm['bytes']} B), "
         f"{mm['needed_by']}"
     )
+    if cap is not None:
+        co = a["cap_orders"]
+        pairs = [f"{i} -> {j}" for i, j in co["orders"]]
+        shown = ", ".join(pairs[:12]) + (f", ... ({len(pairs)} in all)" if len(pairs) > 12 else "")
+        stop = "" if co["complete"] else f" (search stopped after {co['flows']} flows)"
+        click.echo(
+            f"orders a memory cap of {format_bytes(cap)} forces: {len(pairs)}{stop}"
+            + (f": {shown}" if pairs else "")
+        )
+        click.echo(f"critical path with them: {co['critical_path']:g}")
+
+
+def _cap_orders_summary(g: OpGraph, cap: int, graph: Path) -> dict[str, object]:
+    """The orders ``cap`` forces on ``g`` (names), or the one-line error if it is impossible."""
+    from opsched.analysis.cap_orders import cap_orders, ordered_critical_path
+    from opsched.errors import ProblemError
+    from opsched.problem import Machine, Problem
+
+    reason = Problem(g, Machine(memory_cap=cap)).infeasibility_reason(cut=True)
+    r = cap_orders(g, cap - g.persistent_bytes)
+    reason = reason or r.describe_conflict(g)
+    if reason is not None:
+        raise ProblemError(f"no schedule exists: {reason}", str(graph))
+    names = [g.ops[k].name for k in range(g.num_ops)]
+    return {
+        "memory_cap": cap,
+        "orders": [[names[i], names[j]] for i, j in r.edges],
+        "complete": r.complete,
+        "flows": r.flows,
+        "critical_path": ordered_critical_path(g, r.edges),
+    }
 
 
 # ---------------------------------------------------------------------------------- convert

@@ -159,6 +159,31 @@ def test_cap_refuted_by_forced_orders_is_an_error(tmp_path: Path) -> None:
     assert (ok["status"], ok["makespan"], ok["peak_memory"]) == ("OPTIMAL", 4, 22)
 
 
+def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
+    from tests.analysis.test_cap_orders import neither
+    from tests.analysis.test_memory_cut import branches
+
+    path = tmp_path / "branches.json"
+    path.write_text(json.dumps(branches().to_dict()))
+    r = invoke("analyze", path, "--memory-cap", "22")
+    assert r.exit_code == 0
+    assert r.stdout.splitlines()[-2:] == [
+        "orders a memory cap of 22B forces: 2: c -> w, z -> w",
+        "critical path with them: 5",  # a, c, z, then w, f (4 without the orders)
+    ]
+    doc = invoke_json("analyze", path, "--memory-cap", "31")
+    assert doc["cap_orders"]["orders"] == [] and doc["cap_orders"]["critical_path"] == 4
+    # impossible caps: below the memory bound, and two ops in neither order
+    r = invoke("analyze", path, "--memory-cap", "21")
+    assert r.exit_code == 2 and "is below the 22B" in r.stderr and r.stderr.count("\n") == 1
+    path2 = tmp_path / "neither.json"
+    path2.write_text(json.dumps(neither().to_dict()))
+    r = invoke("analyze", path2, "--memory-cap", "17")
+    assert r.exit_code == 2 and "ops 'c' and 'd' cannot run in either order" in r.stderr
+    r = invoke("analyze", path2, "--memory-cap", "lots")
+    assert r.exit_code == 2 and r.stderr.startswith("opsched: error: --memory-cap: ")
+
+
 def test_time_limit() -> None:
     # STG rand0000 with 300 tasks on 4 units is not proven in 2 s: the call stops by then
     doc = invoke_json("solve", STG300, "-k", "4", "--time-limit", "2")

@@ -58,7 +58,7 @@ from scipy.sparse import csr_array
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors, _estimates
 from opsched.ir.graph import OpGraph
 
-__all__ = ["CAP_ORDER_MAX_FLOWS", "CapOrders", "cap_orders", "flow_budget"]
+__all__ = ["CAP_ORDER_MAX_FLOWS", "CapOrders", "cap_orders", "flow_budget", "ordered_critical_path"]
 
 #: Maximum flows one call may run by default.
 CAP_ORDER_MAX_FLOWS = 20_000
@@ -215,3 +215,35 @@ def _merge(
         anc[np.ix_(after, anc[i] | (np.arange(n) == i))] = True
         edges.append((i, j))
     return None
+
+
+def ordered_critical_path(graph: OpGraph, edges: tuple[tuple[int, int], ...]) -> float:
+    """The longest path of ``graph`` with the orders ``edges`` added (a makespan lower bound
+    for every schedule that obeys them).
+
+    >>> from opsched.ir import Op, OpGraph
+    >>> g = OpGraph((Op("a", 2), Op("b", 3)))
+    >>> ordered_critical_path(g, ()), ordered_critical_path(g, ((0, 1),))
+    (3.0, 5.0)
+    """
+    n = graph.num_ops
+    pp, pi = graph.pred_ptr, graph.pred_idx
+    preds = [pi[pp[v] : pp[v + 1]].tolist() for v in range(n)]
+    for i, j in edges:
+        preds[j].append(i)
+    pending = [len(p) for p in preds]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for v, ps in enumerate(preds):
+        for u in ps:
+            succs[u].append(v)
+    d = graph.durations
+    finish = np.zeros(n)
+    ready = [v for v in range(n) if pending[v] == 0]
+    while ready:
+        v = ready.pop()
+        finish[v] = d[v] + max((finish[u] for u in preds[v]), default=0.0)
+        for w in succs[v]:
+            pending[w] -= 1
+            if pending[w] == 0:
+                ready.append(w)
+    return float(finish.max()) if n else 0.0

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from opsched.analysis import min_memory_bound
-from opsched.analysis.cap_orders import cap_orders
-from opsched.analysis.paths import earliest_starts
+from opsched.analysis.cap_orders import cap_orders, ordered_critical_path
 from opsched.ir import Op, OpGraph
 from opsched.liveness import peak_memory
 from opsched.problem import Machine, Problem
@@ -135,28 +134,8 @@ def test_randwire_stage4_at_its_least_peak() -> None:
     least = min_memory_bound(g)[0]  # = the best one-unit order's peak (test_memory_cut)
     r = cap_orders(g, least - g.persistent_bytes)
     assert r.complete and r.conflict is None
-    d = g.durations
-
-    def critical_path(edges: tuple[tuple[int, int], ...]) -> float:
-        extra: dict[int, list[int]] = {}
-        for i, j in edges:
-            extra.setdefault(j, []).append(i)
-        finish = np.zeros(g.num_ops)
-        order = np.argsort(earliest_starts(g), kind="stable")
-        # earliest starts order the graph's own arcs; relax until the orders settle too
-        for _ in range(g.num_ops):
-            changed = False
-            for v in order.tolist():
-                preds = [g.index(x) for x in g.ops[v].deps] + extra.get(v, [])
-                f = d[v] + max((finish[u] for u in preds), default=0.0)
-                if f != finish[v]:
-                    finish[v], changed = f, True
-            if not changed:
-                break
-        return float(finish.max())
-
     # measured: 48 orders; the critical path (placeholder durations) grows from 139 to 153
     assert len(r.edges) >= 40
-    assert critical_path(()) == 139 and critical_path(r.edges) == 153
+    assert ordered_critical_path(g, ()) == 139 and ordered_critical_path(g, r.edges) == 153
     # a loose cap forces nothing
     assert cap_orders(g, 2 * least).edges == ()
