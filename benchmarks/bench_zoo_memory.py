@@ -79,6 +79,21 @@ def piece_graphs(gpu: str | None, tick: float) -> list[tuple[str, str, OpGraph]]
     return out
 
 
+def cap_floor(g: OpGraph) -> int:
+    """The lowest cap the table uses: the peak of the best one-unit order opsched finds (a
+    schedule under it exists), or the memory bound if that were higher."""
+    return max(min_memory_bound(g)[0], order_peak(g, min_memory_order(g)))
+
+
+def uncapped_peak(base: Problem) -> int:
+    """The lower peak of the two greedy schedules without a cap: the caps' 100 %."""
+    return min(
+        s.peak_memory
+        for s in (greedy(base, "b-level"), greedy(base, "fifo"))
+        if s.peak_memory is not None
+    )
+
+
 def bounds_table(gpu: str | None, tick: float, only: str | None) -> None:
     """The least peak of each piece: the simple bound, the minimum-cut bound and the best
     one-unit order opsched finds (an upper bound: the least peak lies in between)."""
@@ -121,15 +136,10 @@ def main() -> None:
     for model, label, g in piece_graphs(a.gpu, a.tick):
         if a.only and a.only not in label:
             continue
-        need, _ = min_memory_bound(g)
-        need = max(need, order_peak(g, min_memory_order(g)))
+        need = cap_floor(g)
         for k in a.units:
             base = Problem(g, Machine(units=k))
-            peak0 = min(
-                s.peak_memory
-                for s in (greedy(base, "b-level"), greedy(base, "fifo"))
-                if s.peak_memory is not None
-            )
+            peak0 = uncapped_peak(base)
             for frac in a.fractions:
                 cap = max(need, int(frac * peak0))
                 p = base.with_machine(memory_cap=cap)

@@ -190,8 +190,9 @@ def _cap_orders_summary(g: OpGraph, cap: int, graph: Path) -> dict[str, object]:
     from opsched.problem import Machine, Problem
 
     reason = Problem(g, Machine(memory_cap=cap)).infeasibility_reason(cut=True)
-    r = cap_orders(g, cap - g.persistent_bytes)
-    reason = reason or r.describe_conflict(g)
+    if reason is None:
+        r = cap_orders(g, cap - g.persistent_bytes)
+        reason = r.describe_conflict(g)
     if reason is not None:
         raise ProblemError(f"no schedule exists: {reason}", str(graph))
     names = [g.ops[k].name for k in range(g.num_ops)]

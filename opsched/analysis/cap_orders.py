@@ -18,7 +18,8 @@ so the search repeats until no new order appears. Two ops that can run in neithe
 or an op that cannot run at all once the orders are in, prove that no schedule fits the cap.
 
 Under a tight cap these orders are many: on RandWire's stage4 (93 ops after fusion) at the
-least peak any schedule can have, 111, which lengthen the critical path from 139 to 153. The
+least peak any schedule can have, 48 (not counting those the others imply), which lengthen
+the critical path from 139 to 153 (``benchmarks/bench_cap_orders.py``). The
 exact solver adds them as precedence constraints (docs/cpsat-model.md, "Orders a memory cap
 forces").
 
@@ -50,12 +51,13 @@ as well (else 2 + 1 + 20 = 23); with 21, ``w`` cannot run at all.
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.sparse import csr_array
 
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors, _estimates
+from opsched.analysis.paths import critical_path
 from opsched.ir.graph import OpGraph
 
 __all__ = ["CAP_ORDER_MAX_FLOWS", "CapOrders", "cap_orders", "flow_budget", "ordered_critical_path"]
@@ -67,9 +69,11 @@ CAP_ORDER_MAX_FLOWS = 20_000
 def flow_budget(num_ops: int, seconds: float) -> int:
     """Maximum flows that take about ``seconds`` on a graph of ``num_ops`` ops.
 
-    Measured on this project's 2-core machine, random layered graphs at tight caps: 0.35 ms
-    per flow at 100 ops, 0.5 at 200, 0.75 at 300, 1.3 at 500, 1.9 at 700. A count, not a
-    clock, so that a deterministic solve stays deterministic.
+    ``0.25 + 0.0025 * num_ops`` ms per flow, a little above what
+    ``benchmarks/bench_cap_orders.py --layered`` measured on this project's 2-core machine
+    (random layered graphs at tight caps: 0.3-0.5 ms per flow at 100 ops, 0.4-0.5 at 200,
+    0.6 at 300, 1.0-1.3 at 500, 1.7 at 700), so the budget errs short. A count, not a clock,
+    so that a deterministic solve stays deterministic.
 
     >>> flow_budget(100, 1.0), flow_budget(700, 1.0)
     (2000, 500)
@@ -168,7 +172,7 @@ def _cap_orders(graph: OpGraph, free: int, max_flows: int) -> CapOrders:
                 stopped = True
                 break
             before = np.flatnonzero(anc[j])  # j's ancestors, through the orders found too
-            value, side = net.least(before, np.array([j]), extra)
+            value, side = net.least(before, np.array([j]), extra, side=True)
             flows += 1
             if value + own[j] > free:
                 return CapOrders(tuple(edges), (j, j), flows, True)
@@ -218,32 +222,16 @@ def _merge(
 
 
 def ordered_critical_path(graph: OpGraph, edges: tuple[tuple[int, int], ...]) -> float:
-    """The longest path of ``graph`` with the orders ``edges`` added (a makespan lower bound
-    for every schedule that obeys them).
+    """The critical path of ``graph`` with the orders ``edges`` added as dependencies (a
+    makespan lower bound for every schedule that obeys them).
 
     >>> from opsched.ir import Op, OpGraph
     >>> g = OpGraph((Op("a", 2), Op("b", 3)))
     >>> ordered_critical_path(g, ()), ordered_critical_path(g, ((0, 1),))
     (3.0, 5.0)
     """
-    n = graph.num_ops
-    pp, pi = graph.pred_ptr, graph.pred_idx
-    preds = [pi[pp[v] : pp[v + 1]].tolist() for v in range(n)]
+    before: dict[int, tuple[str, ...]] = {}
     for i, j in edges:
-        preds[j].append(i)
-    pending = [len(p) for p in preds]
-    succs: list[list[int]] = [[] for _ in range(n)]
-    for v, ps in enumerate(preds):
-        for u in ps:
-            succs[u].append(v)
-    d = graph.durations
-    finish = np.zeros(n)
-    ready = [v for v in range(n) if pending[v] == 0]
-    while ready:
-        v = ready.pop()
-        finish[v] = d[v] + max((finish[u] for u in preds[v]), default=0.0)
-        for w in succs[v]:
-            pending[w] -= 1
-            if pending[w] == 0:
-                ready.append(w)
-    return float(finish.max()) if n else 0.0
+        before[j] = (*before.get(j, ()), graph.ops[i].name)
+    ops = tuple(replace(op, deps=op.deps + before.get(v, ())) for v, op in enumerate(graph.ops))
+    return critical_path(OpGraph(ops)).length

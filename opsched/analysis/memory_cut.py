@@ -129,12 +129,14 @@ class CutNetwork:
         finished: np.ndarray,
         unfinished: np.ndarray,
         extra: tuple[np.ndarray, np.ndarray] | None = None,
+        side: bool = False,
     ) -> tuple[int, np.ndarray | None]:
         """Least bytes the finished ops hold, over states with ``finished`` ops done and
         ``unfinished`` ops not; ``extra`` more closure arcs ``(later, earlier)``.
 
-        Returns the bytes (a multiple of ``quantum``, rounded down) and the residual flow's
-        source side (``None`` when ``finished`` is empty: the state with nothing done).
+        Returns the bytes (a multiple of ``quantum``, rounded down) and, with ``side``, the
+        residual flow's source side (else ``None``; ``None`` too when ``finished`` is empty:
+        the state with nothing done).
         """
         from scipy.sparse import csr_array
         from scipy.sparse.csgraph import maximum_flow
@@ -156,7 +158,8 @@ class CutNetwork:
         )  # fmt: skip
         m.sum_duplicates()
         res = maximum_flow(m, self.source, self.sink)
-        return int(res.flow_value) * self.quantum, _source_side(m, res.flow, self.source)
+        value = int(res.flow_value) * self.quantum
+        return value, _source_side(m, res.flow, self.source) if side else None
 
 
 def _source_side(cap: Any, flow: Any, source: int) -> np.ndarray:

@@ -107,8 +107,8 @@ def solve_cpsat(
         n = problem.graph.num_ops
         forced = cap_orders(tick.graph, scaling.cap, flow_budget(n, CAP_ORDER_SHARE * time_limit))
         if forced.conflict is not None:
-            info["reason"] = forced.describe_conflict(problem.graph)
-            return _no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0)
+            why = forced.describe_conflict(problem.graph)
+            return _no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0, proof=why)
         orders = forced.edges
         info["cap_orders"] = {"orders": len(orders), "flows": forced.flows,
                               "complete": forced.complete}  # fmt: skip
@@ -236,11 +236,13 @@ def _no_schedule(
     info: dict[str, Any],
     t0: float,
     makespan_limit: float | None = None,
+    proof: str | None = None,
 ) -> Schedule:
+    """The result without a schedule; ``proof``: why none exists, found before the search."""
     if cp_status == "INFEASIBLE" and exact:
         cap = problem.memory_cap
-        if "reason" in info:
-            pass  # proven before the search (the orders a memory cap forces)
+        if proof is not None:
+            info["reason"] = proof
         elif makespan_limit is not None and cap is not None:
             info["reason"] = (
                 f"CP-SAT proved that no schedule ends by {makespan_limit:g} within the memory "
