@@ -5,7 +5,8 @@ unconstrained peak is the peak of the best greedy schedule without a cap; caps a
 100 %, 80 % and 60 % of it (never below the per-op memory bound,
 ``min_memory_bound(g, cut=False)``, which would be trivially infeasible; the README's table
 was made with that floor). CP-SAT minimises the makespan under each cap; a cap below the
-bound with its minimum cut is refuted before any search.
+bound with its minimum cut is refuted before any search, and so is one that no one-unit
+order meets (``opsched.solver.serial``; ``--no-serial-check`` turns that off).
 
 Reproduce (2 cores, about 10 minutes with the defaults):
     python benchmarks/bench_memory.py --sizes 20 30 40 50 60 --seeds 5 --units 2 --time-limit 10
@@ -34,12 +35,16 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--units", type=int, default=2)
     ap.add_argument("--fractions", type=float, nargs="+", default=[1.0, 0.8, 0.6])
+    ap.add_argument("--objective", default="makespan",
+                    help="makespan (default), peak_memory, memory_then_makespan ...")  # fmt: skip
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     ap.add_argument("--no-lifetimes", action="store_true",
                     help="without the least tensor lifetimes, to compare")  # fmt: skip
     ap.add_argument("--no-cap-orders", action="store_true",
                     help="without the orders the memory cap forces, to compare")  # fmt: skip
+    ap.add_argument("--no-serial-check", action="store_true",
+                    help="without the one-unit check of the cap, to compare")  # fmt: skip
     a = ap.parse_args()
 
     table: dict[tuple[int, float], list[tuple[str, float, float | None]]] = {}
@@ -61,8 +66,9 @@ def main() -> None:
                     num_workers=a.workers,
                     lifetimes=not a.no_lifetimes,
                     cap_orders=not a.no_cap_orders,
+                    serial_check=not a.no_serial_check,
                 )
-                r = solve_cpsat(p, time_limit=a.time_limit, params=params)
+                r = solve_cpsat(p, a.objective, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
                     sys.exit(f"INVALID schedule: {g.name} cap {cap}")
                 table.setdefault((n, frac), []).append(
@@ -73,7 +79,7 @@ def main() -> None:
             )
     print(file=sys.stderr)
     print(
-        f"\nCP-SAT, makespan under a memory cap, layered DAGs, {a.units} units, "
+        f"\nCP-SAT, {a.objective} under a memory cap, layered DAGs, {a.units} units, "
         f"time limit {a.time_limit:g} s, {a.seeds} graphs per row\n"
     )
     print(
@@ -93,9 +99,12 @@ def main() -> None:
         )
     print(
         f"\nreproduce: python benchmarks/bench_memory.py --sizes {' '.join(map(str, a.sizes))} "
-        f"--seeds {a.seeds} --units {a.units} --time-limit {a.time_limit:g} --workers {a.workers}"
+        f"--seeds {a.seeds} --units {a.units} --time-limit {a.time_limit:g} --workers {a.workers} "
+        f"--fractions {' '.join(f'{f:g}' for f in a.fractions)}"
         + (" --no-lifetimes" if a.no_lifetimes else "")
         + (" --no-cap-orders" if a.no_cap_orders else "")
+        + (" --no-serial-check" if a.no_serial_check else "")
+        + (f" --objective {a.objective}" if a.objective != "makespan" else "")
     )
 
 

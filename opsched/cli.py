@@ -131,8 +131,8 @@ def analyze(
     """Ops, edges, work, critical path, lower bounds, parallelism, Amdahl, least memory.
 
     With ``--memory-cap``, also the op orders that cap forces (one must end before the other
-    starts in every schedule within it) and the critical path with them; a cap no schedule
-    can meet is an error (exit 2).
+    starts in every schedule within it), the critical path with them, and whether a one-unit
+    order fits (then a schedule exists); a cap no schedule can meet is an error (exit 2).
     """
     from opsched.analysis import analyze as run
     from opsched.importers import read_graph
@@ -181,6 +181,19 @@ def analyze(
             + (f": {shown}" if pairs else "")
         )
         click.echo(f"critical path with them: {co['critical_path']:g}")
+        one = co["one_unit"]
+        if one["fits"]:
+            click.echo(
+                f"a schedule fits: one op at a time, an order peaks at {format_bytes(one['peak'])}"
+                f" ({one['peak']} B)"
+            )
+        else:
+            click.echo(f"whether any schedule fits: unknown (one-unit search stopped after "
+                       f"{one['states']:,} states)")  # fmt: skip
+
+
+#: States the one-unit search of ``analyze --memory-cap`` may keep (a second or two).
+ANALYZE_SERIAL_STATES = 100_000
 
 
 def _cap_orders_summary(g: OpGraph, cap: int, graph: Path) -> dict[str, object]:
@@ -188,11 +201,15 @@ def _cap_orders_summary(g: OpGraph, cap: int, graph: Path) -> dict[str, object]:
     from opsched.analysis.cap_orders import cap_orders, ordered_critical_path
     from opsched.errors import ProblemError
     from opsched.problem import Machine, Problem
+    from opsched.solver.serial import serial_cap_check
 
     reason = Problem(g, Machine(memory_cap=cap)).infeasibility_reason(cut=True)
     if reason is None:
         r = cap_orders(g, cap - g.persistent_bytes)
         reason = r.describe_conflict(g)
+    if reason is None:
+        one = serial_cap_check(g, cap, max_states=ANALYZE_SERIAL_STATES)
+        reason = one.describe(cap) if one.fits is False else None
     if reason is not None:
         raise ProblemError(f"no schedule exists: {reason}", str(graph))
     names = [g.ops[k].name for k in range(g.num_ops)]
@@ -202,6 +219,7 @@ def _cap_orders_summary(g: OpGraph, cap: int, graph: Path) -> dict[str, object]:
         "complete": r.complete,
         "flows": r.flows,
         "critical_path": ordered_critical_path(g, r.edges),
+        "one_unit": {"fits": one.fits, "peak": one.peak, "states": one.states},
     }
 
 

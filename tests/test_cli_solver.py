@@ -120,21 +120,24 @@ def test_impossible_cap_is_a_one_line_error(branches: Path, tmp_path: Path) -> N
     assert r.exit_code == 2 and "is below the 11B" in r.stderr
 
 
-def test_cap_refuted_by_search_is_an_error(tmp_path: Path) -> None:
-    # two graph outputs held to the end: whichever runs last does so beside the other's
-    # output and with its own workspace (21 B), where the bounds see the 20 B held at the end
-    g = OpGraph((
+def _held() -> OpGraph:
+    """Two graph outputs held to the end: whichever runs last does so beside the other's
+    output and with its own workspace (21 B), where the bounds see the 20 B held at the end."""
+    return OpGraph((
         Op("a", 1, output_bytes=10, workspace_bytes=1, output=True),
         Op("b", 1, output_bytes=10, workspace_bytes=3, output=True),
     ), name="held")  # fmt: skip
+
+
+def test_cap_refuted_beyond_the_bounds_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "held.json"
-    path.write_text(json.dumps(g.to_dict()))
+    path.write_text(json.dumps(_held().to_dict()))
     out = tmp_path / "s.json"
     r = invoke("solve", path, "-k", "2", "--memory-cap", "20", "-o", out)
     assert r.exit_code == 2 and not out.exists()
     assert r.stderr.startswith(
-        f"opsched: error: {path}: no schedule exists: CP-SAT proved that no schedule fits in "
-        "20B (20 B)"
+        f"opsched: error: {path}: no schedule exists: no one-unit order stays within 20B "
+        "(20 B) (exhaustive search, "
     )
     assert r.stderr.count("\n") == 1
     ok = invoke_json("solve", path, "-k", "2", "--memory-cap", "21")
@@ -167,12 +170,15 @@ def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
     path.write_text(json.dumps(branches().to_dict()))
     r = invoke("analyze", path, "--memory-cap", "22")
     assert r.exit_code == 0
-    assert r.stdout.splitlines()[-2:] == [
+    assert r.stdout.splitlines()[-3:] == [
         "orders a memory cap of 22B forces: 2: c -> w, z -> w",
         "critical path with them: 5",  # a, c, z, then w, f (4 without the orders)
+        "a schedule fits: one op at a time, an order peaks at 22B (22 B)",
     ]
     doc = invoke_json("analyze", path, "--memory-cap", "31")
     assert doc["cap_orders"]["orders"] == [] and doc["cap_orders"]["critical_path"] == 4
+    assert doc["cap_orders"]["one_unit"]["fits"] is True
+    assert doc["cap_orders"]["one_unit"]["peak"] <= 31
     # impossible caps: below the memory bound, and two ops in neither order
     r = invoke("analyze", path, "--memory-cap", "21")
     assert r.exit_code == 2 and "is below the 22B" in r.stderr and r.stderr.count("\n") == 1
@@ -180,6 +186,12 @@ def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
     path2.write_text(json.dumps(neither().to_dict()))
     r = invoke("analyze", path2, "--memory-cap", "17")
     assert r.exit_code == 2 and "ops 'c' and 'd' cannot run in either order" in r.stderr
+    # two graph outputs: the bounds accept 20 B, no one-unit order (so no schedule) fits
+    path3 = tmp_path / "held.json"
+    path3.write_text(json.dumps(_held().to_dict()))
+    r = invoke("analyze", path3, "--memory-cap", "20")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert "no schedule exists: no one-unit order stays within 20B (20 B)" in r.stderr
     r = invoke("analyze", path2, "--memory-cap", "lots")
     assert r.exit_code == 2 and r.stderr.startswith("opsched: error: --memory-cap: ")
 

@@ -86,13 +86,13 @@ def justify(problem: Problem, schedule: Schedule, max_rounds: int = 10) -> Sched
 
     The result is named ``<solver>+fbi`` and records the rounds in ``info["fbi_rounds"]``.
     """
-    from opsched.heuristics.listsched import _units_only
+    from opsched.heuristics.listsched import units_only
 
     if (
         not schedule.has_schedule
         or problem.memory_cap is not None
         or problem.machine.units is None
-        or not _units_only(problem)
+        or not units_only(problem)
     ):
         return schedule
     t0 = time.perf_counter()

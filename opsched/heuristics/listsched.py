@@ -50,7 +50,7 @@ from opsched.heuristics.greedy import greedy
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
 
-__all__ = ["PLACEMENTS", "list_schedule", "list_solver_name"]
+__all__ = ["PLACEMENTS", "list_schedule", "list_solver_name", "units_only"]
 
 #: Names accepted for ``placement``.
 PLACEMENTS = ("earliest", "insertion", "memory")
@@ -81,7 +81,7 @@ def list_solver_name(priority_rule: str, placement: str) -> str:
     return _REGISTERED.get((priority_rule, placement), f"list-{priority_rule}-{placement}")
 
 
-def _units_only(problem: Problem) -> bool:
+def units_only(problem: Problem) -> bool:
     """True if every op demands at most one unit and nothing else that is limited."""
     g = problem.graph
     caps = problem.capacities
@@ -145,7 +145,7 @@ def list_schedule(
         if prio.shape != (g.num_ops,) or not np.isfinite(prio).all():
             raise ProblemError(f"priority needs {g.num_ops} finite numbers, got {prio.shape}")
 
-    fast = _units_only(problem)
+    fast = units_only(problem)
     cap = problem.memory_cap
     info: dict[str, object] = {"priority": rule_name, "placement": placement}
     result: Schedule | None = None

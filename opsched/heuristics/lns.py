@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from opsched.heuristics.improve import forward_place, justify_arrays
-from opsched.heuristics.listsched import _units_only
+from opsched.heuristics.listsched import units_only
 from opsched.heuristics.portfolio import portfolio
 from opsched.problem import Problem
 from opsched.schedule import Schedule
@@ -130,7 +130,7 @@ def lns(
         not base.has_schedule
         or problem.memory_cap is not None
         or problem.machine.units is None
-        or not _units_only(problem)
+        or not units_only(problem)
         or g.num_ops == 0
     ):
         base.info = {**base.info, "lns": "not applicable (units-only problems without a cap)"}

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.heuristics.listsched import _units_only, list_schedule
+from opsched.heuristics.listsched import list_schedule, units_only
 from opsched.heuristics.memory import min_memory_order
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
@@ -103,7 +103,11 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
 
 
 def memory_list(
-    problem: Problem, *, order_options: dict[str, Any] | None = None, **_: object
+    problem: Problem,
+    *,
+    order_options: dict[str, Any] | None = None,
+    order: np.ndarray | None = None,
+    **_: object,
 ) -> Schedule:
     """Min-memory order as list priority with memory-feasible placement, or b-level if shorter.
 
@@ -111,18 +115,22 @@ def memory_list(
     other limited resource. ``order_options`` go to
     :func:`~opsched.heuristics.memory.min_memory_order` (e.g. ``{"method": "beam",
     "rounds": 1}`` for a fast order; the default search can take seconds at 50-120 ops).
+    ``order``: a one-unit order to use instead of searching for one (e.g. the one
+    :func:`opsched.solver.serial.serial_cap_check` found within the cap).
 
     ``info["order_peak"]`` is the one-unit order's peak; UNKNOWN with a reason if neither
     priority finds a schedule within the cap.
     """
     t0 = time.perf_counter()
     g = problem.graph
-    order = np.asarray(min_memory_order(problem, **(order_options or {})), dtype=np.int64)
+    if order is None:
+        order = min_memory_order(problem, **(order_options or {}))
+    order = np.asarray(order, dtype=np.int64)
     prio = np.empty(g.num_ops)
     prio[order] = np.arange(g.num_ops, 0, -1, dtype=np.float64)
     a = list_schedule(problem, prio, "memory")
     b = list_schedule(problem, "b-level", "memory")
-    c = in_order(problem, order) if _units_only(problem) else None
+    c = in_order(problem, order) if units_only(problem) else None
     ok = [s for s in (a, b, c) if s is not None and s.status == Status.FEASIBLE]
     best = min(ok, key=lambda s: (s.makespan, s.peak_memory or 0)) if ok else a
     best.solver = "memory-list"

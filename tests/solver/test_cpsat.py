@@ -16,6 +16,7 @@ from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver import solve_brute_force, solve_cpsat
+from opsched.solver.cpsat import Params
 from opsched.validate import validate
 
 FAST = {"time_limit": 10.0, "num_workers": 2}
@@ -226,7 +227,13 @@ def test_cap_above_both_bounds_still_infeasible() -> None:
     assert min_memory_bound(g)[0] == 20
     p = Problem(g, Machine(units=2, memory_cap=20))
     assert p.infeasibility_reason() is None  # only the search can tell
-    s = solve_cpsat(p, **FAST)
+    s = solve_cpsat(p, **FAST)  # refuted by the one-unit check before any search
+    assert s.status is Status.INFEASIBLE
+    assert not s.ops
+    assert s.info["reason"].startswith("no one-unit order stays within 20B (20 B)")
+    assert s.info["stages"] == []
+    # without it, by CP-SAT's search
+    s = solve_cpsat(p, **FAST, params=Params(serial_check=False))
     assert s.status is Status.INFEASIBLE
     assert not s.ops
     assert s.info["reason"] == (

@@ -27,10 +27,15 @@ from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver import solve_brute_force, solve_cpsat
+from opsched.solver.cpsat import Params
 from opsched.validate import validate
 
 OBJECTIVES = ("makespan", "peak_memory", "makespan_then_memory", "memory_then_makespan")
 CHUNKS = 12
+#: How CP-SAT's result starts a reason for a cap the bounds accept: the one-unit check
+#: (opsched.solver.serial), two ops in neither order (opsched.analysis.cap_orders), or its
+#: search.
+PROOFS = ("no one-unit order stays within ", "ops ", "CP-SAT proved that no schedule fits")
 GRAPHS_PER_CHUNK = 25  # 300 random graphs, 4-5 caps and 4 objectives each
 
 
@@ -95,7 +100,7 @@ def _cross_check(g: OpGraph, k: int, cap: int | None, seen: Counter[str]) -> Non
             if cut:
                 assert "is below the" in c.info["reason"], where
             else:
-                assert c.info["reason"].startswith("CP-SAT proved that no schedule fits"), where
+                assert c.info["reason"].startswith(PROOFS), (c.info["reason"], where)
         return
     assert b_ms.status is b_pk.status is Status.OPTIMAL
     _check_schedule(p, b_ms)
@@ -180,9 +185,11 @@ def test_caps_below_the_cut_bound_refuted_by_both() -> None:
 
 
 def test_infeasible_by_search_agrees() -> None:
-    """Caps at min_memory_bound (with its minimum cut) that no schedule meets (found only by
-    search): both solvers must say INFEASIBLE, CP-SAT with its proof: by search, or before it
-    by two ops the cap lets run in neither order (:mod:`opsched.analysis.cap_orders`)."""
+    """Caps at min_memory_bound (with its minimum cut) that no schedule meets: both solvers
+    must say INFEASIBLE. By default CP-SAT proves it before any search, by the one-unit check
+    (:mod:`opsched.solver.serial`, exhaustive on graphs this small) or by two ops the cap lets
+    run in neither order (:mod:`opsched.analysis.cap_orders`); without the one-unit check, by
+    the orders or by its search."""
     rng = random.Random(31_337)
     found = 0
     how: Counter[str] = Counter()
@@ -195,15 +202,22 @@ def test_infeasible_by_search_agrees() -> None:
             continue
         found += 1
         for obj in ("makespan", "memory_then_makespan"):
-            c = solve_cpsat(p, obj, time_limit=10, num_workers=1)
-            assert c.status is Status.INFEASIBLE, g.to_dict()
-            if "cannot run in either order" in c.info["reason"]:
-                assert c.info["stages"] == []  # refuted before any CP-SAT stage ran
-                how["orders"] += 1
-            else:
-                assert c.info["reason"].startswith("CP-SAT proved that no schedule fits in ")
-                how["search"] += 1
+            for serial in (True, False):
+                params = Params(num_workers=1, serial_check=serial)
+                c = solve_cpsat(p, obj, time_limit=10, params=params)
+                assert c.status is Status.INFEASIBLE, g.to_dict()
+                reason = c.info["reason"]
+                if "cannot run in either order" in reason:
+                    assert c.info["stages"] == []  # refuted before any CP-SAT stage ran
+                    how["orders"] += 1
+                elif serial:
+                    assert reason.startswith("no one-unit order stays within "), reason
+                    assert c.info["stages"] == []
+                    how["one unit"] += 1
+                else:
+                    assert reason.startswith("CP-SAT proved that no schedule fits in "), reason
+                    how["search"] += 1
         if found == 12:
             break
     assert found == 12
-    assert how["orders"] >= 2 and how["search"] >= 10, how
+    assert how["orders"] >= 4 and how["one unit"] >= 10 and how["search"] >= 10, how

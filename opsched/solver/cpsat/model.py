@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from opsched.heuristics.greedy import greedy
@@ -63,6 +64,9 @@ class Params:
     default (measured on hard J30 instances: ``benchmarks/bench_j30_hard.py``).
     ``cap_orders``: under a memory cap, add the precedences the cap forces
     (:func:`opsched.analysis.cap_orders.cap_orders`) and refute a cap two ops cannot share.
+    ``serial_check``: under a memory cap the greedy schedules break, decide the cap on one
+    unit first (:func:`opsched.solver.serial.serial_cap_check`): refute it before any search
+    when no one-unit order fits, else start from the order that does.
     """
 
     time_limit: float = 10.0
@@ -81,6 +85,7 @@ class Params:
     memory_model: str = "cumulative"
     linearization_level: int | None = None
     cap_orders: bool = True
+    serial_check: bool = True
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
@@ -129,6 +134,11 @@ class CpsatModel:
         The problem (real units).
     with_memory, with_peak
         Model tensor lifetimes (needed under a memory cap), and a ``peak`` variable.
+    memory_order
+        A one-unit order within the memory cap, for the hint when the greedy schedules break
+        the cap (instead of searching for one).
+    peak_floor
+        A proven least peak in quanta (the ``peak`` variable starts there).
     """
 
     def __init__(
@@ -143,8 +153,11 @@ class CpsatModel:
         params: Params | None = None,
         tick: Problem | None = None,
         orders: Sequence[tuple[int, int]] = (),
+        memory_order: np.ndarray | None = None,
+        peak_floor: int = 0,
     ) -> None:
         params = params or Params()
+        self.memory_order = memory_order
         self.problem = problem
         self.scaling = scaling or choose_scaling(problem.graph, problem.memory_cap)
         self.tick = tick if tick is not None else tick_problem(problem, self.scaling)
@@ -169,6 +182,7 @@ class CpsatModel:
             tails=params.tails,
             memory_model=params.memory_model,
             orders=tuple(orders),
+            peak_floor=peak_floor,
         )
         self.vars.build()
         Constraints(self.vars).add_constraints()
@@ -192,10 +206,14 @@ class CpsatModel:
             if s.has_schedule and s.makespan is not None and s.makespan <= best[0]:
                 best = (int(s.makespan), [int(o.start) for o in s.ops])
         if best[1] is None and self.tick.memory_cap is not None:
-            # only when greedy dead-ends, and with a bounded search for the order (the
-            # default one takes seconds at 50-120 ops): one beam run, then a capped exact one
-            for options in HINT_ORDER_SEARCHES:
-                s = memory_list(self.tick, order_options=options)
+            # only when greedy dead-ends: the order the one-unit check found, else a bounded
+            # search for one (the default takes seconds at 50-120 ops): one beam run, then a
+            # capped exact one
+            tries: list[dict[str, Any]] = [{"order_options": o} for o in HINT_ORDER_SEARCHES]
+            if self.memory_order is not None:
+                tries.insert(0, {"order": self.memory_order})
+            for kwargs in tries:
+                s = memory_list(self.tick, **kwargs)
                 if s.has_schedule and s.makespan is not None:
                     best = (int(s.makespan), [int(o.start) for o in s.ops])
                     break

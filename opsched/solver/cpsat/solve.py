@@ -17,17 +17,35 @@ from ortools.sat.python import cp_model
 
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
+from opsched.heuristics.greedy import greedy
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import CpsatModel, Params, assign_units, tick_problem
 from opsched.solver.defaults import DEFAULT_WORKERS
 from opsched.solver.scaling import choose_scaling
+from opsched.solver.serial import (
+    SerialCheck,
+    least_peak_start,
+    serial_cap_check,
+    serial_state_budget,
+)
 from opsched.units import format_bytes
 
-__all__ = ["CAP_ORDER_SHARE", "solve_cpsat"]
+__all__ = ["CAP_ORDER_SHARE", "SERIAL_SHARE", "solve_cpsat"]
 
 #: Share of the time limit the orders a memory cap forces may take (as a flow count).
 CAP_ORDER_SHARE = 0.1
+
+#: Share of the time limit the one-unit check of a memory cap may take (as a state count).
+SERIAL_SHARE = 0.2
+
+#: Most states the one-unit check keeps, whatever the time limit (about 1 GB of memory).
+SERIAL_MAX_STATES = 500_000
+
+#: Larger graphs get no one-unit check or least-peak search: their beam run alone takes
+#: seconds (about 0.7 s at 1,000 ops, 5 s at 10,000; docs/memory-orders.md), and CP-SAT
+#: proves nothing there anyway.
+SERIAL_MAX_OPS = 1_000
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -112,9 +130,28 @@ def solve_cpsat(
         orders = forced.edges
         info["cap_orders"] = {"orders": len(orders), "flows": forced.flows,
                               "complete": forced.complete}  # fmt: skip
+    memory_order = None
+    serial = params.serial_check and problem.graph.num_ops <= SERIAL_MAX_OPS
+    if serial and problem.memory_cap is not None:
+        check = _serial_check(problem, time_limit)
+        if check is not None:
+            info["serial_check"] = {"fits": check.fits, "states": check.states}
+            if check.fits is False:
+                proof = check.describe(problem.memory_cap)
+                return _no_schedule(problem, "INFEASIBLE", True, info, t0, proof=proof)
+            memory_order = check.order
     limit_ticks = None
     if makespan_limit is not None:
         limit_ticks = math.floor(makespan_limit * scaling.time_scale + 1e-9)
+    peak_floor, peak_hint = 0, None
+    if serial and obj in (Objective.PEAK_MEMORY, Objective.MEMORY_THEN_MAKESPAN):
+        states = min(SERIAL_MAX_STATES, serial_state_budget(SERIAL_SHARE * time_limit))
+        least = least_peak_start(tick, max_states=states)
+        info["least_peak"] = {"quanta": least.peak, "proven": least.proven}
+        peak_floor = least.peak if least.proven else 0
+        peak_hint = least.hint
+        if limit_ticks is not None:
+            peak_hint = None  # it may end after the limit
 
     def stage(kind: str, bound: int | None, hint_starts: list[int] | None) -> CpsatModel:
         """Solve one stage; ``bound`` caps the other criterion (makespan or peak)."""
@@ -135,6 +172,8 @@ def solve_cpsat(
             params=params,
             tick=tick,
             orders=orders,
+            memory_order=memory_order,
+            peak_floor=peak_floor if with_peak else 0,
         )
         if kind == "makespan":
             if peak_bounded and bound is not None:
@@ -170,7 +209,7 @@ def solve_cpsat(
     statuses: list[str] = []
     bound: int | None = None
     for kind in order:
-        model = stage(kind, bound, best_ticks)
+        model = stage(kind, bound, best_ticks if best_ticks is not None else peak_hint)
         last = info["stages"][-1]["cpsat_status"]
         statuses.append(last)
         if last not in ("OPTIMAL", "FEASIBLE"):
@@ -209,6 +248,19 @@ def solve_cpsat(
         problem, starts, units, solver="cpsat", status=status,
         lower_bound=lb, wall_time_s=time.perf_counter() - t0, info=info,
     )  # fmt: skip
+
+
+def _serial_check(problem: Problem, time_limit: float) -> SerialCheck | None:
+    """The one-unit check of the memory cap, or None when a greedy schedule already fits.
+
+    Done on the problem in bytes, so a refutation holds whatever the integer scaling; at most
+    :data:`SERIAL_SHARE` of the time limit's worth of states.
+    """
+    assert problem.memory_cap is not None
+    if any(greedy(problem, prio).has_schedule for prio in ("b-level", "fifo")):
+        return None
+    states = min(SERIAL_MAX_STATES, serial_state_budget(SERIAL_SHARE * time_limit))
+    return serial_cap_check(problem.graph, int(problem.memory_cap), max_states=states)
 
 
 def _greedy_fallback(

@@ -12,7 +12,8 @@ Per op ``v`` (times in ticks, sizes in quanta, see :mod:`opsched.solver.scaling`
   graph output).
 
 Plus ``makespan`` in ``[LB, H]`` and, for memory objectives, ``peak`` (quanta above the
-persistent bytes) from the least peak of :func:`opsched.analysis.min_memory_bound` up.
+persistent bytes) from the least peak of :func:`opsched.analysis.min_memory_bound` (or a
+proven least peak passed as ``peak_floor``) up.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class Variables:
     #: ``(i, j)``: ``i`` ends before ``j`` starts, forced by the memory cap
     #: (:func:`opsched.analysis.cap_orders.cap_orders`); precedence constraints like the edges
     orders: tuple[tuple[int, int], ...] = ()
+    #: a proven least peak (quanta), e.g. of the best one-unit order
+    #: (:func:`opsched.heuristics.memory.min_memory_order_result`), raising ``peak``'s floor
+    peak_floor: int = 0
 
     def build(self) -> None:
         m = self.model
@@ -103,5 +107,5 @@ class Variables:
             total = sum(self.scaling.sizes_out) + sum(self.scaling.sizes_ws)
             # the least peak any schedule of the integer problem can have (its minimum-cut
             # bound, opsched.analysis.min_memory_bound; the tick graph has no persistent bytes)
-            lo = min(min_memory_bound(g)[0], total) if self.domains else 0
+            lo = min(max(min_memory_bound(g)[0], self.peak_floor), total) if self.domains else 0
             self.peak = m.new_int_var(lo, max(total, lo), "peak")

@@ -21,6 +21,7 @@ from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Problem
 from opsched.schedule import Status
 from opsched.solver import solve_brute_force, solve_cpsat
+from opsched.solver.cpsat import Params
 from opsched.validate import validate
 
 from .helpers import brute_force_peak, random_graph
@@ -87,7 +88,7 @@ def test_xla_list_gap_when_b_grows_to_three() -> None:
     assert brute_force_peak(g) == 5
     problem = Problem(g, Machine(units=1))
     assert solve_brute_force(problem, "peak_memory").peak_memory == 5
-    cp = solve_cpsat(problem, "peak_memory", time_limit=10)
+    cp = solve_cpsat(problem, "peak_memory", time_limit=10, params=Params(serial_check=False))
     assert cp.status is Status.OPTIMAL and cp.peak_memory == 5
     ours = min_memory_order_result(g)
     assert ours.peak == 5 and ours.optimal
