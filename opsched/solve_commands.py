@@ -248,6 +248,8 @@ def solve(
         _fail(f"{solver} produced an invalid schedule: {report.violations[0]}", 3)
     if result.status.value == "INFEASIBLE":  # proven by the search: the options are impossible
         raise ProblemError(f"no schedule exists: {result.info.get('reason', solver)}", str(graph))
+    if not result.has_schedule and problem.memory_cap is not None and not info.exact:
+        _explain_missing_schedule(problem, result, graph)
     if output is not None:
         result.to_json(str(output))
     if as_json:
@@ -340,6 +342,32 @@ def pareto(
         _emit_json(front.to_dict())
         return
     click.echo(front.summary())
+
+
+#: States the one-unit search may keep when a heuristic found no schedule under a cap.
+EXPLAIN_STATES = 100_000
+
+
+def _explain_missing_schedule(problem: Any, result: Any, graph: Path) -> None:
+    """A heuristic found no schedule under the memory cap: say whether one exists.
+
+    The one-unit search (:func:`opsched.solver.serial.serial_cap_check`) decides it for any
+    number of units: no order within the cap is an error (exit 2), as for the exact solvers;
+    an order within it goes into the result's reason, so the user knows a schedule exists.
+    """
+    from opsched.solver.serial import serial_cap_check
+    from opsched.units import format_bytes
+
+    cap = int(problem.memory_cap)
+    check = serial_cap_check(problem.graph, cap, max_states=EXPLAIN_STATES)
+    if check.fits is False:
+        raise ProblemError(f"no schedule exists: {check.describe(cap)}", str(graph))
+    if check.fits and check.peak is not None:
+        result.info["reason"] = (
+            f"{result.info.get('reason', 'no schedule found')}; a schedule within the cap "
+            f"exists (one op at a time in some order it peaks at {format_bytes(check.peak)}): "
+            f"try --solver memory-list or cpsat"
+        )
 
 
 def _refuse_impossible(problem: Any, graph: Path) -> None:

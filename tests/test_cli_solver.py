@@ -162,6 +162,28 @@ def test_cap_refuted_by_forced_orders_is_an_error(tmp_path: Path) -> None:
     assert (ok["status"], ok["makespan"], ok["peak_memory"]) == ("OPTIMAL", 4, 22)
 
 
+def test_heuristic_without_a_schedule_says_whether_one_exists(tmp_path: Path) -> None:
+    from opsched.zoo import layered
+
+    # held outputs at 20 B: greedy finds nothing, and nothing exists
+    path = tmp_path / "held.json"
+    path.write_text(json.dumps(_held().to_dict()))
+    out = tmp_path / "s.json"
+    r = invoke("solve", path, "--solver", "greedy", "-k", "2", "--memory-cap", "20", "-o", out)
+    assert r.exit_code == 2 and not out.exists() and r.stderr.count("\n") == 1
+    assert "no schedule exists: no one-unit order stays within 20B (20 B)" in r.stderr
+    # a layered graph at 80 MB: both greedy orders break the cap, a one-unit order fits
+    path = tmp_path / "layered.json"
+    path.write_text(json.dumps(layered(30, seed=1).to_dict()))
+    doc = invoke_json("solve", path, "--solver", "greedy", "-k", "2", "--memory-cap", "80000000")
+    assert doc["status"] == "UNKNOWN" and not doc["ops"]
+    assert "a schedule within the cap exists" in doc["info"]["reason"]
+    assert "try --solver memory-list or cpsat" in doc["info"]["reason"]
+    doc = invoke_json("solve", path, "--solver", "memory-list", "-k", "2",
+                      "--memory-cap", "80000000")  # fmt: skip
+    assert doc["status"] == "FEASIBLE" and doc["peak_memory"] <= 80_000_000
+
+
 def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
     from tests.analysis.test_cap_orders import neither
     from tests.analysis.test_memory_cut import branches

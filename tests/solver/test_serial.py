@@ -20,7 +20,7 @@ from opsched.problem import Machine, Problem
 from opsched.schedule import Status
 from opsched.solver import solve_brute_force, solve_cpsat
 from opsched.solver.cpsat import Params
-from opsched.solver.serial import serial_cap_check, serial_state_budget
+from opsched.solver.serial import least_peak_start, serial_cap_check, serial_state_budget
 from opsched.validate import validate
 from opsched.zoo import layered
 
@@ -132,3 +132,26 @@ def test_least_peak_solve_starts_from_the_one_unit_optimum() -> None:
     assert lim.has_schedule and lim.peak_memory is not None
     assert lim.peak_memory >= least.peak
     assert lim.makespan is not None and lim.makespan <= r.makespan
+
+
+def test_least_peak_start_with_other_resources_runs_the_order_back_to_back() -> None:
+    # a and b both need the one dma channel; their 8-byte outputs are read by c and d
+    g = OpGraph(
+        (
+            Op("a", 2, output_bytes=8, demands={"units": 1, "dma": 1}),
+            Op("b", 3, output_bytes=8, demands={"units": 1, "dma": 1}),
+            Op("c", 1, deps=("a",)),
+            Op("d", 1, deps=("b",)),
+        ),
+        resources={"dma": 1},
+    )
+    p = Problem(g, Machine(units=2))
+    s = least_peak_start(p)
+    assert (s.peak, s.proven) == (8, True)
+    assert s.hint is not None  # back to back, one producer/consumer pair after the other
+    assert s.hint == [0, 3, 2, 6] or s.hint == [4, 0, 6, 3]
+    r = solve_cpsat(p, "memory_then_makespan", time_limit=5)
+    assert (r.status, r.peak_memory) == (Status.OPTIMAL, 8)
+    assert validate(p, r).valid
+    # a cap below the least peak: the hint is dropped, the check refutes the cap
+    assert least_peak_start(p.with_machine(memory_cap=7)).hint is None
