@@ -35,7 +35,7 @@ from opsched.importers import read_graph, read_psplib, read_stg
 from opsched.ir import Op, OpGraph, read_graph_json, write_graph_json
 from opsched.problem import Machine, Objective, Problem
 from opsched.schedule import Schedule, ScheduledOp, Status
-from opsched.solver import pareto_front, solve_brute_force, solve_cpsat
+from opsched.solver import pareto_front, serial_cap_check, solve_brute_force, solve_cpsat
 from opsched.transforms import dependency_edges, derive_deps, rename_buffers
 from opsched.validate import execute_orders, simulate, validate
 
@@ -78,6 +78,7 @@ __all__ = [
     "seed_demo",
     "seed_graph",
     "serial",
+    "serial_cap_check",
     "simulate",
     "slack",
     "solve_brute_force",

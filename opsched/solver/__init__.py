@@ -3,7 +3,9 @@
 :func:`solve_cpsat` returns proven-optimal schedules (status OPTIMAL only when proven and the
 integer scaling was exact) for makespan, peak memory and their lexicographic combinations;
 :func:`pareto_front` the exact makespan / peak-memory front; :func:`solve_brute_force`
-enumerates semi-active schedules of graphs with a handful of ops, as an independent check.
+enumerates semi-active schedules of graphs with a handful of ops, as an independent check;
+:func:`serial_cap_check` decides whether any schedule fits a memory cap by searching the
+one-unit orders (which decide it for any number of units).
 The model is documented in ``docs/cpsat-model.md``.
 """
 
@@ -11,13 +13,17 @@ from opsched.solver.brute import solve_brute_force
 from opsched.solver.cpsat import solve_cpsat
 from opsched.solver.pareto import ParetoFront, ParetoPoint, pareto_front
 from opsched.solver.scaling import Scaling, choose_scaling
+from opsched.solver.serial import SerialCheck, least_peak_start, serial_cap_check
 
 __all__ = [
     "ParetoFront",
     "ParetoPoint",
     "Scaling",
+    "SerialCheck",
     "choose_scaling",
+    "least_peak_start",
     "pareto_front",
+    "serial_cap_check",
     "solve_brute_force",
     "solve_cpsat",
 ]
