@@ -119,6 +119,10 @@ def layered_search(
     slb = [base + m.need[v] + sum(out[p] for p in preds[v]) if m.runs[v] else 0 for v in range(n)]
     rank = sorted(range(n), key=lambda v: -slb[v])
     roots = [v for v in range(n) if not preds[v]]
+    bits = (
+        [sum(1 << p for p in preds[v]) for v in range(n)],
+        [sum(1 << w for w in m.succs[v]) for v in range(n)],
+    )
     root = _State(0, roots, [0] * len(roots), 0, base, 0, None)
     layer = [root]
     complete, kept_states = True, 1
@@ -182,7 +186,7 @@ def layered_search(
                 break
             seen.add(mask)
             nxt.append(_child(s, v, i - int(offsets[si]), mask, int(new_peak[i]),
-                              int(new_live[i]), m, rank))  # fmt: skip
+                              int(new_live[i]), m, rank, bits))  # fmt: skip
         kept_states += len(nxt)
         if width is None and max_states is not None and kept_states > max_states:
             return LayeredOutcome(None, None, False, kept_states, True)
@@ -199,25 +203,29 @@ def layered_search(
 
 def _child(
     s: _State, v: int, at: int, mask: int, peak: int, live: int, m: MemoryModel,
-    rank: list[int],
+    rank: list[int], bits: tuple[list[int], list[int]],
 ) -> _State:  # fmt: skip
-    """The state after running ``v`` (at position ``at`` of ``s.ready``) in state ``s``."""
+    """The state after running ``v`` (at position ``at`` of ``s.ready``) in state ``s``.
+
+    ``bits``: each op's producers and consumers as bit masks (the same test as the sets).
+    """
     succs, preds, out = m.succs, m.preds, m.out
+    pmask, smask = bits
     ready = s.ready[:at] + s.ready[at + 1 :]
     freed = s.freed[:at] + s.freed[at + 1 :]
     for p in preds[v]:
         if not out[p]:
             continue
-        left = [w for w in succs[p] if not (mask >> w) & 1]
-        if len(left) == 1 and left[0] in ready:  # its one consumer still to run frees p
-            k = ready.index(left[0])
-            freed[k] += out[p]
+        left = smask[p] & ~mask
+        if left and not left & (left - 1):  # one consumer still to run: it frees p
+            w = left.bit_length() - 1
+            if w in ready:
+                freed[ready.index(w)] += out[p]
     for w in succs[v]:
-        if all((mask >> p) & 1 for p in preds[w]):
+        if not pmask[w] & ~mask:
             ready.append(w)
-            freed.append(
-                sum(out[p] for p in preds[w] if all(c == w or (mask >> c) & 1 for c in succs[p]))
-            )
+            others = ~mask & ~(1 << w)  # consumers other than w still to run
+            freed.append(sum(out[p] for p in preds[w] if not smask[p] & others))
     lbp = s.lbp
     n = m.n
     while lbp < n and (mask >> rank[lbp]) & 1:
