@@ -85,10 +85,14 @@ class SerialCheck:
 
     def describe(self, cap: int) -> str:
         """One sentence for a refuted cap."""
+        how = (
+            f"exhaustive search, {self.states:,} states"
+            if self.states
+            else "the memory lower bound is above it"
+        )
         return (
-            f"no one-unit order stays within {format_bytes(cap)} ({cap} B) (exhaustive "
-            f"search, {self.states:,} states), and running any schedule's ops one at a time "
-            f"never raises its peak"
+            f"no one-unit order stays within {format_bytes(cap)} ({cap} B) ({how}), and "
+            f"running any schedule's ops one at a time never raises its peak"
         )
 
 

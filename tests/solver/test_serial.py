@@ -155,3 +155,13 @@ def test_least_peak_start_with_other_resources_runs_the_order_back_to_back() -> 
     assert validate(p, r).valid
     # a cap below the least peak: the hint is dropped, the check refutes the cap
     assert least_peak_start(p.with_machine(memory_cap=7)).hint is None
+
+
+def test_a_cap_below_the_memory_bound_is_refuted_without_search() -> None:
+    g = OpGraph((Op("a", 1, output_bytes=8), Op("b", 1, deps=("a",), output_bytes=4)))
+    r = serial_cap_check(g, 11)  # b runs beside a's output: 12 B at least
+    assert (r.fits, r.states) == (False, 0)
+    assert r.describe(11).startswith(
+        "no one-unit order stays within 11B (11 B) (the memory lower bound is above it)"
+    )
+    assert serial_cap_check(g, 12).fits is True
