@@ -121,6 +121,8 @@ def main() -> None:
                     help="without the least tensor lifetimes, to compare")  # fmt: skip
     ap.add_argument("--no-cap-orders", action="store_true",
                     help="without the orders the memory cap forces, to compare")  # fmt: skip
+    ap.add_argument("--no-serial-check", action="store_true",
+                    help="without the one-unit check of the cap, to compare")  # fmt: skip
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
@@ -147,6 +149,7 @@ def main() -> None:
                     num_workers=a.workers,
                     lifetimes=not a.no_lifetimes,
                     cap_orders=not a.no_cap_orders,
+                    serial_check=not a.no_serial_check,
                 )
                 r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -175,7 +178,8 @@ def main() -> None:
         f"\nCP-SAT, min makespan under a memory cap, zoo pieces after fusion, "
         f"time limit {a.time_limit:g} s, {a.workers} workers, {how}"
         f"{', without least tensor lifetimes' if a.no_lifetimes else ''}"
-        f"{', without the orders the cap forces' if a.no_cap_orders else ''}\n"
+        f"{', without the orders the cap forces' if a.no_cap_orders else ''}"
+        f"{', without the one-unit check' if a.no_serial_check else ''}\n"
     )
     print(
         "| model | piece | ops | units | cap | status | time s | makespan | bound | "
