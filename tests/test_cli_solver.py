@@ -197,6 +197,10 @@ def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
         "critical path with them: 5",  # a, c, z, then w, f (4 without the orders)
         "a schedule fits: one op at a time, an order peaks at 22B (22 B)",
     ]
+    r = invoke("analyze", path)  # no cap: the bound and the least peak, both 22 B here
+    assert "least peak of any schedule: 22B (22 B), proven: one op at a time" in r.stdout
+    doc = invoke_json("analyze", path)
+    assert (doc["least_peak"]["bytes"], doc["least_peak"]["proven"]) == (22, True)
     doc = invoke_json("analyze", path, "--memory-cap", "31")
     assert doc["cap_orders"]["orders"] == [] and doc["cap_orders"]["critical_path"] == 4
     assert doc["cap_orders"]["one_unit"]["fits"] is True
