@@ -45,9 +45,13 @@ def main() -> None:
                     help="without the orders the memory cap forces, to compare")  # fmt: skip
     ap.add_argument("--no-serial-check", action="store_true",
                     help="without the one-unit check of the cap, to compare")  # fmt: skip
+    ap.add_argument("--per-graph", action="store_true",
+                    help="also print one row per graph and cap: status, time, how it was "
+                         "decided, the one-unit check's states")  # fmt: skip
     a = ap.parse_args()
 
     table: dict[tuple[int, float], list[tuple[str, float, float | None]]] = {}
+    per_graph: list[tuple[object, ...]] = []
     t0 = time.perf_counter()
     for n in a.sizes:
         for seed in range(a.seeds):
@@ -74,6 +78,9 @@ def main() -> None:
                 table.setdefault((n, frac), []).append(
                     (r.status.value, r.wall_time_s or 0.0, r.gap)
                 )
+                check = r.info.get("serial_check", {})
+                per_graph.append((n, seed, frac, cap, r.status.value, r.wall_time_s or 0.0,
+                             _decided_by(r.info), check.get("states", "-")))  # fmt: skip
             print(
                 f"\r{n} ops, seed {seed}: {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr
             )
@@ -97,6 +104,11 @@ def main() -> None:
             f"{st.count('INFEASIBLE')} | {st.count('UNKNOWN')} | {statistics.mean(t):.2f} | "
             f"{max(t):.2f} | {gap} |"
         )
+    if a.per_graph:
+        print("\n| ops | seed | cap | cap B | status | s | decided by | one-unit states |")
+        print("|---|---|---|---|---|---|---|---|")
+        for n, seed, frac, cap, st, t, how, states in per_graph:
+            print(f"| {n} | {seed} | {frac:.0%} | {cap} | {st} | {t:.2f} | {how} | {states} |")
     print(
         f"\nreproduce: python benchmarks/bench_memory.py --sizes {' '.join(map(str, a.sizes))} "
         f"--seeds {a.seeds} --units {a.units} --time-limit {a.time_limit:g} --workers {a.workers} "
@@ -105,7 +117,22 @@ def main() -> None:
         + (" --no-cap-orders" if a.no_cap_orders else "")
         + (" --no-serial-check" if a.no_serial_check else "")
         + (f" --objective {a.objective}" if a.objective != "makespan" else "")
+        + (" --per-graph" if a.per_graph else "")
     )
+
+
+def _decided_by(info: dict[str, object]) -> str:
+    """Which proof settled an infeasible cap (from the reason), or the search."""
+    reason = str(info.get("reason", ""))
+    if not reason or "time limit" in reason:
+        return "-"
+    if reason.startswith("no one-unit order"):
+        return "one-unit check"
+    if "cannot run in either order" in reason:
+        return "cap orders"
+    if "is below the" in reason:
+        return "memory bound"
+    return "search"
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -148,7 +148,7 @@ def analyze(
     a = run(g, units, caps)
     a["least_peak"] = _least_peak_summary(g)
     if cap is not None:
-        a["cap_orders"] = _cap_orders_summary(g, cap, graph)
+        a["cap_orders"] = _cap_orders_summary(g, cap, graph, a["least_peak"])
     if as_json:
         _emit_json(a)
         return
@@ -222,22 +222,33 @@ def _least_peak_summary(g: OpGraph) -> dict[str, object] | None:
     if g.num_ops > ANALYZE_LEAST_PEAK_MAX_OPS:
         return None
     r = min_memory_order_result(g, max_states=ANALYZE_SERIAL_STATES)
-    return {"bytes": r.peak, "proven": r.optimal, "method": r.method}
+    return {"bytes": r.peak, "proven": r.optimal, "method": r.method, "states": r.states}
 
 
-def _cap_orders_summary(g: OpGraph, cap: int, graph: Path) -> dict[str, object]:
-    """The orders ``cap`` forces on ``g`` (names), or the one-line error if it is impossible."""
+def _cap_orders_summary(
+    g: OpGraph, cap: int, graph: Path, least: dict[str, Any] | None
+) -> dict[str, object]:
+    """The orders ``cap`` forces on ``g`` (names), or the one-line error if it is impossible.
+
+    Whether a schedule fits comes from ``least`` (:func:`_least_peak_summary`) where that
+    settles it (an order within the cap, or a proven least peak above it), else from the
+    one-unit decision search.
+    """
     from opsched.analysis.cap_orders import cap_orders, ordered_critical_path
     from opsched.errors import ProblemError
     from opsched.problem import Machine, Problem
-    from opsched.solver.serial import serial_cap_check
+    from opsched.solver.serial import SerialCheck, serial_cap_check
 
     reason = Problem(g, Machine(memory_cap=cap)).infeasibility_reason(cut=True)
     if reason is None:
         r = cap_orders(g, cap - g.persistent_bytes)
         reason = r.describe_conflict(g)
     if reason is None:
-        one = serial_cap_check(g, cap, max_states=ANALYZE_SERIAL_STATES)
+        if least is not None and (least["proven"] or least["bytes"] <= cap):
+            fits = least["bytes"] <= cap
+            one = SerialCheck(fits, None, least["bytes"] if fits else None, least["states"])
+        else:
+            one = serial_cap_check(g, cap, max_states=ANALYZE_SERIAL_STATES)
         reason = one.describe(cap) if one.fits is False else None
     if reason is not None:
         raise ProblemError(f"no schedule exists: {reason}", str(graph))

@@ -145,8 +145,7 @@ def solve_cpsat(
         limit_ticks = math.floor(makespan_limit * scaling.time_scale + 1e-9)
     peak_floor, peak_hint = 0, None
     if serial and obj in (Objective.PEAK_MEMORY, Objective.MEMORY_THEN_MAKESPAN):
-        states = min(SERIAL_MAX_STATES, serial_state_budget(SERIAL_SHARE * time_limit))
-        least = least_peak_start(tick, max_states=states)
+        least = least_peak_start(tick, max_states=_serial_states(time_limit))
         info["least_peak"] = {"quanta": least.peak, "proven": least.proven}
         peak_floor = least.peak if least.proven else 0
         peak_hint = least.hint
@@ -259,8 +258,15 @@ def _serial_check(problem: Problem, time_limit: float) -> SerialCheck | None:
     assert problem.memory_cap is not None
     if any(greedy(problem, prio).has_schedule for prio in ("b-level", "fifo")):
         return None
-    states = min(SERIAL_MAX_STATES, serial_state_budget(SERIAL_SHARE * time_limit))
-    return serial_cap_check(problem.graph, int(problem.memory_cap), max_states=states)
+    return serial_cap_check(
+        problem.graph, int(problem.memory_cap), max_states=_serial_states(time_limit)
+    )
+
+
+def _serial_states(time_limit: float) -> int:
+    """States either one-unit search may keep: :data:`SERIAL_SHARE` of the time limit's worth,
+    at most :data:`SERIAL_MAX_STATES`."""
+    return min(SERIAL_MAX_STATES, serial_state_budget(SERIAL_SHARE * time_limit))
 
 
 def _greedy_fallback(
