@@ -206,11 +206,19 @@ def borrower_curves(
     for cls in sorted({c for g, c in donors if g == "*"}):
         base = donors[("*", cls)]
         sel = np.zeros(0, bool) if fd is None or mask is None else mask & (fd.cls == cls)
-        gamma = np.zeros(width)
+        gamma = pooled_gamma = np.zeros(width)
         if fd is not None and sel.sum() >= 3:
-            gamma, _ = fit_rows(fd, sel, gamma, BORROW_RIDGE, offset=donor_offset(donors, fd, sel))
+            # the pooled curve is what a GPU without memory-bound timings gets, the pooled
+            # donor plus the correction: fitted against that same donor, while each GPU's
+            # curve below starts from the correction against its own donor
+            pooled_gamma, _ = fit_rows(
+                fd, sel, gamma, BORROW_RIDGE, offset=donor_offset({("*", cls): base}, fd, sel)
+            )
+            if per_gpu:
+                gamma, _ = fit_rows(fd, sel, gamma, BORROW_RIDGE,
+                                    offset=donor_offset(donors, fd, sel))  # fmt: skip
         rows = int(sel.sum())
-        pooled[cls] = {"beta": padded(base["beta"], width) + gamma, "rows": rows,
+        pooled[cls] = {"beta": padded(base["beta"], width) + pooled_gamma, "rows": rows,
                        "overheads": dict(base["overheads"]), "source": "pooled"}  # fmt: skip
         if not per_gpu:
             continue

@@ -6,9 +6,11 @@ The fit runs in two stages for every op family and dtype class:
    method), pulled towards the plain roofline;
 2. one curve per GPU that has timings, pulled towards the pooled curve.
 
-A GPU without timings (or a family it has no rows for) uses the pooled curve through its own
-specs, with each timing method's median overhead. :mod:`opsched.cost.heldout` measures the held-out
-error of this whole procedure (grouped k-fold and leave-one-GPU-out).
+A GPU without timings (or a family it has no rows for) uses the curve of a GPU on the same
+chip where one has it for that kind of timing (:mod:`opsched.cost.sibling`), else the pooled
+curve through its own specs, with each timing method's median overhead.
+:mod:`opsched.cost.heldout` measures the held-out error of this whole procedure (grouped
+k-fold and leave-one-GPU-out).
 
 Examples
 --------
@@ -41,6 +43,7 @@ from opsched.cost.fitdata import (
     median_overheads,
 )
 from opsched.cost.floor import apply_floor, fit_floors, floor_of
+from opsched.cost.sibling import method_kind, pick_sibling, shape_counts
 from opsched.cost.specs import GpuSpec, load_specs
 from opsched.cost.trees import TreeEnsemble
 
@@ -64,8 +67,9 @@ MIN_TREE_SHAPES = 100
 
 @dataclass
 class Model:
-    """Fitted curves: pooled per (family, class) and per (gpu, family, class); residual trees
-    per family (pooled over GPUs); kernel floors per GPU and pooled (``"*"``,
+    """Fitted curves: pooled per (family, class) and per (gpu, family, class), the latter with
+    their distinct shapes per timing kind (``shapes``, :mod:`opsched.cost.sibling`); residual
+    trees per family (pooled over GPUs); kernel floors per GPU and pooled (``"*"``,
     :mod:`opsched.cost.floor`)."""
 
     floors: dict[str, float] = field(default_factory=lambda: {"*": 1.0})
@@ -73,11 +77,18 @@ class Model:
     groups: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     trees: dict[str, TreeEnsemble] = field(default_factory=dict)
 
-    def curve(self, gpu: str, family: str, cls: str) -> dict[str, Any] | None:
-        """The GPU's own curve, else the pooled one, else the pooled one of another class."""
+    def curve(
+        self, gpu: str, family: str, cls: str, method: str | None = None
+    ) -> dict[str, Any] | None:
+        """The GPU's own curve; else, for a timing ``method``, a same-chip GPU's curve fitted on
+        that kind of timing (``source: sibling``); else the pooled one, else the pooled one of
+        another class."""
         own = self.groups.get((gpu, family, cls))
         if own is not None:
             return own
+        sib = None if method is None else sibling_curve(self, gpu, family, cls, method)
+        if sib is not None:
+            return sib
         if (family, cls) in self.pooled:
             return self.pooled[(family, cls)]
         for other in ("fp32", "half", "int8"):
@@ -98,9 +109,10 @@ def fit_model(
     training rows of :data:`MIN_TREE_SHAPES` shapes also gets residual trees
     (:mod:`opsched.cost.boost`) fitted on the log ratio of measured time to the curve's
     prediction, on the same capped rows of the timing methods in ``tree_methods(family)``. The
-    trees correct only a GPU's own curve: a GPU without timings for a family keeps the
-    pooled curve through its specs (trees there raised the leave-one-GPU-out error, e.g.
-    A100-PCIe-40GB softmax 11 -> 79 %), so ``per_gpu=False`` fits no trees.
+    trees correct only fitted curves, a GPU's own or a same-chip sibling's
+    (:mod:`opsched.cost.sibling`): a GPU that transfers the pooled curve through its specs
+    keeps it as it is (trees there raised the leave-one-GPU-out error, e.g. A100-PCIe-40GB
+    softmax 11 -> 79 %), so ``per_gpu=False`` (no per-GPU curves at all) fits no trees.
     """
     model = Model()
     masks = {f: np.ones(len(fd.t), bool) if train is None else train[f]
@@ -113,6 +125,10 @@ def fit_model(
         bfd = data.families.get(fam)
         width = feature_matrix(fam, [SAMPLE_ATTRS[fam]], _specs()["T4"]).shape[1]
         pooled, groups = borrower_curves(bfd, masks.get(fam), donors, width, per_gpu)
+        for (gpu, cls), c in groups.items():
+            if bfd is not None:
+                own = masks[fam] & (bfd.gpu == gpu) & (bfd.cls == cls)
+                c["shapes"] = shape_counts(bfd.group[own], bfd.method[own])
         model.pooled |= {(fam, c): v for c, v in pooled.items()}
         model.groups |= {(g, fam, c): v for (g, c), v in groups.items()}
     for fam, fd in sorted(data.families.items()):
@@ -136,11 +152,12 @@ def fit_model(
                     continue
                 gbeta, govh = fit_rows(fd, gsel, beta, GROUP_RIDGE)
                 overheads = dict(pooled_ovh) | {m: o for (_, m), o in govh.items()}
+                shapes = shape_counts(fd.group[gsel], fd.method[gsel])
                 model.groups[(gpu, fam, cls)] = {"beta": gbeta, "overheads": overheads,
-                                                 "rows": int(gsel.sum()),
-                                                 "source": "fitted"}  # fmt: skip
+                                                 "rows": int(gsel.sum()), "source": "fitted",
+                                                 "shapes": shapes}  # fmt: skip
     _fill_overheads(model)
-    trees = trees and per_gpu  # the trees correct GPUs' own curves only (see predict_family)
+    trees = trees and per_gpu  # the trees correct fitted curves only (see predict_family)
     if trees and not _have_sklearn():
         import warnings
 
@@ -158,6 +175,21 @@ def fit_model(
             feats = tree_features(fd.x[idx], fd.gpu[idx], fd.cls[idx], fd.method[idx], _specs())
             model.trees[fam] = fit_trees(feats, np.log(fd.t[idx] / base[ok]))
     return model
+
+
+def sibling_curve(
+    model: Model, gpu: str, family: str, cls: str, method: str
+) -> dict[str, Any] | None:
+    """The curve ``gpu`` borrows from a same-chip GPU for ``method``'s kind of timing, or None.
+
+    A copy of the sibling's fitted curve (its overheads too) with ``source: sibling`` and the
+    sibling's name (:func:`opsched.cost.sibling.pick_sibling`).
+    """
+    found = pick_sibling(gpu, family, cls, method_kind(method), model.groups, _specs())
+    if found is None:
+        return None
+    sib, c = found
+    return dict(c) | {"source": "sibling", "sibling": sib}
 
 
 def _specs() -> Mapping[str, GpuSpec]:
@@ -206,27 +238,27 @@ def predict_family(
 ) -> np.ndarray:
     """Predicted times of the selected rows of one family (NaN where no curve exists).
 
-    Rows whose GPU has its own curve and whose method is in ``tree_methods(fam)`` are multiplied
-    by ``exp`` of the family's residual trees, if it has any. With ``floor``, every
+    Each row takes :meth:`Model.curve` for its GPU, class and method. Rows priced by a fitted
+    curve (the GPU's own or a same-chip sibling's) whose method is in ``tree_methods(fam)`` are
+    multiplied by ``exp`` of the family's residual trees, if it has any. With ``floor``, every
     prediction is then raised to its GPU's kernel floor (:mod:`opsched.cost.floor`); the
     trees are fitted on the residual of the unfloored curve (``floor=False``).
     """
     out = np.full(int(sel.sum()), np.nan)
     idx = np.nonzero(sel)[0]
     keys = list(zip(fd.gpu[idx], fd.cls[idx], fd.method[idx], strict=True))
+    corrected = np.zeros(len(idx), bool)  # rows whose curve the trees correct
     for key in sorted(set(keys)):
         gpu, cls, method = key
         rows = np.array([i for i, k in enumerate(keys) if k == key])
-        c = model.curve(gpu, fam, cls)
+        c = model.curve(gpu, fam, cls, method)
         if c is None:
             continue
         o = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
         out[rows] = predict_curve(fd.x[idx[rows]], np.asarray(c["beta"]), o)
+        corrected[rows] = c.get("source") in ("fitted", "sibling")
     ens = model.trees.get(fam)
-    pairs = zip(fd.gpu[idx], fd.cls[idx], strict=True)
-    own = np.array([model.groups.get((g, fam, c), {}).get("source") == "fitted" for g, c in pairs],
-                   dtype=bool)  # fmt: skip
-    use = np.isin(fd.method[idx], list(tree_methods(fam))) & own
+    use = np.isin(fd.method[idx], list(tree_methods(fam))) & corrected
     if ens is not None and use.any():
         j = idx[use]
         feats = tree_features(fd.x[j], fd.gpu[j], fd.cls[j], fd.method[j], _specs())
@@ -237,8 +269,19 @@ def predict_family(
     return out
 
 
+def _curve_doc(c: Mapping[str, Any]) -> dict[str, Any]:
+    return {"rows": c["rows"], "beta": [round(float(b), 6) for b in c["beta"]],
+            "overheads": {m: round(o, 3) for m, o in sorted(c["overheads"].items())}}  # fmt: skip
+
+
 def profile_docs(model: Model, specs: Mapping[str, GpuSpec] | None = None) -> dict[str, Any]:
-    """One ``opsched-cost-profile/1`` document per known GPU."""
+    """One ``opsched-cost-profile/1`` document per known GPU.
+
+    A curve the GPU transfers (``source: pooled``) also lists, under ``siblings``, the curve
+    of a same-chip GPU per kind of timing (``call``, ``kernel``, ``profiler``) where one qualifies
+    (:mod:`opsched.cost.sibling`); :meth:`opsched.cost.profile.Profile.curve` prefers it for
+    that kind.
+    """
     specs = load_specs() if specs is None else specs
     fams = sorted({f for f, _ in model.pooled})
     docs = {}
@@ -246,15 +289,19 @@ def profile_docs(model: Model, specs: Mapping[str, GpuSpec] | None = None) -> di
         curves: dict[str, dict[str, Any]] = {}
         for fam in fams:
             for cls in ("fp32", "half", "int8"):
-                c = model.groups.get((key, fam, cls)) or model.pooled.get((fam, cls))
+                own = model.groups.get((key, fam, cls))
+                c = own or model.pooled.get((fam, cls))
                 if c is None:
                     continue
-                curves.setdefault(fam, {})[cls] = {
-                    "source": c["source"],
-                    "rows": c["rows"],
-                    "beta": [round(float(b), 6) for b in c["beta"]],
-                    "overheads": {m: round(o, 3) for m, o in sorted(c["overheads"].items())},
-                }
+                entry = _curve_doc(c) | {"source": c["source"]}
+                borrowed = {} if own is not None else {
+                    kind: found for kind in ("call", "kernel", "profiler")
+                    if (found := pick_sibling(key, fam, cls, kind, model.groups, specs))
+                }  # fmt: skip
+                if borrowed:
+                    entry["siblings"] = {kind: _curve_doc(sc) | {"gpu": sib}
+                                         for kind, (sib, sc) in borrowed.items()}  # fmt: skip
+                curves.setdefault(fam, {})[cls] = entry
         us, how = floor_of(model.floors, key, {k: s.arch for k, s in specs.items()})
         floor = {"us": us, "source": how}
         docs[key] = {"format": "opsched-cost-profile/1", "gpu": key, "spec": spec.to_dict(),

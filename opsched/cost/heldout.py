@@ -21,6 +21,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from opsched.cost.fit import FitData, fit_model, predict_family
+from opsched.cost.sibling import siblings
+from opsched.cost.specs import load_specs
 
 __all__ = ["crossval", "fold_of", "leave_one_gpu_out"]
 
@@ -58,19 +60,24 @@ def crossval(data: FitData, k: int = 5, seed: int = 0, trees: bool = True) -> di
 
 
 def leave_one_gpu_out(
-    data: FitData, gpus: Iterable[str], trees: bool = True
+    data: FitData, gpus: Iterable[str], trees: bool = True, sibling: bool = True
 ) -> dict[str, dict[str, np.ndarray]]:
-    """For each GPU: fit without its rows, predict them through its specs (pooled curves).
+    """For each GPU: fit without its rows, predict them as a GPU without timings is priced.
 
-    ``trees`` is accepted for symmetry with :func:`crossval`; a GPU without timings gets no
-    tree correction (:func:`opsched.cost.fit.fit_model`), so it changes nothing.
+    That is, through its specs: the curve of a same-chip GPU fitted on the same kind of
+    timing where one exists (:mod:`opsched.cost.sibling`; with ``trees`` corrected by the
+    residual trees, as that GPU's own curve would be), else the pooled curve.
+    ``sibling=False`` fits no per-GPU curves, so every left-out GPU gets the pooled curve
+    (and ``trees`` then changes nothing).
 
     Returns gpu -> family -> predictions of that GPU's rows (NaN for rows of other GPUs).
     """
     out: dict[str, dict[str, np.ndarray]] = {}
     for gpu in gpus:
         train = {f: fd.gpu != gpu for f, fd in data.families.items()}
-        model = fit_model(data, train, per_gpu=False, trees=trees)
+        # without a same-chip GPU the per-GPU curves (and trees) would change nothing
+        model = fit_model(data, train, per_gpu=sibling and bool(siblings(gpu, load_specs())),
+                          trees=trees)  # fmt: skip
         out[gpu] = {}
         for f, fd in data.families.items():
             pred = np.full(len(fd.t), np.nan)

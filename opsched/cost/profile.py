@@ -3,7 +3,9 @@
 Profiles ship as ``opsched/cost/profiles/<GPU>.json`` (``opsched cost fit`` rebuilds them).
 Each holds the GPU's specs and, per op family and dtype class, the curve's ``beta``, where it
 came from (``fitted`` on the GPU's own timings or ``pooled`` over all GPUs and transferred
-through the specs) and the fixed overhead of each timing method, and the GPU's kernel floor
+through the specs; a transferred one may list a same-chip GPU's curve per kind of timing,
+``siblings``, :mod:`opsched.cost.sibling`) and the fixed overhead of each timing method, and
+the GPU's kernel floor
 (``kernel_floor``: no prediction of an op that launches a kernel is below it; see
 :mod:`opsched.cost.floor`).
 
@@ -41,6 +43,7 @@ from opsched.cost.features import (
     roofline_us,
 )
 from opsched.cost.mathmode import math_dtype
+from opsched.cost.sibling import method_kind
 from opsched.cost.specs import GpuSpec, profiles_dir, resolve_gpu
 from opsched.cost.trees import TreeEnsemble, read_trees
 from opsched.errors import GraphError, InputError
@@ -98,14 +101,23 @@ class Profile:
     def __repr__(self) -> str:
         return f"Profile({self.gpu!r}, {len(self.curves)} families)"
 
-    def curve(self, family: str, dtype: str) -> dict[str, Any] | None:
-        """The curve of ``family`` for ``dtype``'s class (another class if that one is absent)."""
+    def curve(self, family: str, dtype: str, method: str | None = None) -> dict[str, Any] | None:
+        """The curve of ``family`` for ``dtype``'s class (another class if that one is absent).
+
+        For a transferred curve with a same-chip sibling's curve of ``method``'s kind of
+        timing (:mod:`opsched.cost.sibling`), that one, with ``source: sibling``.
+        """
         by = self.curves.get(family)
         if not by:
             return None
         cls = dtype_class(dtype)
         order = [cls, *(c for c in ("fp32", "half", "int8") if c != cls)]
-        return next((by[c] for c in order if c in by), None)
+        c = next((by[c] for c in order if c in by), None)
+        sib = (c or {}).get("siblings", {}).get(method_kind(method)) if method else None
+        if sib is not None:
+            return dict(sib) | {"beta": np.asarray(sib["beta"], float), "source": "sibling",
+                                "sibling": sib["gpu"]}  # fmt: skip
+        return c
 
     def roofline(self, kind: str, attrs: Mapping[str, Any]) -> float:
         """Plain roofline time (us) on this GPU: the physical lower limit, no calibration."""
@@ -190,7 +202,7 @@ class Profile:
             groups.setdefault((fam, dtype), []).append(i)
         for (fam, dtype), idx in groups.items():
             attrs = [{**attrs_list[i], "dtype": dtype} for i in idx]
-            c = self.curve(fam, dtype)
+            c = self.curve(fam, dtype, method)
             if c is None:
                 if (self.gpu, fam) not in _WARNED:
                     _WARNED.add((self.gpu, fam))
@@ -206,7 +218,7 @@ class Profile:
             x = feature_matrix(fam, attrs, self.spec)
             t = predict_curve(x, c["beta"], ovh)
             ens = self.trees.get(fam)
-            if ens is not None and method in tree_methods(fam) and c.get("source") == "fitted":
+            if ens is not None and method in tree_methods(fam) and c.get("source") in _CORRECTED:
                 n = len(idx)
                 feats = tree_features(x, np.full(n, self.gpu), np.full(n, dtype_class(dtype)),
                                       np.full(n, method), {self.gpu: self.spec})  # fmt: skip
@@ -238,7 +250,7 @@ class Profile:
         parts = a.get("parts")
         extra = 0.0
         if method in FREE_OVERHEAD_METHODS:  # one framework call, as for an elementwise op
-            c = self.curve("elementwise_unary", str(a.get("dtype", "float32")))
+            c = self.curve("elementwise_unary", str(a.get("dtype", "float32")), method)
             extra = c["overheads"].get(method, 0.0) if c else 0.0
         if not isinstance(parts, list | tuple):
             parts = ()
@@ -263,7 +275,7 @@ class Profile:
                                   allow_tf32=False)  # fmt: skip
         extra = 0.0
         if method in FREE_OVERHEAD_METHODS:
-            c = self.curve("softmax", str(dt))
+            c = self.curve("softmax", str(dt), method)
             extra = c["overheads"].get(method, 0.0) if c else 0.0
         return float(times.sum()) + extra
 
@@ -295,6 +307,9 @@ class Profile:
             blocks = math.ceil(kinds.output_numel(kind, attrs) / 1024)
         return int(min(max(blocks, 1), self.spec.sm_count))
 
+
+#: Curve sources the residual trees correct: the GPU's own fit and a same-chip sibling's.
+_CORRECTED = frozenset({"fitted", "sibling"})
 
 #: Kinds a fused op's ``parts`` may have (not ``fused`` itself, nor kinds without a kernel).
 _PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS

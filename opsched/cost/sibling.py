@@ -1,0 +1,121 @@
+"""Same-chip borrowing: a GPU without timings of a family takes a sibling's calibrated curve.
+
+GPUs built on the same chip (same architecture and SM count: the A100 boards, the two V100
+boards, H100 SXM5 and H200, GTX 1080 Ti and Titan X (Pascal), M40 and Titan X (Maxwell))
+differ in clocks, memory and power limit, not in the kernels cuBLAS and cuDNN run or in how
+those kernels' efficiency changes with the shape. So where a GPU has no curve of its own for
+a family and dtype class, the curve a sibling fitted on its own rows is a better start than
+the curve pooled over every GPU. The curve is in the GPU's own units (log roofline time on
+*its* specs, tiles per SM...), so the borrowed curve still sees the borrower's bandwidth and
+peak.
+
+A sibling's curve is borrowed only for the kind of timing it was fitted on: ``call`` (one
+framework call timed on the host or with CUDA events: NeuSight ``events``, DeepBench
+``wallclock``), ``kernel`` (pure kernel time of a shape sweep: Vidur, ``opsched cost
+collect``) or ``profiler`` (kernel time of the ops of a few models' training steps,
+``cupti``). A curve fitted on per-call times leaves the kernel time of small ops unidentified
+(the call's fixed cost hides it): borrowed across kinds, the V100-SXM2's profiler elementwise
+rows priced from the V100-PCIe's NeuSight curve were off by a median 930 %
+(docs/cost-model.md, thirteenth round). A profiler curve knows a few models' shapes, and in
+the A100-SXM4-40GB's traces float32 GEMMs ran on TF32 tensor cores: its curve priced a
+1024^3 float32 GEMM at 240 us, against 121 us for the pooled curve and 150-190 us for the
+A100-PCIe-40GB's NeuSight calls, so it lends only to profiler rows. Profiler rows, being
+kernel times too, take a sweep's kernel curve where no sibling has a profiler curve
+(:data:`LENDERS`). The sibling must also have :data:`MIN_SIBLING_SHAPES` distinct shapes of
+the kind it lends.
+
+Examples
+--------
+>>> from opsched.cost.specs import load_specs
+>>> specs = load_specs()
+>>> siblings("H100-SXM5", specs), siblings("L4", specs)
+(['H200'], [])
+>>> method_kind("events"), method_kind("kernel"), method_kind("cupti")
+('call', 'kernel', 'profiler')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from opsched.cost.specs import GpuSpec
+
+__all__ = [
+    "LENDERS",
+    "METHOD_KINDS",
+    "MIN_SIBLING_SHAPES",
+    "method_kind",
+    "pick_sibling",
+    "shape_counts",
+    "siblings",
+]
+
+#: Timing method -> the kind of time it measures.
+METHOD_KINDS: Mapping[str, str] = {
+    "events": "call",
+    "wallclock": "call",
+    "kernel": "kernel",
+    "cupti": "profiler",
+}
+
+#: Kind of timing predicted -> the kinds of curve that may lend to it, in order of preference.
+LENDERS: Mapping[str, tuple[str, ...]] = {
+    "call": ("call",),
+    "kernel": ("kernel",),
+    "profiler": ("profiler", "kernel"),
+}
+
+#: Least distinct shapes of one timing kind a sibling's curve needs to be borrowed for it
+#: (DeepBench times 94-160 shapes per GPU and family; a profiler trace a few dozen).
+MIN_SIBLING_SHAPES = 40
+
+
+def method_kind(method: str) -> str:
+    """``call``, ``kernel`` or ``profiler`` (an unknown method counts as kernel time)."""
+    return METHOD_KINDS.get(str(method), "kernel")
+
+
+def siblings(gpu: str, specs: Mapping[str, GpuSpec]) -> list[str]:
+    """Other GPUs of ``specs`` on the same chip as ``gpu`` (same architecture and SM count)."""
+    s = specs.get(gpu)
+    if s is None:
+        return []
+    return sorted(k for k, o in specs.items()
+                  if k != gpu and (o.arch, o.sm_count) == (s.arch, s.sm_count))  # fmt: skip
+
+
+def shape_counts(group: np.ndarray, methods: np.ndarray) -> dict[str, int]:
+    """Distinct shapes per timing kind among some rows (``group``: the rows' shape keys)."""
+    kinds = np.array([method_kind(m) for m in methods.tolist()], dtype=object)
+    return {k: int(np.unique(group[kinds == k]).size) for k in sorted(set(kinds.tolist()))}
+
+
+def pick_sibling(
+    gpu: str,
+    family: str,
+    cls: str,
+    kind: str,
+    groups: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    specs: Mapping[str, GpuSpec],
+) -> tuple[str, Mapping[str, Any]] | None:
+    """The sibling whose own curve of ``(family, cls)`` has the most shapes of ``kind``.
+
+    ``groups`` maps ``(gpu, family, class)`` to a fitted curve with a ``shapes`` count per
+    kind (:func:`shape_counts`). The kinds of :data:`LENDERS` are tried in order; None when no
+    sibling has :data:`MIN_SIBLING_SHAPES` of any of them.
+    """
+    for lender in LENDERS.get(kind, (kind,)):
+        best: tuple[int, str] | None = None
+        for sib in siblings(gpu, specs):
+            c = groups.get((sib, family, cls))
+            if c is None or c.get("source") != "fitted":
+                continue
+            n = int(c.get("shapes", {}).get(lender, 0))
+            if n >= MIN_SIBLING_SHAPES and (best is None or n > best[0]):
+                best = (n, sib)
+        if best is not None:
+            return best[1], groups[(best[1], family, cls)]
+    return None
