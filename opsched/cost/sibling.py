@@ -7,7 +7,12 @@ those kernels' efficiency changes with the shape. So where a GPU has no curve of
 a family and dtype class, the curve a sibling fitted on its own rows is a better start than
 the curve pooled over every GPU. The curve is in the GPU's own units (log roofline time on
 *its* specs, tiles per SM...), so the borrowed curve still sees the borrower's bandwidth and
-peak.
+peak. A GPU with no sibling of its SM count may borrow from one of its architecture with at
+most :data:`SM_SPREAD` times more or fewer SMs (a cut-down die: the Titan Xp's 30 SMs
+against the GTX 1080 Ti's 28); same-SM siblings come first. The Tesla P4 (20 SMs, 75 W)
+priced from the 28-SM Pascal cards was worse than the pooled curve (matmul 31 -> 46 %,
+docs/cost-model.md, ninth round), hence the limit; the H100 PCIe (114 SMs against 132) lies
+just outside it and keeps the pooled curve.
 
 A sibling's curve is borrowed only for the kind of timing it was fitted on: ``call`` (one
 framework call timed on the host or with CUDA events: NeuSight ``events``, DeepBench
@@ -30,6 +35,8 @@ Examples
 >>> specs = load_specs()
 >>> siblings("H100-SXM5", specs), siblings("L4", specs)
 (['H200'], [])
+>>> siblings("Titan-Xp", specs)          # 30 SMs: the 28-SM GP102 boards
+['GTX-1080-Ti', 'Titan-X-Pascal']
 >>> method_kind("events"), method_kind("kernel"), method_kind("cupti")
 ('call', 'kernel', 'profiler')
 """
@@ -47,6 +54,7 @@ __all__ = [
     "LENDERS",
     "METHOD_KINDS",
     "MIN_SIBLING_SHAPES",
+    "SM_SPREAD",
     "method_kind",
     "pick_sibling",
     "shape_counts",
@@ -68,6 +76,9 @@ LENDERS: Mapping[str, tuple[str, ...]] = {
     "profiler": ("profiler", "kernel"),
 }
 
+#: Most SM-count ratio between a GPU and a sibling of its architecture on another board.
+SM_SPREAD = 1.15
+
 #: Least distinct shapes of one timing kind a sibling's curve needs to be borrowed for it
 #: (DeepBench times 94-160 shapes per GPU and family; a profiler trace a few dozen).
 MIN_SIBLING_SHAPES = 40
@@ -79,12 +90,18 @@ def method_kind(method: str) -> str:
 
 
 def siblings(gpu: str, specs: Mapping[str, GpuSpec]) -> list[str]:
-    """Other GPUs of ``specs`` on the same chip as ``gpu`` (same architecture and SM count)."""
+    """Other GPUs of ``specs`` that ``gpu`` may borrow from, nearest first.
+
+    Same architecture and SM count first (by name), then the same architecture with at most
+    :data:`SM_SPREAD` times more or fewer SMs (fewest SMs apart, then by name).
+    """
     s = specs.get(gpu)
     if s is None:
         return []
-    return sorted(k for k, o in specs.items()
-                  if k != gpu and (o.arch, o.sm_count) == (s.arch, s.sm_count))  # fmt: skip
+    near = [(abs(o.sm_count - s.sm_count), k) for k, o in specs.items()
+            if k != gpu and o.arch == s.arch
+            and max(o.sm_count, s.sm_count) <= SM_SPREAD * min(o.sm_count, s.sm_count)]  # fmt: skip
+    return [k for _, k in sorted(near)]
 
 
 def shape_counts(group: np.ndarray, methods: np.ndarray) -> dict[str, int]:
@@ -101,21 +118,25 @@ def pick_sibling(
     groups: Mapping[tuple[str, str, str], Mapping[str, Any]],
     specs: Mapping[str, GpuSpec],
 ) -> tuple[str, Mapping[str, Any]] | None:
-    """The sibling whose own curve of ``(family, cls)`` has the most shapes of ``kind``.
+    """The nearest sibling (:func:`siblings`) whose own curve of ``(family, cls)`` has enough
+    shapes of ``kind``; among equally near ones, the one with the most.
 
     ``groups`` maps ``(gpu, family, class)`` to a fitted curve with a ``shapes`` count per
     kind (:func:`shape_counts`). The kinds of :data:`LENDERS` are tried in order; None when no
     sibling has :data:`MIN_SIBLING_SHAPES` of any of them.
     """
+    sm = specs[gpu].sm_count if gpu in specs else 0
     for lender in LENDERS.get(kind, (kind,)):
-        best: tuple[int, str] | None = None
+        # nearest SM count first; among equals, the most shapes (then the first name)
+        best: tuple[int, int, str] | None = None
         for sib in siblings(gpu, specs):
             c = groups.get((sib, family, cls))
             if c is None or c.get("source") != "fitted":
                 continue
             n = int(c.get("shapes", {}).get(lender, 0))
-            if n >= MIN_SIBLING_SHAPES and (best is None or n > best[0]):
-                best = (n, sib)
+            key = (abs(specs[sib].sm_count - sm), -n, sib)
+            if n >= MIN_SIBLING_SHAPES and (best is None or key < best):
+                best = key
         if best is not None:
-            return best[1], groups[(best[1], family, cls)]
+            return best[2], groups[(best[2], family, cls)]
     return None

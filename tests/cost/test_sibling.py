@@ -24,8 +24,9 @@ def test_siblings_share_architecture_and_sm_count():
     assert siblings("H200", SPECS) == ["H100-SXM5"]
     assert siblings("A100-PCIe-80GB", SPECS) == ["A100-PCIe-40GB", "A100-SXM4-40GB",
                                                  "A100-SXM4-80GB"]  # fmt: skip
-    assert siblings("GTX-1080-Ti", SPECS) == ["Titan-X-Pascal"]  # the Titan Xp has 30 SMs
-    assert siblings("H100-PCIe", SPECS) == siblings("L4", SPECS) == []
+    # then the same architecture within SM_SPREAD: the Titan Xp's 30 SMs, not the P4's 20
+    assert siblings("GTX-1080-Ti", SPECS) == ["Titan-X-Pascal", "Titan-Xp"]
+    assert siblings("P4", SPECS) == siblings("H100-PCIe", SPECS) == siblings("L4", SPECS) == []
     assert siblings("no such GPU", SPECS) == []
 
 
@@ -57,6 +58,12 @@ def test_pick_sibling_needs_the_same_kind_of_timing_and_enough_shapes():
     groups[("A100-SXM4-40GB", "matmul", "fp32")] = curve(0, n - 1)
     assert pick("kernel") is None
     assert pick_sibling("A100-PCIe-80GB", "bmm", "fp32", "call", groups, SPECS) is None
+    # the nearest SM count wins over more shapes
+    more = {("Titan-X-Pascal", "matmul", "fp32"): curve(n, 0),
+            ("Titan-Xp", "matmul", "fp32"): curve(10 * n, 0)}  # fmt: skip
+    assert pick_sibling("GTX-1080-Ti", "matmul", "fp32", "call", more, SPECS)[0] == "Titan-X-Pascal"
+    del more[("Titan-X-Pascal", "matmul", "fp32")]
+    assert pick_sibling("GTX-1080-Ti", "matmul", "fp32", "call", more, SPECS)[0] == "Titan-Xp"
 
 
 @pytest.fixture(scope="module")
