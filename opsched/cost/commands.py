@@ -1,4 +1,4 @@
-"""The ``opsched cost`` command group: predict, evaluate, fit, apply."""
+"""The ``opsched cost`` command group: predict, evaluate, fit, apply, show."""
 
 from __future__ import annotations
 
@@ -146,6 +146,39 @@ def apply_cmd(
     total = sum(op.duration for op in g.ops)
     click.echo(f"wrote {output}: {len(g.ops)} ops, {total:.1f} {g.attrs['time_unit']} of work, "
                f"{g.resources['sm']} SMs")  # fmt: skip
+
+
+@cost.command("show")
+@click.argument("gpu")
+@json_option
+@handle_errors
+def show(gpu: str, as_json: bool) -> None:
+    """Where a GPU's predictions come from: its own timings, a same-chip GPU's, or the pool."""
+    from opsched.cost.profile import load_profile
+
+    prof = load_profile(gpu)
+    rows = prof.sources()
+    s = prof.spec
+    if as_json:
+        _emit_json({"gpu": prof.gpu, "name": s.name, "arch": s.arch, "sm_count": s.sm_count,
+                    "mem_bw_gbps": s.mem_bw_gbps, "kernel_floor_us": prof.kernel_floor,
+                    "curves": rows})  # fmt: skip
+        return
+    buf = io.StringIO()
+    buf.write(f"{prof.gpu}: {s.name}, {s.arch}, {s.sm_count} SMs, {s.mem_bw_gbps:g} GB/s; "
+              f"kernel floor {prof.kernel_floor:g} us\n")  # fmt: skip
+    buf.write(f"{'family':18s} {'class':5s} {'curve':7s} {'rows':>7s}  "
+              f"{'per call':15s} {'kernel':15s} profiler\n")  # fmt: skip
+    for r in rows:
+        line = (f"{r['family']:18s} {r['class']:5s} {r['source']:7s} {r['rows']:7d}  "
+                f"{r['call']:15s} {r['kernel']:15s} {r['profiler']}")  # fmt: skip
+        buf.write(line + "\n")
+    buf.write(
+        "own: fitted on this GPU's timings; a GPU name: borrowed from that same-chip GPU; "
+        "pooled: the curve of all GPUs through this GPU's specs; donor: its memory-bound "
+        "kernels' curve"
+    )
+    click.echo(buf.getvalue())
 
 
 def register(main: click.Group) -> None:

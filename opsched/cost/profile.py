@@ -119,6 +119,31 @@ class Profile:
                                 "sibling": sib["gpu"]}  # fmt: skip
         return c
 
+    def sources(self) -> list[dict[str, Any]]:
+        """Where each curve comes from: one row per family and dtype class.
+
+        ``source`` is the profile's (``fitted`` on this GPU's rows, ``donor``: its own
+        memory-bound kernels, ``pooled``: transferred through its specs); ``call``,
+        ``kernel`` and ``profiler`` say what prices each kind of timing: ``own``, the
+        sibling GPU it borrows from (:mod:`opsched.cost.sibling`), or the source.
+
+        Examples
+        --------
+        >>> rows = load_profile("H100-SXM5").sources()
+        >>> [r for r in rows if r["family"] == "matmul" and r["class"] == "fp32"][0]["kernel"]
+        'H200'
+        """
+        out = []
+        for fam in sorted(self.curves):
+            for cls, c in sorted(self.curves[fam].items()):
+                src = str(c.get("source", "fitted"))
+                sib = c.get("siblings", {})
+                use = {k: "own" if src == "fitted" else sib[k]["gpu"] if k in sib else src
+                       for k in ("call", "kernel", "profiler")}  # fmt: skip
+                out.append({"family": fam, "class": cls, "source": src,
+                            "rows": int(c.get("rows", 0))} | use)  # fmt: skip
+        return out
+
     def roofline(self, kind: str, attrs: Mapping[str, Any]) -> float:
         """Plain roofline time (us) on this GPU: the physical lower limit, no calibration."""
         _check(kind, attrs)

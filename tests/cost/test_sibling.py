@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from opsched.cli import main
 from opsched.cost.fit import fit_model, load_fit_data, predict_family, profile_docs
 from opsched.cost.heldout import leave_one_gpu_out
 from opsched.cost.profile import Profile, load_profile
@@ -124,3 +128,20 @@ def test_shipped_profiles_borrow_from_the_same_chip():
     mm = {"M": 1024, "N": 1024, "K": 1024, "dtype": "float32"}
     assert a100.predict("matmul", mm, method="events") > a100.predict("matmul", mm)
     assert load_profile("L4").curve("matmul", "float32", "events")["source"] == "pooled"
+
+
+def test_cli_show_says_where_each_curve_comes_from():
+    r = CliRunner().invoke(main, ["cost", "show", "H100-SXM5"])
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.startswith("matmul") and " fp32 " in x)
+    assert line.split()[1:3] == ["fp32", "pooled"] and line.split()[-3:] == ["H200"] * 3
+    half = next(x for x in r.output.splitlines() if x.startswith("matmul") and " half " in x)
+    assert half.split()[-3:] == ["own"] * 3
+    r = CliRunner().invoke(main, ["cost", "show", "A100-PCIe-80GB", "--json"])
+    rows = {(c["family"], c["class"]): c for c in json.loads(r.output)["curves"]}
+    assert rows[("matmul", "fp32")]["call"] == "A100-PCIe-40GB"
+    assert rows[("matmul", "fp32")]["kernel"] == "pooled"  # no sibling swept fp32 kernels
+    assert rows[("conv2d", "fp32")]["source"] == "fitted"
+    r = CliRunner().invoke(main, ["cost", "show", "A10G"])
+    assert r.exit_code == 2 and "unknown GPU 'A10G'" in r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
