@@ -25,12 +25,13 @@ SPECS = load_specs()
 
 
 def test_siblings_share_architecture_and_sm_count():
-    assert siblings("H200", SPECS) == ["H100-SXM5"]
+    assert siblings("H200", SPECS) == ["H100-SXM5", "H100-PCIe"]  # the same SM count first
     assert siblings("A100-PCIe-80GB", SPECS) == ["A100-PCIe-40GB", "A100-SXM4-40GB",
                                                  "A100-SXM4-80GB"]  # fmt: skip
     # then the same architecture within SM_SPREAD: the Titan Xp's 30 SMs, not the P4's 20
     assert siblings("GTX-1080-Ti", SPECS) == ["Titan-X-Pascal", "Titan-Xp"]
-    assert siblings("P4", SPECS) == siblings("H100-PCIe", SPECS) == siblings("L4", SPECS) == []
+    assert siblings("P4", SPECS) == siblings("L4", SPECS) == []
+    assert siblings("H100-PCIe", SPECS) == ["H100-SXM5", "H200"]  # GH100 cut down: 114 SMs
     assert siblings("no such GPU", SPECS) == []
 
 
@@ -128,6 +129,9 @@ def test_shipped_profiles_borrow_from_the_same_chip():
     mm = {"M": 1024, "N": 1024, "K": 1024, "dtype": "float32"}
     assert a100.predict("matmul", mm, method="events") > a100.predict("matmul", mm)
     assert load_profile("L4").curve("matmul", "float32", "events")["source"] == "pooled"
+    pcie = load_profile("H100-PCIe")
+    assert pcie.curve("matmul", "float32", "events")["sibling"] == "H200"
+    assert pcie.curve("matmul", "float16", "kernel")["sibling"] == "H100-SXM5"
 
 
 def test_cli_show_says_where_each_curve_comes_from():
