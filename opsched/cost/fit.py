@@ -125,8 +125,8 @@ def fit_model(
         bfd = data.families.get(fam)
         width = feature_matrix(fam, [SAMPLE_ATTRS[fam]], _specs()["T4"]).shape[1]
         pooled, groups = borrower_curves(bfd, masks.get(fam), donors, width, per_gpu)
-        for (gpu, cls), c in groups.items():
-            if bfd is not None:
+        if bfd is not None:  # the shapes behind each GPU's curve (opsched.cost.sibling)
+            for (gpu, cls), c in groups.items():
                 own = masks[fam] & (bfd.gpu == gpu) & (bfd.cls == cls)
                 c["shapes"] = shape_counts(bfd.group[own], bfd.method[own])
         model.pooled |= {(fam, c): v for c, v in pooled.items()}

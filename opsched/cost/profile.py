@@ -87,8 +87,7 @@ class Profile:
         self.spec = GpuSpec(s["key"], s["name"], s["arch"], int(s["sm_count"]),
                             float(s["mem_bw_gbps"]), dict(s["peaks"]))  # fmt: skip
         self.curves: dict[str, dict[str, Any]] = {
-            fam: {cls: dict(c) | {"beta": np.asarray(c["beta"], float)} for cls, c in by.items()}
-            for fam, by in doc["curves"].items()
+            fam: {cls: _read_curve(c) for cls, c in by.items()} for fam, by in doc["curves"].items()
         }
         if trees is None:
             trees = _load_trees(profiles_dir())
@@ -114,10 +113,7 @@ class Profile:
         order = [cls, *(c for c in ("fp32", "half", "int8") if c != cls)]
         c = next((by[c] for c in order if c in by), None)
         sib = (c or {}).get("siblings", {}).get(method_kind(method)) if method else None
-        if sib is not None:
-            return dict(sib) | {"beta": np.asarray(sib["beta"], float), "source": "sibling",
-                                "sibling": sib["gpu"]}  # fmt: skip
-        return c
+        return sib if sib is not None else c
 
     def sources(self) -> list[dict[str, Any]]:
         """Where each curve comes from: one row per family and dtype class.
@@ -331,6 +327,17 @@ class Profile:
         else:
             blocks = math.ceil(kinds.output_numel(kind, attrs) / 1024)
         return int(min(max(blocks, 1), self.spec.sm_count))
+
+
+def _read_curve(c: Mapping[str, Any]) -> dict[str, Any]:
+    """A profile's curve with its ``beta`` (and its siblings' curves, marked ``source:
+    sibling``) as arrays, converted once here rather than at every prediction."""
+    out = dict(c) | {"beta": np.asarray(c["beta"], float)}
+    if "siblings" in c:
+        out["siblings"] = {kind: dict(sc) | {"beta": np.asarray(sc["beta"], float),
+                                             "source": "sibling", "sibling": sc["gpu"]}
+                           for kind, sc in c["siblings"].items()}  # fmt: skip
+    return out
 
 
 #: Curve sources the residual trees correct: the GPU's own fit and a same-chip sibling's.
