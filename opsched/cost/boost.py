@@ -81,7 +81,7 @@ def tree_methods(family: str) -> frozenset[str]:
 
 #: Timing method -> feature code (kernel and cupti are both pure kernel time).
 METHOD_CODES: Mapping[str, int] = {"kernel": 0, "cupti": 1, "events": 2, "wallclock": 3}
-_CLASS_CODES = {"fp32": 0, "half": 1, "int8": 2}
+_CLASS_CODES = {"fp32": 0, "half": 1, "int8": 2, "half_fp32math": 3}
 
 #: Boosting settings for a family with at least :data:`LARGE_TREE_ROWS` training rows (the
 #: sweeps of GEMMs, convolutions, elementwise ops, norms: tens of thousands of shapes), chosen

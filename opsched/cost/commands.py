@@ -162,7 +162,7 @@ def show(gpu: str, as_json: bool) -> None:
     if as_json:
         _emit_json({"gpu": prof.gpu, "name": s.name, "arch": s.arch, "sm_count": s.sm_count,
                     "mem_bw_gbps": s.mem_bw_gbps, "kernel_floor_us": prof.kernel_floor,
-                    "curves": rows})  # fmt: skip
+                    "half_tensor_cores": s.half_tensor_cores, "curves": rows})  # fmt: skip
         return
     buf = io.StringIO()
     buf.write(f"{prof.gpu}: {s.name}, {s.arch}, {s.sm_count} SMs, {s.mem_bw_gbps:g} GB/s; "
@@ -178,6 +178,12 @@ def show(gpu: str, as_json: bool) -> None:
         "pooled: the curve of all GPUs through this GPU's specs; donor: its memory-bound "
         "kernels' curve"
     )
+    if not s.half_tensor_cores:
+        buf.write(
+            "\nno tensor cores: float16 GEMMs and convolutions run FP32 arithmetic, priced at "
+            "the FP32 peak by a half curve fitted on such timings (own or a same-chip GPU's), "
+            "else by the fp32 curve"
+        )
     click.echo(buf.getvalue())
 
 

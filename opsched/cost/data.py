@@ -104,7 +104,7 @@ METHODS: dict[str, str] = {
 }
 
 _DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8",
-                     "fp16_storage_fp32_math": "float16"}  # fmt: skip
+                     "fp16_storage_fp32_math": "float16_fp32math"}  # fmt: skip
 #: dtype column of NeuSight-schema tables (NeuSight: float32 only; ``opsched cost collect``
 #: also writes float16 / bfloat16 rows); a blank one is float32, a row of another dtype is
 #: left out.

@@ -40,13 +40,21 @@ from opsched.ir import kinds
 
 __all__ = [
     "FAMILIES",
+    "HALF_FP32_MATH",
     "SAMPLE_ATTRS",
     "ZERO_KINDS",
     "dtype_class",
     "family_of",
     "feature_matrix",
     "roofline_us",
+    "tree_class",
 ]
+
+#: Tree class of half-precision GEMMs / convolutions run with FP32 arithmetic
+#: (:func:`tree_class`). Their curve is the GPU's own half curve where it has one (fitted on
+#: exactly such timings: before Volta every float16 GEMM or convolution is one), else its
+#: fp32 curve, the same SIMT arithmetic, never the tensor-core half curve of other GPUs.
+HALF_FP32_MATH = "half_fp32math"
 
 #: Every family with a calibrated curve.
 FAMILIES: tuple[str, ...] = (
@@ -72,14 +80,31 @@ def dtype_class(dtype: str) -> str:
 
     Examples
     --------
-    >>> dtype_class("bfloat16"), dtype_class("tf32"), dtype_class("float8")
-    ('half', 'fp32', 'int8')
+    ``tf32`` is ``fp32``. ``float16_fp32math`` (half-precision tensors, FP32 arithmetic, on a
+    GPU without half tensor cores) is ``half``: a GPU that timed such ops has a half curve of
+    its own; one that did not prices them with its fp32 curve (:data:`HALF_FP32_MATH`).
+
+    >>> dtype_class("bfloat16"), dtype_class("tf32"), dtype_class("float16_fp32math")
+    ('half', 'fp32', 'half')
     """
-    if dtype in ("float16", "bfloat16"):
+    if dtype in ("float16", "bfloat16", "float16_fp32math"):
         return "half"
     if dtype in ("int8", "float8"):
         return "int8"
     return "fp32"
+
+
+def tree_class(dtype: str) -> str:
+    """The dtype class the residual trees see: :func:`dtype_class`, except that half-precision
+    tensors with FP32 arithmetic (``float16_fp32math``, :mod:`opsched.cost.mathmode`) are a
+    class of their own there: cuDNN's pseudo-half algorithms are neither its tensor-core nor
+    its float32 ones (on the P100, DeepBench's pseudo-half backward-data convolutions take
+    from 0.7x to 3x the float32 time of the same shape).
+
+    >>> tree_class("float16_fp32math"), tree_class("float16"), tree_class("tf32")
+    ('half_fp32math', 'half', 'fp32')
+    """
+    return HALF_FP32_MATH if dtype == "float16_fp32math" else dtype_class(dtype)
 
 
 def family_of(kind: str, attrs: Mapping[str, Any]) -> str:

@@ -32,7 +32,7 @@ import numpy as np
 from opsched.cost.boost import fit_trees, tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
-from opsched.cost.features import SAMPLE_ATTRS, feature_matrix
+from opsched.cost.features import HALF_FP32_MATH, SAMPLE_ATTRS, feature_matrix
 from opsched.cost.fitdata import (
     FIT_FILES,
     FamilyData,
@@ -95,6 +95,18 @@ class Model:
             if (family, other) in self.pooled:
                 return self.pooled[(family, other)]
         return None
+
+    def curve_class(self, gpu: str, family: str, tcls: str, method: str | None = None) -> str:
+        """The curve class of a row of tree class ``tcls``: its dtype class, except for
+        half-precision tensors with FP32 arithmetic (:data:`HALF_FP32_MATH`): ``half`` where
+        the GPU (or a same-chip sibling, for ``method``) has a half curve fitted on its own
+        rows, else ``fp32``."""
+        if tcls != HALF_FP32_MATH:
+            return tcls
+        if (gpu, family, "half") in self.groups:
+            return "half"
+        own = None if method is None else sibling_curve(self, gpu, family, "half", method)
+        return "half" if own is not None else "fp32"
 
 
 def fit_model(
@@ -172,7 +184,9 @@ def fit_model(
             base = predict_family(model, fam, fd, sel, floor=False)
             ok = np.isfinite(base) & (base > 0)
             idx = np.nonzero(sel)[0][ok]
-            feats = tree_features(fd.x[idx], fd.gpu[idx], fd.cls[idx], fd.method[idx], _specs())
+            feats = tree_features(
+                fd.x[idx], fd.gpu[idx], fd.tree_cls()[idx], fd.method[idx], _specs()
+            )
             model.trees[fam] = fit_trees(feats, np.log(fd.t[idx] / base[ok]))
     return model
 
@@ -246,7 +260,10 @@ def predict_family(
     """
     out = np.full(int(sel.sum()), np.nan)
     idx = np.nonzero(sel)[0]
-    keys = list(zip(fd.gpu[idx], fd.cls[idx], fd.method[idx], strict=True))
+    rows_of = zip(fd.gpu[idx], fd.cls[idx], fd.tree_cls()[idx], fd.method[idx], strict=True)
+    classes = [model.curve_class(g, fam, t, m) if t == HALF_FP32_MATH else c
+               for g, c, t, m in rows_of]  # fmt: skip
+    keys = list(zip(fd.gpu[idx], classes, fd.method[idx], strict=True))
     corrected = np.zeros(len(idx), bool)  # rows whose curve the trees correct
     for key in sorted(set(keys)):
         gpu, cls, method = key
@@ -261,7 +278,7 @@ def predict_family(
     use = np.isin(fd.method[idx], list(tree_methods(fam))) & corrected
     if ens is not None and use.any():
         j = idx[use]
-        feats = tree_features(fd.x[j], fd.gpu[j], fd.cls[j], fd.method[j], _specs())
+        feats = tree_features(fd.x[j], fd.gpu[j], fd.tree_cls()[j], fd.method[j], _specs())
         out[use] *= np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
     for gpu in np.unique(fd.gpu[idx]) if floor else ():
         rows = fd.gpu[idx] == gpu

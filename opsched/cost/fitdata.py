@@ -24,7 +24,14 @@ import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve
 from opsched.cost.data import canonical_rows, detect_schema, read_table
-from opsched.cost.features import FAMILIES, dtype_class, family_of, feature_matrix, roofline_us
+from opsched.cost.features import (
+    FAMILIES,
+    dtype_class,
+    family_of,
+    feature_matrix,
+    roofline_us,
+    tree_class,
+)
 from opsched.cost.specs import load_specs
 from opsched.errors import InputError
 
@@ -59,6 +66,12 @@ class FamilyData:
     cls: np.ndarray
     source: np.ndarray
     group: np.ndarray
+    #: the class the residual trees see (:func:`opsched.cost.features.tree_class`); None: ``cls``
+    tcls: np.ndarray | None = None
+
+    def tree_cls(self) -> np.ndarray:
+        """Per row, the dtype class of the tree features."""
+        return self.cls if self.tcls is None else self.tcls
 
 
 @dataclass
@@ -105,6 +118,7 @@ def load_fit_data(
                     dtype_class(r["attrs"]["dtype"]),
                     schema,
                     shape_key(r["kind"], r["attrs"]),
+                    tree_class(r["attrs"]["dtype"]),
                 )
             )
     out: dict[str, FamilyData] = {}
@@ -122,8 +136,13 @@ def load_fit_data(
             x=x, t=np.array([r[1] for r in rows]), roof=roof, gpu=gpus,
             method=np.array([r[3] for r in rows]), cls=np.array([r[4] for r in rows]),
             source=np.array([r[5] for r in rows]), group=np.array([r[6] for r in rows]),
+            tcls=np.array([r[7] for r in rows]),
         )  # fmt: skip
     return FitData(out)
+
+
+#: Math-mode dtypes (:mod:`opsched.cost.mathmode`) -> the dtype of the tensors.
+_STORAGE_DTYPES = {"tf32": "float32", "float16_fp32math": "float16"}
 
 
 def shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
@@ -131,15 +150,17 @@ def shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
 
     The same shape timed on several GPUs or by several sources lands in one fold, so no fold
     is scored on a shape whose time on another GPU was in its training rows. A float32 op
-    run in TF32 (``dtype = "tf32"``) groups with its float32 shape.
+    run in TF32 (``dtype = "tf32"``) groups with its float32 shape, a float16 one run with FP32
+    arithmetic (``"float16_fp32math"``) with its float16 shape.
 
     Examples
     --------
     >>> shape_key("matmul", {"M": 2, "N": 3, "K": 4, "dtype": "tf32"})
     'matmul|K=4|M=2|N=3|dtype=float32'
     """
-    # the math mode (``tf32``) is how a source ran the op, not part of its shape
-    a = {**attrs, "dtype": "float32"} if attrs.get("dtype") == "tf32" else attrs
+    # the math mode is how a source ran the op, not part of its shape
+    stored = _STORAGE_DTYPES.get(str(attrs.get("dtype")))
+    a = {**attrs, "dtype": stored} if stored else attrs
     return kind + "|" + "|".join(f"{k}={a[k]}" for k in sorted(a))
 
 

@@ -39,6 +39,8 @@ Examples
 'tf32'
 >>> math_dtype("conv2d", conv, v100)               # no TF32 tensor cores on Volta
 'float32'
+>>> math_dtype("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"}, load_specs()["P100-PCIe"])
+'float16_fp32math'
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from opsched.cost.specs import GpuSpec
 
 __all__ = [
     "CONV_KINDS",
+    "FP16_FP32_MATH",
+    "MATH_KINDS",
     "MATMUL_KINDS",
     "PYTORCH_DEFAULT",
     "SOURCE_MODES",
@@ -63,6 +67,16 @@ __all__ = [
 #: Kinds whose float32 form may run on TF32 tensor cores (GEMM libraries, cuDNN).
 MATMUL_KINDS = frozenset({"matmul", "attention"})
 CONV_KINDS = frozenset({"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"})
+
+#: Kinds whose arithmetic runs on tensor cores where the GPU has them.
+MATH_KINDS = MATMUL_KINDS | CONV_KINDS
+
+#: The dtype a float16 GEMM or convolution is priced at on a GPU without half-precision tensor
+#: cores (before Volta: P100, P4, the Pascal and Maxwell boards): half-precision tensors, FP32
+#: multiply-accumulate (cuBLAS with FP32 compute, cuDNN's pseudo-half configuration, which is
+#: what PyTorch asks for), so the FP32 peak bounds it and the fp32 curve prices it. DeepBench's
+#: P100 rows say so themselves ("16 bit inputs, 32 bit multiplication, 32 bit addition").
+FP16_FP32_MATH = "float16_fp32math"
 
 #: (matmul TF32, convolution TF32).
 MathMode = tuple[bool, bool]
@@ -99,7 +113,8 @@ def math_dtype(
     allow_tf32: bool | None = None,
     mode: MathMode | None = None,
 ) -> str:
-    """The dtype an op is priced at: ``"tf32"`` for a float32 GEMM / conv run in TF32.
+    """The dtype an op is priced at: ``"tf32"`` for a float32 GEMM / conv run in TF32,
+    :data:`FP16_FP32_MATH` for a float16 GEMM / conv on a GPU without half tensor cores.
 
     Parameters
     ----------
@@ -113,6 +128,8 @@ def math_dtype(
         An explicit (matmul, conv) mode; overrides ``allow_tf32``.
     """
     dtype = str(attrs.get("dtype", "float32"))
+    if dtype == "float16" and kind in MATH_KINDS and not spec.half_tensor_cores:
+        return FP16_FP32_MATH
     if dtype != "float32" or "tf32" not in spec.peaks:
         return dtype
     mm, conv = mode if mode is not None else mode_of(allow_tf32)

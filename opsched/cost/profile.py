@@ -36,11 +36,13 @@ import numpy as np
 from opsched.cost.boost import tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
+    HALF_FP32_MATH,
     ZERO_KINDS,
     dtype_class,
     family_of,
     feature_matrix,
     roofline_us,
+    tree_class,
 )
 from opsched.cost.mathmode import math_dtype
 from opsched.cost.sibling import method_kind
@@ -110,6 +112,8 @@ class Profile:
         if not by:
             return None
         cls = dtype_class(dtype)
+        if tree_class(dtype) == HALF_FP32_MATH and not _measured(by.get("half"), method):
+            cls = "fp32"  # FP32 arithmetic on half tensors: not the tensor-core half curve
         order = [cls, *(c for c in ("fp32", "half", "int8") if c != cls)]
         c = next((by[c] for c in order if c in by), None)
         sib = (c or {}).get("siblings", {}).get(method_kind(method)) if method else None
@@ -241,7 +245,7 @@ class Profile:
             ens = self.trees.get(fam)
             if ens is not None and method in tree_methods(fam) and c.get("source") in _CORRECTED:
                 n = len(idx)
-                feats = tree_features(x, np.full(n, self.gpu), np.full(n, dtype_class(dtype)),
+                feats = tree_features(x, np.full(n, self.gpu), np.full(n, tree_class(dtype)),
                                       np.full(n, method), {self.gpu: self.spec})  # fmt: skip
                 t = t * np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
             if fam == "opaque":
@@ -370,6 +374,16 @@ def _load(key: str, folder: str) -> Profile:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"not a profile ({e})", path) from None
     return Profile(doc, _load_trees(folder))
+
+
+def _measured(curve: Mapping[str, Any] | None, method: str | None) -> bool:
+    """Whether a curve was fitted on this GPU's rows or, for ``method``, borrows a same-chip
+    GPU's curve fitted on its own."""
+    if curve is None:
+        return False
+    if curve.get("source", "fitted") == "fitted":
+        return True
+    return method is not None and method_kind(method) in curve.get("siblings", {})
 
 
 def load_profile(gpu: str) -> Profile:

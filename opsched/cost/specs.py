@@ -123,11 +123,34 @@ class GpuSpec:
     mem_bw_gbps: float
     peaks: Mapping[str, float]
 
+    @property
+    def compute_capability(self) -> int | None:
+        """Compute capability from ``arch`` (``"Ampere sm_80"`` -> 80); None if it names none."""
+        m = re.search(r"sm_(\d+)", self.arch)
+        return int(m.group(1)) if m else None
+
+    @property
+    def half_tensor_cores(self) -> bool:
+        """Whether float16 GEMMs and convolutions run on tensor cores (compute capability 7.0
+        and newer). Before Volta, PyTorch's float16 GEMMs and cuDNN convolutions multiply and
+        accumulate in FP32 on the SIMT units (the P100's double-rate half2 arithmetic, its
+        18.7 TFLOPS, accumulates in half precision, which neither library uses), so they are
+        priced at the FP32 peak (:data:`opsched.cost.mathmode.FP16_FP32_MATH`). A spec without
+        a compute capability counts as having them when it lists an fp16 tensor-core peak.
+
+        >>> s = load_specs()
+        >>> [s[k].half_tensor_cores for k in ("P100-PCIe", "P4", "V100-PCIe")]
+        [False, False, True]
+        """
+        cc = self.compute_capability
+        return cc >= 70 if cc is not None else "fp16" in self.peaks
+
     def peak_tflops(self, dtype: str) -> float:
         """Peak for ``dtype``: fp32 SIMT for float32/float64/int32/int64, tensor cores otherwise.
 
         A class the GPU lacks falls back to the next slower one (bf16 -> fp16 -> fp32,
-        fp8/int8 -> fp16 -> fp32, tf32 -> fp32).
+        fp8/int8 -> fp16 -> fp32, tf32 -> fp32). ``"float16_fp32math"`` (half-precision
+        storage, FP32 arithmetic) is bounded by the FP32 peak.
         """
         cls = {
             "float16": ("fp16", "fp32"),
@@ -181,6 +204,11 @@ def parse_specs_csv(text: str, where: str = "gpu_specs.csv") -> dict[str, GpuSpe
         if not sm or not bw or not fp32:
             raise InputError(f"line {lineno}: sm_count, mem_bw_GBps and fp32_tflops needed", where)
         peaks = {c: v for c, col in columns.items() if (v := _num(row.get(col, "")))}
+        if "int8" not in peaks and re.search(r"sm_61\b", row.get("arch", "")):
+            # compute capability 6.1 (GP102/GP104/GP106) has DP4A: four int8 products
+            # accumulated in int32 per lane and clock, 4x the FP32 rate (the P4's datasheet
+            # lists "22 (dp4a)" for its 5.5 TFLOPS); the table leaves it blank for the others
+            peaks["int8"] = 4 * fp32
         out[key] = GpuSpec(
             key, f"{row['gpu']} {row['variant']}", row.get("arch", ""), int(sm), bw, peaks
         )

@@ -71,6 +71,7 @@ DTYPE_BYTES: Mapping[str, int] = {
     "float32": 4,
     "tf32": 4,
     "float16": 2,
+    "float16_fp32math": 2,  # half-precision storage, FP32 arithmetic (cost model only)
     "bfloat16": 2,
     "float8": 1,
     "int8": 1,

@@ -10,8 +10,11 @@ from opsched.cost import apply, load_profile
 from opsched.cost.data import canonical_rows
 from opsched.cost.fitdata import load_fit_data, shape_key
 from opsched.cost.mathmode import PYTORCH_DEFAULT, kernel_math_mode, math_dtype, mode_of
-from opsched.cost.specs import load_specs
+from opsched.cost.specs import load_specs, parse_specs_csv
+from opsched.datasets import dataset_path
 from opsched.ir import Op, OpGraph
+
+DEEPBENCH_GEMM = dataset_path("kernel-timings") / "deepbench_gemm.csv"
 
 CONV = {"N": 32, "C": 256, "H": 28, "W": 28, "K": 256, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1}
 MM = {"M": 8192, "N": 8192, "K": 8192}
@@ -129,3 +132,69 @@ def test_volta_ignores_the_option_and_apply_records_it():
     assert dflt["c"].duration == on["c"].duration <= off["c"].duration
     assert dflt["m"].duration == off["m"].duration > on["m"].duration
     assert dflt["c"].attrs["dtype"] == "float32"  # the op's own dtype is kept
+
+
+def test_half_gemms_before_volta_are_fp32_math():
+    """Before Volta no tensor cores: float16 GEMMs / convs multiply-accumulate in FP32 (the
+    P100's 18.7 TFLOPS of half2 arithmetic accumulates in half precision, which PyTorch does
+    not ask for), so they take the FP32 peak and the fp32 curve; elementwise ops keep float16."""
+    specs = load_specs()
+    half = MM | {"dtype": "float16"}
+    for key in ("P100-PCIe", "P4", "GTX-1080-Ti", "M40"):
+        assert not specs[key].half_tensor_cores
+        for kind in ("matmul", "attention", "conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"):
+            assert math_dtype(kind, half, specs[key]) == "float16_fp32math"
+        assert math_dtype("elementwise", {"numel": 8, "dtype": "float16"}, specs[key]) == "float16"
+        assert specs[key].peak_tflops("float16_fp32math") == specs[key].peaks["fp32"]
+    for key in ("V100-PCIe", "T4", "A100-SXM4-80GB", "H200"):
+        assert specs[key].half_tensor_cores
+        assert math_dtype("matmul", half, specs[key]) == "float16"
+    # the two stay one shape for the k-fold groups, as tf32 does with float32
+    assert shape_key("matmul", half) == shape_key("matmul", MM | {"dtype": "float16_fp32math"})
+
+
+def test_deepbench_pseudo_half_rows_are_fp32_math():
+    """DeepBench's P100 "half" rows say "16 bit inputs, 32 bit multiplication, 32 bit
+    addition": priced at the FP32 peak, fitted as the P100's own half curve, a class of their
+    own for the trees."""
+    fd = load_fit_data(files=["deepbench_gemm.csv"]).families["matmul"]
+    p100 = fd.gpu == "P100-PCIe"
+    assert p100.sum() == 320 and set(fd.cls[p100]) == {"fp32", "half"}
+    assert set(fd.tree_cls()[p100]) == {"fp32", "half_fp32math"}
+    assert set(fd.tree_cls()[fd.gpu == "T4"]) == {"fp32", "half", "int8"}
+    # at the FP32 peak no pseudo-half GEMM beats its roofline, and the large ones come
+    # within 2x of it
+    pseudo = p100 & (fd.tree_cls() == "half_fp32math")
+    assert (fd.t[pseudo] >= fd.roof[pseudo]).all() and (fd.t[pseudo] < 2 * fd.roof[pseudo]).any()
+    df = pd.read_csv(DEEPBENCH_GEMM)
+    rows = canonical_rows(df[df.gpu == "NVIDIA Tesla P100"], "deepbench_gemm")
+    assert sorted({r["attrs"]["dtype"] for r in rows}) == ["float16_fp32math", "float32"]
+
+
+@pytest.mark.parametrize("gpu", ["P4", "GTX-1080-Ti", "M40", "P100-PCIe"])
+def test_half_gemms_before_volta_cost_about_their_fp32_time(gpu: str):
+    """Without tensor cores a float16 GEMM is FP32 arithmetic on half the bytes: a GPU that
+    never timed one prices it with its own fp32 curve, not with the tensor-core half curve of
+    other GPUs (which had priced the P4's 8192^3 GEMM at a quarter of its float32 time). The
+    P100 has DeepBench's pseudo-half timings, measured at a median 0.8x its float32 ones for
+    the same convolution (0.6-1.0x between quartiles)."""
+    p = load_profile(gpu)
+    for n in (1024, 4096, 8192):
+        mm = {"M": n, "N": n, "K": n}
+        fp32, half = p.predict("matmul", mm), p.predict("matmul", mm | {"dtype": "float16"})
+        assert 0.5 * fp32 < half <= 1.1 * fp32, (n, fp32, half)
+
+
+def test_pascal_int8_peak_is_dp4a():
+    """Compute capability 6.1 has DP4A (4x the FP32 rate); the table gives it only for the P4
+    ("22 (dp4a)" at 5.5 TFLOPS), so the others get the same rule; sm_60 and Maxwell have none."""
+    head = "gpu,variant,arch,sm_count,mem_bw_GBps,fp32_tflops,int8_tc_tops_dense\n"
+    rows = (
+        "GTX 1080 Ti,PCIe,Pascal sm_61,28,484,11.3,\nP4,PCIe,Pascal sm_61,20,192,5.5,22 (dp4a)\n"
+        "P100,PCIe 16GB,Pascal sm_60,56,732,9.3,\nTesla M40,PCIe,Maxwell sm_52,24,288,7.0,\n"
+    )
+    s = parse_specs_csv(head + rows)
+    assert s["GTX-1080-Ti"].peak_tflops("int8") == pytest.approx(45.2)
+    assert s["P4"].peak_tflops("int8") == 22.0
+    assert "int8" not in s["P100-PCIe"].peaks and "int8" not in s["M40"].peaks
+    assert load_specs()["Titan-Xp"].peak_tflops("int8") == pytest.approx(4 * 12.1)

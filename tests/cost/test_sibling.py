@@ -145,6 +145,9 @@ def test_cli_show_says_where_each_curve_comes_from():
     assert rows[("matmul", "fp32")]["call"] == "A100-PCIe-40GB"
     assert rows[("matmul", "fp32")]["kernel"] == "pooled"  # no sibling swept fp32 kernels
     assert rows[("conv2d", "fp32")]["source"] == "fitted"
+    assert "no tensor cores" not in r.output and json.loads(r.output)["half_tensor_cores"]
+    r = CliRunner().invoke(main, ["cost", "show", "P4"])
+    assert r.exit_code == 0 and "no tensor cores: float16 GEMMs" in r.output
     r = CliRunner().invoke(main, ["cost", "show", "A10G"])
     assert r.exit_code == 2 and "unknown GPU 'A10G'" in r.output
     assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
