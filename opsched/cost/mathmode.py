@@ -74,8 +74,10 @@ MATH_KINDS = MATMUL_KINDS | CONV_KINDS
 #: The dtype a float16 GEMM or convolution is priced at on a GPU without half-precision tensor
 #: cores (before Volta: P100, P4, the Pascal and Maxwell boards): half-precision tensors, FP32
 #: multiply-accumulate (cuBLAS with FP32 compute, cuDNN's pseudo-half configuration, which is
-#: what PyTorch asks for), so the FP32 peak bounds it and the fp32 curve prices it. DeepBench's
-#: P100 rows say so themselves ("16 bit inputs, 32 bit multiplication, 32 bit addition").
+#: what PyTorch asks for), so the FP32 peak bounds it. It is priced by the GPU's own half curve
+#: where it timed such ops, else by its fp32 curve (:data:`opsched.cost.features.HALF_FP32_MATH`).
+#: DeepBench's P100 rows say so themselves ("16 bit inputs, 32 bit multiplication, 32 bit
+#: addition").
 FP16_FP32_MATH = "float16_fp32math"
 
 #: (matmul TF32, convolution TF32).
