@@ -31,7 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from opsched.cost.aten import aten_dtype, aten_kind, input_bytes
-from opsched.cost.mathmode import SOURCE_MODES, kernel_math_mode, with_math_dtype
+from opsched.cost.mathmode import (
+    FP16_FP32_MATH,
+    SOURCE_MODES,
+    kernel_math_mode,
+    with_math_dtype,
+)
 from opsched.cost.specs import load_specs, resolve_gpu
 from opsched.errors import InputError
 
@@ -104,7 +109,7 @@ METHODS: dict[str, str] = {
 }
 
 _DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8",
-                     "fp16_storage_fp32_math": "float16_fp32math"}  # fmt: skip
+                     "fp16_storage_fp32_math": FP16_FP32_MATH}  # fmt: skip
 #: dtype column of NeuSight-schema tables (NeuSight: float32 only; ``opsched cost collect``
 #: also writes float16 / bfloat16 rows); a blank one is float32, a row of another dtype is
 #: left out.

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from opsched.cost.mathmode import FP16_FP32_MATH
 from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
 
@@ -87,7 +88,7 @@ def dtype_class(dtype: str) -> str:
     >>> dtype_class("bfloat16"), dtype_class("tf32"), dtype_class("float16_fp32math")
     ('half', 'fp32', 'half')
     """
-    if dtype in ("float16", "bfloat16", "float16_fp32math"):
+    if dtype in ("float16", "bfloat16", FP16_FP32_MATH):
         return "half"
     if dtype in ("int8", "float8"):
         return "int8"
@@ -104,7 +105,7 @@ def tree_class(dtype: str) -> str:
     >>> tree_class("float16_fp32math"), tree_class("float16"), tree_class("tf32")
     ('half_fp32math', 'half', 'fp32')
     """
-    return HALF_FP32_MATH if dtype == "float16_fp32math" else dtype_class(dtype)
+    return HALF_FP32_MATH if dtype == FP16_FP32_MATH else dtype_class(dtype)
 
 
 def family_of(kind: str, attrs: Mapping[str, Any]) -> str:

@@ -96,13 +96,11 @@ class Model:
                 return self.pooled[(family, other)]
         return None
 
-    def curve_class(self, gpu: str, family: str, tcls: str, method: str | None = None) -> str:
-        """The curve class of a row of tree class ``tcls``: its dtype class, except for
-        half-precision tensors with FP32 arithmetic (:data:`HALF_FP32_MATH`): ``half`` where
-        the GPU (or a same-chip sibling, for ``method``) has a half curve fitted on its own
-        rows, else ``fp32``."""
-        if tcls != HALF_FP32_MATH:
-            return tcls
+    def fp32_math_class(self, gpu: str, family: str, method: str | None = None) -> str:
+        """The curve class of half-precision tensors with FP32 arithmetic
+        (:data:`HALF_FP32_MATH`): ``half`` where the GPU (or a same-chip sibling, for
+        ``method``) has a half curve fitted on its own rows, else ``fp32``. The profiles
+        apply the same rule (:meth:`opsched.cost.profile.Profile.curve`)."""
         if (gpu, family, "half") in self.groups:
             return "half"
         own = None if method is None else sibling_curve(self, gpu, family, "half", method)
@@ -260,9 +258,9 @@ def predict_family(
     """
     out = np.full(int(sel.sum()), np.nan)
     idx = np.nonzero(sel)[0]
-    rows_of = zip(fd.gpu[idx], fd.cls[idx], fd.tree_cls()[idx], fd.method[idx], strict=True)
-    classes = [model.curve_class(g, fam, t, m) if t == HALF_FP32_MATH else c
-               for g, c, t, m in rows_of]  # fmt: skip
+    classes = fd.cls[idx].astype(object)
+    for i in np.nonzero(fd.tree_cls()[idx] == HALF_FP32_MATH)[0]:
+        classes[i] = model.fp32_math_class(fd.gpu[idx[i]], fam, fd.method[idx[i]])
     keys = list(zip(fd.gpu[idx], classes, fd.method[idx], strict=True))
     corrected = np.zeros(len(idx), bool)  # rows whose curve the trees correct
     for key in sorted(set(keys)):

@@ -32,6 +32,7 @@ from opsched.cost.features import (
     roofline_us,
     tree_class,
 )
+from opsched.cost.mathmode import FP16_FP32_MATH
 from opsched.cost.specs import load_specs
 from opsched.errors import InputError
 
@@ -142,7 +143,7 @@ def load_fit_data(
 
 
 #: Math-mode dtypes (:mod:`opsched.cost.mathmode`) -> the dtype of the tensors.
-_STORAGE_DTYPES = {"tf32": "float32", "float16_fp32math": "float16"}
+_STORAGE_DTYPES = {"tf32": "float32", FP16_FP32_MATH: "float16"}
 
 
 def shape_key(kind: str, attrs: Mapping[str, Any]) -> str:

@@ -36,7 +36,6 @@ import numpy as np
 from opsched.cost.boost import tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
-    HALF_FP32_MATH,
     ZERO_KINDS,
     dtype_class,
     family_of,
@@ -44,7 +43,7 @@ from opsched.cost.features import (
     roofline_us,
     tree_class,
 )
-from opsched.cost.mathmode import math_dtype
+from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
 from opsched.cost.sibling import method_kind
 from opsched.cost.specs import GpuSpec, profiles_dir, resolve_gpu
 from opsched.cost.trees import TreeEnsemble, read_trees
@@ -112,8 +111,9 @@ class Profile:
         if not by:
             return None
         cls = dtype_class(dtype)
-        if tree_class(dtype) == HALF_FP32_MATH and not _measured(by.get("half"), method):
+        if dtype == FP16_FP32_MATH and not _measured(by.get("half"), method):
             cls = "fp32"  # FP32 arithmetic on half tensors: not the tensor-core half curve
+            # (the fit's rule: opsched.cost.fit.Model.fp32_math_class)
         order = [cls, *(c for c in ("fp32", "half", "int8") if c != cls)]
         c = next((by[c] for c in order if c in by), None)
         sib = (c or {}).get("siblings", {}).get(method_kind(method)) if method else None
