@@ -108,8 +108,14 @@ METHODS: dict[str, str] = {
     "profiler_ops": "cupti",
 }
 
-_DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8",
-                     "fp16_storage_fp32_math": FP16_FP32_MATH}  # fmt: skip
+#: dtype column of DeepBench-schema tables; ``tf32`` and ``bf16`` appear only in the rows
+#: ``opsched cost collect`` times (:mod:`opsched.cost.collect_deepbench`): ``tf32`` is float32
+#: run with TF32 allowed.
+_DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8", "tf32": "float32",
+                     "bf16": "bfloat16", "fp16_storage_fp32_math": FP16_FP32_MATH}  # fmt: skip
+#: DeepBench-schema target -> the column of collected rows naming its longest kernel.
+_DEEPBENCH_KERNEL_COLUMNS = {"conv2d": "fwd_kernel", "conv2d_bwd_data": "bwd_data_kernel",
+                             "conv2d_bwd_filter": "bwd_filter_kernel", "": "kernel"}  # fmt: skip
 #: dtype column of NeuSight-schema tables (NeuSight: float32 only; ``opsched cost collect``
 #: also writes float16 / bfloat16 rows); a blank one is float32, a row of another dtype is
 #: left out.
@@ -282,10 +288,19 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 dtype = base[1].get("dtype", "float32")
         except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
             continue
-        shown = getattr(r, "kernels", None) or getattr(r, "main_kernel", None)
-        row_mode = kernel_math_mode(shown) or mode
+        deepbench = schema.startswith("deepbench")
+        if deepbench:  # collected rows: TF32 allowed, each timing's kernel named (else None)
+            shown = None
+            base_mode = (True, True) if getattr(r, "dtype", "") == "tf32" else mode
+        else:
+            shown = getattr(r, "kernels", None) or getattr(r, "main_kernel", None)
+            base_mode = mode
+        row_mode = kernel_math_mode(shown) or base_mode
         for target, col in targets.items():
             kind = base[0] if target in ("", KERNEL_TARGET) else target
+            if deepbench:
+                named = getattr(r, _DEEPBENCH_KERNEL_COLUMNS[target], None)
+                row_mode = kernel_math_mode(named) or base_mode
             t = getattr(r, col, float("nan"))
             try:
                 t = float(t)

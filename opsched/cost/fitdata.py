@@ -52,6 +52,7 @@ __all__ = [
 FIT_FILES: tuple[str, ...] = (
     "deepbench_gemm.csv", "deepbench_conv.csv", "neusight_ops.csv.gz", "vidur_llm_ops.csv.gz",
     "kineto_resnet50_v100_ops.csv.gz", "hta_ops.csv.gz", "opsched_h200.csv.gz",
+    "opsched_h200_deepbench_conv.csv.gz", "opsched_h200_deepbench_gemm.csv.gz",
 )  # fmt: skip
 
 

@@ -172,7 +172,11 @@ def with_math_dtype(
 
 _TF32_MARKS = ("tensorop_s1688", "tf32", "s1688gemm", "s16816gemm")
 #: ``ffma``: cuBLAS / cuDNN xmma kernels on FP32 SIMT units (``sm80_xmma_gemm_f32f32_..._ffma``).
-_FP32_MARKS = ("sgemm", "scudnn", "gemv2", "gemvx", "gemmk1", "_ffma_")
+#: cuDNN's legacy backward engines templated on ``float`` (``dgrad_engine<float, ...>``,
+#: ``wgrad_alg0_engine<float, ...>``) are FP32 SIMT too; cuDNN picks them for some float32
+#: convolutions with TF32 allowed (on the H200 for 10 of DeepBench's 90 training shapes).
+_FP32_MARKS = ("sgemm", "scudnn", "gemv2", "gemvx", "gemmk1", "_ffma_", "dgrad_engine<float",
+               "wgrad_alg0_engine<float", "wgrad_alg1_engine<float")  # fmt: skip
 
 
 def kernel_math_mode(kernels: object) -> MathMode | None:

@@ -129,7 +129,8 @@ def register(main: click.Group) -> None:
     @click.option("--quick", is_flag=True, help="A few tiny shapes (a smoke test).")
     @click.option(
         "--shapes", "shapes_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        default=None, help="Time the shapes of this NeuSight-schema table instead of the grid.",
+        default=None, help="Time the shapes of this table instead of the grid: NeuSight schema, "
+        "or DeepBench's (convolutions in all three directions, GEMMs; rows in its schema).",
     )  # fmt: skip
     @click.option(
         "--per-op", type=click.IntRange(min=1), default=None,
@@ -137,7 +138,8 @@ def register(main: click.Group) -> None:
     )  # fmt: skip
     @click.option(
         "--dtype", default="float32", show_default=True,
-        help="float32, or float16 / bfloat16 on cuda.",
+        help="float32, or float16 / bfloat16 on cuda; with DeepBench shapes also tf32 "
+        "(float32 with TF32 allowed; float32 then means TF32 off).",
     )  # fmt: skip
     @click.option("--repeats", type=click.IntRange(min=3), default=25, show_default=True)
     @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
@@ -155,7 +157,10 @@ def register(main: click.Group) -> None:
 
         With --shapes, the shapes of an existing timing table (say neusight_ops.csv.gz) are
         timed instead, so that `opsched cost evaluate` on the output measures the model on
-        this device for shapes other GPUs were measured on.
+        this device for shapes other GPUs were measured on. A DeepBench table
+        (deepbench_conv.csv, deepbench_gemm.csv) gives rows in its own schema: convolutions
+        forward, backward data and backward filter, GEMMs, each the median replay of a CUDA
+        graph of back-to-back calls (opsched.cost.collect_deepbench).
         """
         from opsched.cost.collect import collect, require_torch
 
@@ -166,12 +171,21 @@ def register(main: click.Group) -> None:
             raise InputError("--quick and --shapes exclude each other")
         specs = None
         if shapes_file is not None:
-            from opsched.cost.data import read_table
+            from opsched.cost.data import detect_schema, read_table
             from opsched.cost.shapes import specs_from_rows
 
-            specs, skipped = specs_from_rows(
-                read_table(shapes_file), per_op, source=str(shapes_file)
-            )
+            table = read_table(shapes_file)
+            try:
+                schema = detect_schema(table.columns, str(shapes_file))
+            except InputError:  # a bare shape list: specs_from_rows says what it lacks
+                schema = ""
+            if schema.startswith("deepbench"):
+                frame = _collect_deepbench(
+                    table, schema, device, dtype, per_op, warmup, shapes_file, as_json
+                )
+                _write_collected(frame, output, device, as_json)
+                return
+            specs, skipped = specs_from_rows(table, per_op, source=str(shapes_file))
             if not specs:
                 raise InputError(f"{shapes_file}: no shapes of ops the collector times")
             if not as_json:
@@ -188,6 +202,9 @@ def register(main: click.Group) -> None:
             device, quick=quick, specs=specs, dtype=dtype, repeats=repeats, warmup=warmup,
             threads=threads, progress=show,
         )  # fmt: skip
+        _write_collected(frame, output, device, as_json)
+
+    def _write_collected(frame: Any, output: Path, device: str, as_json: bool) -> None:
         if not as_json:
             click.echo("", err=True)
         _write_rows(frame, output)
@@ -196,6 +213,28 @@ def register(main: click.Group) -> None:
             _emit_json({"output": str(output), "rows": len(frame), "device": device, "gpu": name})
             return
         click.echo(f"wrote {output}: {len(frame)} rows on {name}")
+
+    def _collect_deepbench(
+        table: Any, schema: str, device: str, dtype: str, per_op: int | None, warmup: int,
+        source: Path, as_json: bool,
+    ) -> Any:  # fmt: skip
+        """Time a DeepBench-schema table's shapes (at most ``per_op``, a fixed sample)."""
+        import pandas as pd
+
+        from opsched.cost.collect_deepbench import collect_deepbench, deepbench_shapes
+
+        shapes = deepbench_shapes(table, schema)
+        if not shapes:
+            raise InputError("no shapes in the table", str(source))
+        if per_op is not None and len(shapes) > per_op:
+            shapes = pd.DataFrame(shapes).sample(n=per_op, random_state=0).to_dict("records")
+
+        def show(i: int, n: int, spec: dict[str, Any]) -> None:
+            if not as_json:
+                click.echo(f"\r[{i + 1}/{n}] {schema}", nl=False, err=True)
+
+        return collect_deepbench(pd.DataFrame(shapes), schema, device, dtype, warmup=warmup,
+                                 progress=show)  # fmt: skip
 
     if not isinstance(main.commands.get("cost"), click.Group):
         try:

@@ -154,3 +154,55 @@ def test_kernel_time_column_is_a_second_kernel_timed_row() -> None:
     table = errors(pred)
     assert list(table["family"]) == ["elementwise_unary", "elementwise_unary (kernel)"]
     assert list(table["rows"]) == [2, 1]  # no kernel time on the second row
+
+
+def _deepbench_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    conv = pd.DataFrame({"N": [2, 2, 1], "C": [3, 3, 4], "H": [9, 9, 8], "W": [7, 7, 8],
+                         "K": [4, 4, 2], "R": [3, 3, 1], "S": [3, 3, 1], "pad_h": [1, 1, 0],
+                         "pad_w": [0, 0, 0], "stride_h": [2, 2, 1], "stride_w": [1, 1, 1],
+                         "fwd_time_us": [1.0, 2.0, 3.0]})  # fmt: skip
+    gemm = pd.DataFrame({"M": [16, 32], "N": [8, 8], "K": [24, 24], "transA": ["N", "T"],
+                         "transB": ["T", "N"], "time_us": [1.0, 1.0]})  # fmt: skip
+    return conv, gemm
+
+
+def test_collect_deepbench_shapes_on_cpu() -> None:
+    from opsched.cost.collect_deepbench import collect_deepbench
+
+    conv, gemm = _deepbench_tables()
+    c = collect_deepbench(conv, "deepbench_conv", "cpu", "float32", warmup=1, replay_us=200)
+    assert len(c) == 2  # the repeated shape is timed once
+    # out = (H + 2 pad - R) // stride + 1: (9 + 2 - 3) // 2 + 1 = 5 and (7 - 3) // 1 + 1 = 5
+    assert c[["out_h", "out_w"]].iloc[0].tolist() == [5, 5]
+    assert c["fwd_flops"].iloc[0] == 2 * 2 * 4 * 5 * 5 * 3 * 3 * 3
+    for col in ("fwd_time_us", "bwd_data_time_us", "bwd_filter_time_us"):
+        assert (c[col] > 0).all(), col
+    assert set(c["dtype"]) == {"fp32"} and set(c["suite"]) == {"opsched collect"}
+    g = collect_deepbench(gemm, "deepbench_gemm", "cpu", "tf32", warmup=1, replay_us=200)
+    assert g["flops"].tolist() == [2 * 16 * 8 * 24, 2 * 32 * 8 * 24]
+    assert (g["time_us"] > 0).all() and set(g["dtype"]) == {"tf32"}
+    # the rows read back as the schema they were timed from, every timing a record
+    recs = canonical_rows(c.assign(gpu="H200"), "deepbench_conv")
+    assert sorted({r["kind"] for r in recs}) == ["conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"]
+    assert len(recs) == 6
+    with pytest.raises(InputError, match="only timed on cuda"):
+        collect_deepbench(gemm, "deepbench_gemm", "cpu", "bfloat16")
+    with pytest.raises(InputError, match="--dtype must be one of"):
+        collect_deepbench(gemm, "deepbench_gemm", "cpu", "int8")
+    with pytest.raises(InputError, match="lacks column"):
+        collect_deepbench(gemm.drop(columns="transB"), "deepbench_gemm", "cpu")
+
+
+def test_cli_collect_deepbench_shapes(tmp_path: Path) -> None:
+    conv, _ = _deepbench_tables()
+    src, out = tmp_path / "conv.csv", tmp_path / "rows.csv.gz"
+    conv.to_csv(src, index=False)
+    r = CliRunner().invoke(main, ["cost", "collect", "--shapes", str(src), "-o", str(out),
+                                  "--per-op", "1", "--warmup", "1"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rows = pd.read_csv(out)
+    assert len(rows) == 1 and (rows["bwd_filter_time_us"] > 0).all()
+    r = CliRunner().invoke(main, ["cost", "collect", "--shapes", str(src), "-o",
+                                  str(tmp_path / "h.csv"), "--dtype", "float16"])  # fmt: skip
+    assert r.exit_code != 0 and "only timed on cuda" in r.output
+    assert not (tmp_path / "h.csv").exists()

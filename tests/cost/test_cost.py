@@ -318,6 +318,20 @@ def test_folds_of_one_family_do_not_depend_on_another_familys_rows():
     assert not np.array_equal(fold_of(both)["matmul"], fold_of(both, seed=1)["matmul"])
 
 
+def test_folds_of_existing_shapes_stay_put_when_shapes_are_added():
+    # a shape's fold depends on its key alone: the DeepBench GEMM shapes keep their folds when
+    # the table grows by other shapes (here the first rows alone against the whole table)
+    part = load_fit_data(files=["deepbench_gemm.csv"], limit=300)
+    whole = load_fit_data(files=["deepbench_gemm.csv"])
+    fp, fw = part.families["matmul"], whole.families["matmul"]
+    assert set(fp.group) < set(fw.group)
+    fold_p = dict(zip(fp.group, fold_of(part)["matmul"], strict=True))
+    fold_w = dict(zip(fw.group, fold_of(whole)["matmul"], strict=True))
+    assert all(fold_w[g] == f for g, f in fold_p.items())
+    counts = np.bincount(fold_of(whole)["matmul"], minlength=5)
+    assert counts.min() > 0.1 * counts.sum()  # every fold holds a fair share
+
+
 def test_tree_ensemble_rejects_malformed_documents():
     doc = {"baseline": 0.0, "roots": [0], "feature": [0], "threshold": [0.0], "left": [5],
            "right": [0], "value": [1.0], "leaf": [0], "missing_left": [1]}  # fmt: skip

@@ -9,7 +9,13 @@ import pytest
 from opsched.cost import apply, load_profile
 from opsched.cost.data import canonical_rows
 from opsched.cost.fitdata import load_fit_data, shape_key
-from opsched.cost.mathmode import PYTORCH_DEFAULT, kernel_math_mode, math_dtype, mode_of
+from opsched.cost.mathmode import (
+    CONV_KINDS,
+    PYTORCH_DEFAULT,
+    kernel_math_mode,
+    math_dtype,
+    mode_of,
+)
 from opsched.cost.specs import load_specs, parse_specs_csv
 from opsched.datasets import dataset_path
 from opsched.ir import Op, OpGraph
@@ -198,3 +204,29 @@ def test_pascal_int8_peak_is_dp4a():
     assert s["P4"].peak_tflops("int8") == 22.0
     assert "int8" not in s["P100-PCIe"].peaks and "int8" not in s["M40"].peaks
     assert load_specs()["Titan-Xp"].peak_tflops("int8") == pytest.approx(4 * 12.1)
+
+
+def test_collected_deepbench_rows_take_each_timings_mode_from_its_kernel() -> None:
+    """A DeepBench-schema row timed by ``opsched cost collect`` names the longest kernel of
+    each direction: with TF32 allowed cuDNN still picks FP32 SIMT engines for some shapes."""
+    row = {"gpu": "NVIDIA H200", "N": 8, "C": 64, "H": 56, "W": 56, "K": 64, "R": 3, "S": 3,
+           "pad_h": 1, "pad_w": 1, "stride_h": 1, "stride_w": 1, "fwd_time_us": 50.0,
+           "bwd_data_time_us": 60.0, "bwd_filter_time_us": 70.0}  # fmt: skip
+    kernels = {"fwd_kernel": "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc",
+               "bwd_data_kernel": "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3>",
+               "bwd_filter_kernel": "void cudnn::ops::nchwToNhwcKernel<float>"}  # fmt: skip
+    df = pd.DataFrame([{**row, "dtype": "tf32", **kernels}, {**row, "dtype": "fp32"},
+                       {**row, "dtype": "bf16"}])  # fmt: skip
+    got = {(r["row"], r["kind"]): r["attrs"]["dtype"] for r in canonical_rows(df, "deepbench_conv")}
+    assert got[(0, "conv2d")] == "tf32"
+    assert got[(0, "conv2d_bwd_data")] == "float32"  # an FP32 SIMT engine
+    assert got[(0, "conv2d_bwd_filter")] == "tf32"  # a layout kernel says nothing: TF32 allowed
+    assert {got[(1, k)] for k in CONV_KINDS} == {"float32"}
+    assert {got[(2, k)] for k in CONV_KINDS} == {"bfloat16"}
+    gemm = pd.DataFrame({"gpu": ["NVIDIA H200"] * 2, "M": [64] * 2, "N": [64] * 2, "K": [64] * 2,
+                         "transA": ["N"] * 2, "transB": ["N"] * 2, "time_us": [5.0] * 2,
+                         "dtype": ["tf32", "tf32"],
+                         "kernel": ["sm90_xmma_gemm_f32f32_tf32f32_f32_nn",
+                                    "ampere_sgemm_64x64_nn"]})  # fmt: skip
+    got_gemm = [r["attrs"]["dtype"] for r in canonical_rows(gemm, "deepbench_gemm")]
+    assert got_gemm == ["tf32", "float32"]
