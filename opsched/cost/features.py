@@ -41,12 +41,15 @@ from opsched.ir import kinds
 
 __all__ = [
     "FAMILIES",
+    "GEMM_PADS",
+    "GEMM_PAD_BELOW",
     "HALF_FP32_MATH",
     "SAMPLE_ATTRS",
     "ZERO_KINDS",
     "dtype_class",
     "family_of",
     "feature_matrix",
+    "gemm_paddings",
     "roofline_us",
     "tree_class",
 ]
@@ -73,6 +76,16 @@ _TRANSCENDENTAL = frozenset({"gelu", "tanh", "pow", "exp", "log", "log2", "sigmo
 _KNOTS = tuple(math.log(k) for k in (0.3, 3.0, 30.0, 300.0))
 #: Elementwise ops smaller than this are priced as this size (see ``_extra``).
 MIN_ELEMENTWISE_NUMEL = 256
+
+#: A GEMM with less work than a 128^3 one (``B * M * N * K < 128**3``) is priced at most as the
+#: GEMM it pads to with every one of ``M``, ``N``, ``K`` raised to each of these sizes
+#: (:func:`gemm_paddings`). Zero padding computes the same product, so the larger GEMM's time
+#: bounds the smaller one's; the curves, fitted on few such GEMMs (mostly skinny), climbed
+#: again towards tiny square ones (a 2 x 2 x 2 float32 GEMM priced at 190-370 us on the A100
+#: and V100, its 256^3 padding at 11-24 us). Larger GEMMs are left alone: for skinny ones
+#: (``N`` of 1-16) the library's own kernels can be slower than the padded GEMM would be.
+GEMM_PADS = (64, 128, 256)
+GEMM_PAD_BELOW = 128**3
 _EPS_US = 1e-4
 
 
@@ -106,6 +119,26 @@ def tree_class(dtype: str) -> str:
     ('half_fp32math', 'half', 'fp32')
     """
     return HALF_FP32_MATH if dtype == FP16_FP32_MATH else dtype_class(dtype)
+
+
+def gemm_paddings(attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
+    """Per size of :data:`GEMM_PADS`, the GEMM ``attrs`` padded to it (``M``, ``N``, ``K`` each
+    at least that size; the batch ``B`` kept), or None where padding changes nothing or the
+    GEMM has :data:`GEMM_PAD_BELOW` work or more.
+
+    >>> pads = gemm_paddings({"M": 2, "N": 300, "K": 64, "dtype": "float16"})
+    >>> pads[0], pads[2]["K"]
+    ({'M': 64, 'N': 300, 'K': 64, 'dtype': 'float16'}, 256)
+    """
+    out: list[Mapping[str, Any] | None] = []
+    work = int(attrs.get("B", 1)) * int(attrs.get("M", 1)) * int(attrs.get("N", 1))
+    if work * int(attrs.get("K", 1)) >= GEMM_PAD_BELOW:
+        return [None] * len(GEMM_PADS)
+    for size in GEMM_PADS:
+        dims = {d: max(int(attrs.get(d, 1)), size) for d in ("M", "N", "K")}
+        same = all(dims[d] == int(attrs.get(d, 1)) for d in dims)
+        out.append(None if same else {**attrs, **dims})
+    return out
 
 
 def family_of(kind: str, attrs: Mapping[str, Any]) -> str:

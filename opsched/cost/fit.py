@@ -256,31 +256,43 @@ def predict_family(
     prediction is then raised to its GPU's kernel floor (:mod:`opsched.cost.floor`); the
     trees are fitted on the residual of the unfloored curve (``floor=False``).
     """
-    out = np.full(int(sel.sum()), np.nan)
     idx = np.nonzero(sel)[0]
+    out = _predict_rows(model, fam, fd, idx, fd.x)
+    for xp in fd.x_pads:  # a GEMM costs at most its zero-padded versions
+        out = np.fmin(out, _predict_rows(model, fam, fd, idx, xp))
+    for gpu in np.unique(fd.gpu[idx]) if floor else ():
+        rows = fd.gpu[idx] == gpu
+        out[rows] = apply_floor(out[rows], floor_of(model.floors, str(gpu), _arch())[0])
+    return out
+
+
+def _predict_rows(
+    model: Model, fam: str, fd: FamilyData, idx: np.ndarray, x: np.ndarray
+) -> np.ndarray:
+    """Curve (and trees) predictions of rows ``idx`` of ``fd`` from the features ``x``."""
+    out = np.full(len(idx), np.nan)
     classes = fd.cls[idx].astype(object)
     for i in np.nonzero(fd.tree_cls()[idx] == HALF_FP32_MATH)[0]:
         classes[i] = model.fp32_math_class(fd.gpu[idx[i]], fam, fd.method[idx[i]])
-    keys = list(zip(fd.gpu[idx], classes, fd.method[idx], strict=True))
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for pos, key in enumerate(zip(fd.gpu[idx], classes, fd.method[idx], strict=True)):
+        groups.setdefault(key, []).append(pos)
     corrected = np.zeros(len(idx), bool)  # rows whose curve the trees correct
-    for key in sorted(set(keys)):
+    for key in sorted(groups):
         gpu, cls, method = key
-        rows = np.array([i for i, k in enumerate(keys) if k == key])
+        rows = np.array(groups[key])
         c = model.curve(gpu, fam, cls, method)
         if c is None:
             continue
         o = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
-        out[rows] = predict_curve(fd.x[idx[rows]], np.asarray(c["beta"]), o)
+        out[rows] = predict_curve(x[idx[rows]], np.asarray(c["beta"]), o)
         corrected[rows] = c.get("source") in ("fitted", "sibling")
     ens = model.trees.get(fam)
     use = np.isin(fd.method[idx], list(tree_methods(fam))) & corrected
     if ens is not None and use.any():
         j = idx[use]
-        feats = tree_features(fd.x[j], fd.gpu[j], fd.tree_cls()[j], fd.method[j], _specs())
+        feats = tree_features(x[j], fd.gpu[j], fd.tree_cls()[j], fd.method[j], _specs())
         out[use] *= np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
-    for gpu in np.unique(fd.gpu[idx]) if floor else ():
-        rows = fd.gpu[idx] == gpu
-        out[rows] = apply_floor(out[rows], floor_of(model.floors, str(gpu), _arch())[0])
     return out
 
 

@@ -17,8 +17,12 @@ Examples
 True
 >>> p.predict("view", {"numel": 10})
 0.0
->>> p.predict("matmul", {"M": 2, "N": 2, "K": 2, "dtype": "float16"}) == p.kernel_floor > 0
+>>> tiny = p.predict("matmul", {"M": 2, "N": 2, "K": 2, "dtype": "float16"})
+>>> p.kernel_floor <= tiny <= p.predict("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"})
 True
+
+A GEMM is priced at most as its zero-padded versions (``features.GEMM_PADS``), so a tiny one
+costs what a 64 x 64 x 64 one does at most, never more than a larger GEMM of its shape.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from opsched.cost.features import (
     dtype_class,
     family_of,
     feature_matrix,
+    gemm_paddings,
     roofline_us,
     tree_class,
 )
@@ -202,6 +207,18 @@ class Profile:
         >>> bool(fp32 > 2 * tf32), bool(p.predict("matmul", mm, allow_tf32=True) == tf32)
         (True, True)
         """
+        return self._predict(kind_list, attrs_list, method, allow_tf32, pad=True)
+
+    def _predict(
+        self,
+        kind_list: Sequence[str],
+        attrs_list: Sequence[Mapping[str, Any]],
+        method: str,
+        allow_tf32: bool | None,
+        pad: bool,
+    ) -> np.ndarray:
+        """:meth:`predict_many`; ``pad``: bound small GEMMs by their paddings (off for the
+        padded GEMMs themselves, which :meth:`_padded` prices in one call)."""
         out = np.zeros(len(kind_list))
         groups: dict[tuple[str, str], list[int]] = {}
         attrs_list = list(attrs_list)
@@ -258,11 +275,36 @@ class Profile:
                 # not monotone in the peak far from its data: no TF32 convolution timings exist)
                 fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
                 kinds_ = [kind_list[i] for i in idx]
-                t = np.minimum(t, self.predict_many(kinds_, fp32, method, allow_tf32=False))
+                t = np.minimum(t, self._predict(kinds_, fp32, method, False, pad))
+            if pad and fam in ("matmul", "bmm"):  # a GEMM costs at most its zero paddings
+                t = np.minimum(t, self._padded(idx, kind_list, attrs_list, method, allow_tf32))
             out[idx] = t
         nonzero = np.array([k not in ZERO_KINDS for k in kind_list], dtype=bool)
         out[nonzero] = np.maximum(out[nonzero], self.kernel_floor)
         return out
+
+    def _padded(
+        self,
+        idx: Sequence[int],
+        kind_list: Sequence[str],
+        attrs_list: Sequence[Mapping[str, Any]],
+        method: str,
+        allow_tf32: bool | None,
+    ) -> np.ndarray:
+        """Per GEMM of ``idx``, the least price of its paddings (:func:`gemm_paddings`; inf
+        where none changes it)."""
+        best = np.full(len(idx), np.inf)
+        pos, kinds_, padded = [], [], []
+        for j, i in enumerate(idx):
+            for a in gemm_paddings(attrs_list[i]):
+                if a is not None:
+                    pos.append(j)
+                    kinds_.append(kind_list[i])
+                    padded.append(a)
+        if pos:
+            priced = self._predict(kinds_, padded, method, allow_tf32, pad=False)
+            np.minimum.at(best, np.asarray(pos), priced)
+        return best
 
     def _fused(self, a: Mapping[str, Any], method: str, allow_tf32: bool | None) -> float:
         """A fused op: the sum of its ``parts`` where it lists them, else its roofline.
