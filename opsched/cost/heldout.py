@@ -38,8 +38,8 @@ def fold_of(data: FitData, k: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
     added for new shapes, in this family or another, move no existing shape to another fold:
     a before / after comparison of a data change scores the old rows on the same folds.
     (Drawing the folds in the order of the sorted keys, as before, redrew most of them when
-    the H200's bfloat16 convolutions added new keys: conv backward data moved 13.4 -> 15.2 %
-    on the old rows' redraw alone, 14.4 -> 14.2 % on fixed folds.)
+    the H200's bfloat16 convolutions added new keys: conv backward data read 13.4 -> 15.2 %
+    with its folds redrawn, 14.4 -> 14.2 % on folds that stayed put.)
     """
     out = {}
     for f, fd in sorted(data.families.items()):

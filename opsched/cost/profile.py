@@ -38,13 +38,13 @@ from typing import Any
 import numpy as np
 
 from opsched.cost.boost import tree_features, tree_methods
+from opsched.cost.composite import padded_prices, price_attention, price_fused
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
     ZERO_KINDS,
     dtype_class,
     family_of,
     feature_matrix,
-    gemm_paddings,
     roofline_us,
     tree_class,
 )
@@ -218,7 +218,8 @@ class Profile:
         pad: bool,
     ) -> np.ndarray:
         """:meth:`predict_many`; ``pad``: bound small GEMMs by their paddings (off for the
-        padded GEMMs themselves, which :meth:`_padded` prices in one call)."""
+        padded GEMMs themselves, which :func:`~opsched.cost.composite.padded_prices` prices
+        in one call)."""
         out = np.zeros(len(kind_list))
         groups: dict[tuple[str, str], list[int]] = {}
         attrs_list = list(attrs_list)
@@ -235,10 +236,10 @@ class Profile:
                 attrs_list[i] = {k: v for k, v in a.items() if k not in ("flops", "bytes")}
             dtype = math_dtype(kind, a, self.spec, allow_tf32)
             if kind == "attention":
-                out[i] = self._attention(a, dtype, method)
+                out[i] = price_attention(self, a, dtype, method)
                 continue
             if kind == "fused":
-                out[i] = self._fused(a, method, allow_tf32)
+                out[i] = price_fused(self, a, method, allow_tf32)
                 continue
             fam = family_of(kind, a)
             groups.setdefault((fam, dtype), []).append(i)
@@ -277,74 +278,12 @@ class Profile:
                 kinds_ = [kind_list[i] for i in idx]
                 t = np.minimum(t, self._predict(kinds_, fp32, method, False, pad))
             if pad and fam in ("matmul", "bmm"):  # a GEMM costs at most its zero paddings
-                t = np.minimum(t, self._padded(idx, kind_list, attrs_list, method, allow_tf32))
+                t = np.minimum(t, padded_prices(self, idx, kind_list, attrs_list, method,
+                                                allow_tf32))  # fmt: skip
             out[idx] = t
         nonzero = np.array([k not in ZERO_KINDS for k in kind_list], dtype=bool)
         out[nonzero] = np.maximum(out[nonzero], self.kernel_floor)
         return out
-
-    def _padded(
-        self,
-        idx: Sequence[int],
-        kind_list: Sequence[str],
-        attrs_list: Sequence[Mapping[str, Any]],
-        method: str,
-        allow_tf32: bool | None,
-    ) -> np.ndarray:
-        """Per GEMM of ``idx``, the least price of its paddings (:func:`gemm_paddings`; inf
-        where none changes it)."""
-        best = np.full(len(idx), np.inf)
-        pos, kinds_, padded = [], [], []
-        for j, i in enumerate(idx):
-            for a in gemm_paddings(attrs_list[i]):
-                if a is not None:
-                    pos.append(j)
-                    kinds_.append(kind_list[i])
-                    padded.append(a)
-        if pos:
-            priced = self._predict(kinds_, padded, method, allow_tf32, pad=False)
-            np.minimum.at(best, np.asarray(pos), priced)
-        return best
-
-    def _fused(self, a: Mapping[str, Any], method: str, allow_tf32: bool | None) -> float:
-        """A fused op: the sum of its ``parts`` where it lists them, else its roofline.
-
-        The trace importer lists the parts of a convolution backward (data and filter
-        kernels), each priced by its own family. The fusion pass and the HLO importer give only
-        the group's ``flops`` and ``bytes``: no timing row is such a group, so it is priced at
-        the roofline of those counts (and the kernel floor), as the fusion pass documents.
-        """
-        parts = a.get("parts")
-        extra = 0.0
-        if method in FREE_OVERHEAD_METHODS:  # one framework call, as for an elementwise op
-            c = self.curve("elementwise_unary", str(a.get("dtype", "float32")), method)
-            extra = c["overheads"].get(method, 0.0) if c else 0.0
-        if not isinstance(parts, list | tuple):
-            parts = ()
-        if parts and all(isinstance(p, Mapping) and p.get("kind") in _PART_KINDS for p in parts):
-            dt = a.get("dtype", "float32")
-            ks = [str(p["kind"]) for p in parts]
-            ats = [{"dtype": dt} | {k: v for k, v in p.items() if k != "kind"} for p in parts]
-            return float(self.predict_many(ks, ats, "kernel", allow_tf32).sum()) + extra
-        return roofline_us("fused", a, self.spec) + extra
-
-    def _attention(self, a: Mapping[str, Any], mm_dtype: str, method: str) -> float:
-        """Attention priced from its parts: scores (bmm), softmax, weighted sum (bmm).
-
-        ``mm_dtype`` is the dtype the two GEMMs run at (``tf32`` under TF32 math mode).
-        """
-        b, sq, skv, d = (int(a[k]) for k in ("B", "Sq", "Skv", "D"))
-        dt = a.get("dtype", "float32")
-        parts = [("matmul", {"B": b, "M": sq, "N": skv, "K": d, "dtype": mm_dtype}),
-                 ("softmax", {"rows": b * sq, "cols": skv, "dtype": dt}),
-                 ("matmul", {"B": b, "M": sq, "N": d, "K": skv, "dtype": mm_dtype})]  # fmt: skip
-        times = self.predict_many([p[0] for p in parts], [p[1] for p in parts], "kernel",
-                                  allow_tf32=False)  # fmt: skip
-        extra = 0.0
-        if method in FREE_OVERHEAD_METHODS:
-            c = self.curve("softmax", str(dt), method)
-            extra = c["overheads"].get(method, 0.0) if c else 0.0
-        return float(times.sum()) + extra
 
     def footprint(self, kind: str, attrs: Mapping[str, Any]) -> int:
         """SMs the op can keep busy: its thread blocks (tiles), between 1 and the SM count.
@@ -388,9 +327,6 @@ def _read_curve(c: Mapping[str, Any]) -> dict[str, Any]:
 
 #: Curve sources the residual trees correct: the GPU's own fit and a same-chip sibling's.
 _CORRECTED = frozenset({"fitted", "sibling"})
-
-#: Kinds a fused op's ``parts`` may have (not ``fused`` itself, nor kinds without a kernel).
-_PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS
 
 
 @cache

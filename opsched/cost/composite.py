@@ -1,0 +1,104 @@
+"""Ops a :class:`~opsched.cost.profile.Profile` prices from other ops' prices.
+
+- a ``fused`` op: the sum of its ``parts`` (the trace importer's convolution backward), else
+  its roofline (the fusion pass's groups);
+- ``attention``: its three kernels, scores (bmm), softmax and weighted sum (bmm);
+- a small GEMM's zero paddings (:func:`opsched.cost.features.gemm_paddings`), whose least price
+  bounds its own.
+
+Each function takes the profile and prices the parts through it.
+
+Examples
+--------
+>>> from opsched.cost import load_profile
+>>> p = load_profile("A100-SXM4-80GB")
+>>> a = {"B": 8, "Sq": 512, "Skv": 512, "D": 64, "dtype": "float16"}
+>>> price_attention(p, a, "float16", "kernel") == p.predict("attention", a)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from opsched.cost.curve import FREE_OVERHEAD_METHODS
+from opsched.cost.features import ZERO_KINDS, gemm_paddings, roofline_us
+from opsched.ir import kinds
+
+if TYPE_CHECKING:
+    from opsched.cost.profile import Profile
+
+__all__ = ["padded_prices", "price_attention", "price_fused"]
+
+#: Kinds a fused op's ``parts`` may have (not ``fused`` itself, nor kinds without a kernel).
+_PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS
+
+
+def padded_prices(
+    profile: Profile,
+    idx: Sequence[int],
+    kind_list: Sequence[str],
+    attrs_list: Sequence[Mapping[str, Any]],
+    method: str,
+    allow_tf32: bool | None,
+) -> np.ndarray:
+    """Per GEMM of ``idx``, the least price of its paddings (inf where none changes it)."""
+    best = np.full(len(idx), np.inf)
+    pos, kinds_, padded = [], [], []
+    for j, i in enumerate(idx):
+        for a in gemm_paddings(attrs_list[i]):
+            if a is not None:
+                pos.append(j)
+                kinds_.append(kind_list[i])
+                padded.append(a)
+    if pos:
+        priced = profile._predict(kinds_, padded, method, allow_tf32, pad=False)
+        np.minimum.at(best, np.asarray(pos), priced)
+    return best
+
+
+def price_fused(
+    profile: Profile, a: Mapping[str, Any], method: str, allow_tf32: bool | None
+) -> float:
+    """A fused op: the sum of its ``parts`` where it lists them, else its roofline.
+
+    The trace importer lists the parts of a convolution backward (data and filter kernels),
+    each priced by its own family. The fusion pass and the HLO importer give only the group's
+    ``flops`` and ``bytes``: no timing row is such a group, so it is priced at the roofline of
+    those counts (and the kernel floor), as the fusion pass documents.
+    """
+    parts = a.get("parts")
+    extra = 0.0
+    if method in FREE_OVERHEAD_METHODS:  # one framework call, as for an elementwise op
+        c = profile.curve("elementwise_unary", str(a.get("dtype", "float32")), method)
+        extra = c["overheads"].get(method, 0.0) if c else 0.0
+    if not isinstance(parts, list | tuple):
+        parts = ()
+    if parts and all(isinstance(p, Mapping) and p.get("kind") in _PART_KINDS for p in parts):
+        dt = a.get("dtype", "float32")
+        ks = [str(p["kind"]) for p in parts]
+        ats = [{"dtype": dt} | {k: v for k, v in p.items() if k != "kind"} for p in parts]
+        return float(profile.predict_many(ks, ats, "kernel", allow_tf32).sum()) + extra
+    return roofline_us("fused", a, profile.spec) + extra
+
+
+def price_attention(profile: Profile, a: Mapping[str, Any], mm_dtype: str, method: str) -> float:
+    """Attention priced from its parts: scores (bmm), softmax, weighted sum (bmm).
+
+    ``mm_dtype`` is the dtype the two GEMMs run at (``tf32`` under TF32 math mode).
+    """
+    b, sq, skv, d = (int(a[k]) for k in ("B", "Sq", "Skv", "D"))
+    dt = a.get("dtype", "float32")
+    parts = [("matmul", {"B": b, "M": sq, "N": skv, "K": d, "dtype": mm_dtype}),
+             ("softmax", {"rows": b * sq, "cols": skv, "dtype": dt}),
+             ("matmul", {"B": b, "M": sq, "N": d, "K": skv, "dtype": mm_dtype})]  # fmt: skip
+    times = profile.predict_many([p[0] for p in parts], [p[1] for p in parts], "kernel",
+                                 allow_tf32=False)  # fmt: skip
+    extra = 0.0
+    if method in FREE_OVERHEAD_METHODS:
+        c = profile.curve("softmax", str(dt), method)
+        extra = c["overheads"].get(method, 0.0) if c else 0.0
+    return float(times.sum()) + extra
