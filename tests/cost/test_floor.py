@@ -196,3 +196,17 @@ def test_tiny_elementwise_ops_cost_the_same_as_a_block(gpu: str) -> None:
         t = [p.predict("elementwise", {"numel": n, "arity": arity, "fn": "add"})
              for n in (1, 10, 100, MIN_ELEMENTWISE_NUMEL)]  # fmt: skip
         assert max(t) == min(t) and p.kernel_floor <= t[0] < 1.5 * p.kernel_floor + 1.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_square_gemm_prices_grow_with_size_on_every_gpu(dtype):
+    # a bigger GEMM never costs much less than a smaller one: before the padding bound the
+    # float32 curves priced a 2x2x2 GEMM at 150-370 us, above their 64^3 and 128^3 prices
+    from opsched.cost import known_gpus
+
+    sizes = [2**k for k in range(1, 14)]
+    for gpu in known_gpus():
+        p = load_profile(gpu)
+        t = [p.predict("matmul", {"M": m, "N": m, "K": m, "dtype": dtype}) for m in sizes]
+        for small, big, a, b in zip(sizes, sizes[1:], t, t[1:], strict=False):
+            assert b >= 0.8 * a, (gpu, small, a, big, b)
