@@ -3,8 +3,8 @@
 - a ``fused`` op: the sum of its ``parts`` (the trace importer's convolution backward), else
   its roofline (the fusion pass's groups);
 - ``attention``: its three kernels, scores (bmm), softmax and weighted sum (bmm);
-- a small GEMM's zero paddings (:func:`opsched.cost.features.gemm_paddings`), whose least price
-  bounds its own.
+- a small GEMM's or row-wise op's paddings (:func:`opsched.cost.features.paddings`), whose
+  least price bounds its own.
 
 Each function takes the profile and prices the parts through it.
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS
-from opsched.cost.features import ZERO_KINDS, gemm_paddings, roofline_us
+from opsched.cost.features import ZERO_KINDS, paddings, roofline_us
 from opsched.ir import kinds
 
 if TYPE_CHECKING:
@@ -39,17 +39,19 @@ _PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS
 
 def padded_prices(
     profile: Profile,
+    family: str,
     idx: Sequence[int],
     kind_list: Sequence[str],
     attrs_list: Sequence[Mapping[str, Any]],
     method: str,
     allow_tf32: bool | None,
 ) -> np.ndarray:
-    """Per GEMM of ``idx``, the least price of its paddings (inf where none changes it)."""
+    """Per op of ``idx`` (all of ``family``), the least price of its paddings (inf where none
+    applies)."""
     best = np.full(len(idx), np.inf)
     pos, kinds_, padded = [], [], []
     for j, i in enumerate(idx):
-        for a in gemm_paddings(attrs_list[i]):
+        for a in paddings(family, attrs_list[i]):
             if a is not None:
                 pos.append(j)
                 kinds_.append(kind_list[i])

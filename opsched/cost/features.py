@@ -44,13 +44,18 @@ __all__ = [
     "GEMM_PADS",
     "GEMM_PAD_BELOW",
     "HALF_FP32_MATH",
+    "PADDED_FAMILIES",
+    "ROW_PADS",
+    "ROW_PAD_BELOW",
     "SAMPLE_ATTRS",
     "ZERO_KINDS",
     "dtype_class",
     "family_of",
     "feature_matrix",
     "gemm_paddings",
+    "paddings",
     "roofline_us",
+    "row_paddings",
     "tree_class",
 ]
 
@@ -86,6 +91,17 @@ MIN_ELEMENTWISE_NUMEL = 256
 #: (``N`` of 1-16) the library's own kernels can be slower than the padded GEMM would be.
 GEMM_PADS = (64, 128, 256)
 GEMM_PAD_BELOW = 128**3
+#: A layernorm / rmsnorm over fewer than ``ROW_PAD_BELOW`` elements is priced at most as the
+#: same op over each of these row counts (:func:`row_paddings`): more rows do more work. Their
+#: curves climbed again towards one row (a float32 layernorm of one 1024-wide row priced at
+#: 29-44 us on the A100s, one of 32 rows at 8-13 us). Softmax is left out: its small-row dip
+#: is mild (at most ~30 %), and bounded, the profiler's log-softmax rows (V100 ResNet-50,
+#: 32 x 1000) went from 3.5 to 56 % in sample, which its NeuSight-fitted curve prices lower
+#: at 64 rows than they take at 32.
+ROW_PADS = (64, 256, 1024)
+ROW_PAD_BELOW = 2**20
+#: The families :func:`paddings` bounds; each gives three paddings.
+PADDED_FAMILIES = frozenset({"matmul", "bmm", "layernorm", "rmsnorm"})
 _EPS_US = 1e-4
 
 
@@ -139,6 +155,30 @@ def gemm_paddings(attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
         same = all(dims[d] == int(attrs.get(d, 1)) for d in dims)
         out.append(None if same else {**attrs, **dims})
     return out
+
+
+def row_paddings(attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
+    """Per size of :data:`ROW_PADS`, a row-wise op's ``attrs`` with at least that many
+    ``rows``, or None where that changes nothing or the op has :data:`ROW_PAD_BELOW` elements
+    or more.
+
+    >>> row_paddings({"rows": 8, "cols": 1024})[0]
+    {'rows': 64, 'cols': 1024}
+    """
+    rows, cols = int(attrs.get("rows", 1)), int(attrs.get("cols", 1))
+    if rows * cols >= ROW_PAD_BELOW:
+        return [None] * len(ROW_PADS)
+    return [None if rows >= r else {**attrs, "rows": r} for r in ROW_PADS]
+
+
+def paddings(family: str, attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
+    """The larger ops whose least price bounds a small op of ``family`` (three entries, None
+    where none applies; empty for a family outside :data:`PADDED_FAMILIES`)."""
+    if family in ("matmul", "bmm"):
+        return gemm_paddings(attrs)
+    if family in PADDED_FAMILIES:
+        return row_paddings(attrs)
+    return []
 
 
 def family_of(kind: str, attrs: Mapping[str, Any]) -> str:

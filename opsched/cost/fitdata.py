@@ -26,11 +26,11 @@ from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve
 from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import (
     FAMILIES,
-    GEMM_PADS,
+    PADDED_FAMILIES,
     dtype_class,
     family_of,
     feature_matrix,
-    gemm_paddings,
+    paddings,
     roofline_us,
     tree_class,
 )
@@ -73,9 +73,10 @@ class FamilyData:
     group: np.ndarray
     #: the class the residual trees see (:func:`opsched.cost.features.tree_class`); None: ``cls``
     tcls: np.ndarray | None = None
-    #: GEMM families: per size of :data:`~opsched.cost.features.GEMM_PADS`, the features of
-    #: each row's GEMM padded to it (the row's own where padding changes nothing); a GEMM is
-    #: priced at most as its paddings (:func:`opsched.cost.fit.predict_family`)
+    #: :data:`~opsched.cost.features.PADDED_FAMILIES`: the features of each row's three
+    #: paddings (:func:`~opsched.cost.features.paddings`; the row's own where one changes
+    #: nothing); a small op is priced at most as its paddings
+    #: (:func:`opsched.cost.fit.predict_family`)
     x_pads: tuple[np.ndarray, ...] = ()
 
     def tree_cls(self) -> np.ndarray:
@@ -136,15 +137,14 @@ def load_fit_data(
         gpus = np.array([r[2] for r in rows])
         x = np.zeros((len(rows), feature_matrix(fam, [rows[0][0]], specs[rows[0][2]]).shape[1]))
         roof = np.zeros(len(rows))
-        gemm = fam in ("matmul", "bmm")
-        pads = [np.zeros_like(x) for _ in GEMM_PADS] if gemm else []
+        pads = [np.zeros_like(x) for _ in range(3)] if fam in PADDED_FAMILIES else []
         for gpu in sorted(set(gpus)):
             idx = np.nonzero(gpus == gpu)[0]
             attrs = [rows[i][0] for i in idx]
             x[idx] = feature_matrix(fam, attrs, specs[gpu])
             roof[idx] = [roofline_us(kind, a, specs[gpu]) for a in attrs]
             for k, xp in enumerate(pads):
-                padded = [gemm_paddings(a)[k] or a for a in attrs]
+                padded = [paddings(fam, a)[k] or a for a in attrs]
                 xp[idx] = feature_matrix(fam, padded, specs[gpu])
         out[fam] = FamilyData(
             x=x, t=np.array([r[1] for r in rows]), roof=roof, gpu=gpus,

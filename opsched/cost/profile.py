@@ -21,8 +21,9 @@ True
 >>> p.kernel_floor <= tiny <= p.predict("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"})
 True
 
-A GEMM is priced at most as its zero-padded versions (``features.GEMM_PADS``), so a tiny one
-costs what a 64 x 64 x 64 one does at most, never more than a larger GEMM of its shape.
+A small GEMM or norm is priced at most as its paddings (``features.paddings``): a
+tiny GEMM costs what a 64 x 64 x 64 one does at most, a one-row layernorm what a 64-row one
+does.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from opsched.cost.boost import tree_features, tree_methods
 from opsched.cost.composite import padded_prices, price_attention, price_fused
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
+    PADDED_FAMILIES,
     ZERO_KINDS,
     dtype_class,
     family_of,
@@ -277,8 +279,8 @@ class Profile:
                 fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
                 kinds_ = [kind_list[i] for i in idx]
                 t = np.minimum(t, self._predict(kinds_, fp32, method, False, pad))
-            if pad and fam in ("matmul", "bmm"):  # a GEMM costs at most its zero paddings
-                t = np.minimum(t, padded_prices(self, idx, kind_list, attrs_list, method,
+            if pad and fam in PADDED_FAMILIES:  # a small op costs at most its paddings
+                t = np.minimum(t, padded_prices(self, fam, idx, kind_list, attrs_list, method,
                                                 allow_tf32))  # fmt: skip
             out[idx] = t
         nonzero = np.array([k not in ZERO_KINDS for k in kind_list], dtype=bool)

@@ -210,3 +210,18 @@ def test_square_gemm_prices_grow_with_size_on_every_gpu(dtype):
         t = [p.predict("matmul", {"M": m, "N": m, "K": m, "dtype": dtype}) for m in sizes]
         for small, big, a, b in zip(sizes, sizes[1:], t, t[1:], strict=False):
             assert b >= 0.8 * a, (gpu, small, a, big, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_norm_prices_grow_with_rows_on_every_gpu(dtype):
+    # more rows never cost much less: before the row padding bound a float32 layernorm of one
+    # 1024-wide row was priced at 29-44 us on the A100s, one of 32 rows at 8-13 us
+    from opsched.cost import known_gpus
+
+    rows = [2**k for k in range(16)]
+    for gpu in known_gpus():
+        p = load_profile(gpu)
+        for kind, cols in (("layernorm", 1024), ("rmsnorm", 4096)):
+            t = [p.predict(kind, {"rows": r, "cols": cols, "dtype": dtype}) for r in rows]
+            for small, big, a, b in zip(rows, rows[1:], t, t[1:], strict=False):
+                assert b >= 0.8 * a, (gpu, kind, small, a, big, b)
