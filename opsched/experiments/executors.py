@@ -201,12 +201,16 @@ class DaskExecutor:
                 futures.append(client.submit(_dask_run, payload, key=dkey, pure=False))
             for fut in as_completed(futures):
                 key = keys[fut.key]
-                if fut.status == "finished":
-                    yield Outcome(key, "ok", fut.result())
-                else:
-                    exc = fut.exception()
+                # result(), not the status: a task whose worker died after it finished is
+                # "lost" by now and is run again; result() waits for that run (reading the
+                # status here stored such a job as an error, seen once in CI)
+                try:
+                    value = fut.result()
+                except Exception as exc:  # the task's own failure, or KilledWorker
                     kind = "crash" if type(exc).__name__ == "KilledWorker" else "error"
                     yield Outcome(key, kind, f"{type(exc).__name__}: {exc}")
+                else:
+                    yield Outcome(key, "ok", value)
                 fut.release()
         finally:
             cluster = client.cluster

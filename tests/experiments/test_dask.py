@@ -133,6 +133,7 @@ def test_all_results_arrive_when_a_worker_dies(dask_cluster, tmp_path) -> None:
     summary = out["summary"]
     df = load_results(db)
     assert summary.ran == 40 and len(df) == 40 and df["job_id"].is_unique  # type: ignore[attr-defined]
-    assert set(df["status"]) <= {"OPTIMAL", "FEASIBLE", "UNKNOWN", "INFEASIBLE"}
+    errors = df.loc[~df["status"].isin(["OPTIMAL", "FEASIBLE", "UNKNOWN", "INFEASIBLE"]), "error"]
+    assert errors.empty, errors.tolist()  # a job lost with the worker is run again, not failed
     assert df.loc[df["status"].isin(["OPTIMAL", "FEASIBLE"]), "valid"].all()
     assert (df["run_id"] == summary.run_id).all()  # type: ignore[attr-defined]
