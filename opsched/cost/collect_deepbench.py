@@ -17,7 +17,7 @@ How each time is taken (CUDA):
   is the median replay over ``n``. A graph replays kernels back to back without PyTorch's
   dispatch, which is what DeepBench's loop of library calls measured. Where capture fails,
   the ``n`` calls are timed eagerly between events instead;
-- the longest kernel of one profiled call is written beside the time (``fwd_kernel``,
+- the longest kernel of the profiled calls is written beside the time (``fwd_kernel``,
   ``bwd_data_kernel``, ``bwd_filter_kernel``; ``kernel`` for a GEMM): its name tells the
   math mode a float32 op ran in (:func:`opsched.cost.mathmode.kernel_math_mode`).
 
@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from opsched.cost.collect import require_torch
+from opsched.cost.collect import _kernels, require_torch
 from opsched.errors import InputError
 
 if TYPE_CHECKING:
@@ -187,22 +187,6 @@ def _graph_us(torch: Any, call: Callable[[], Any], n: int, replays: int) -> floa
     return float(statistics.median(times))
 
 
-def _main_kernel(torch: Any, call: Callable[[], Any]) -> str:
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        call()
-        torch.cuda.synchronize()
-    best, best_t = "", -1.0
-    for e in prof.events():
-        if not str(getattr(e, "device_type", "")).endswith("CUDA"):
-            continue
-        t = float(e.device_time if hasattr(e, "device_time") else getattr(e, "cuda_time", 0.0))
-        if t > best_t:
-            best, best_t = e.name, t
-    return best
-
-
 def _time(
     torch: Any, call: Callable[[], Any], cuda: bool, warmup: int, replay_us: float, replays: int
 ) -> tuple[float, str]:
@@ -218,7 +202,7 @@ def _time(
     us = _graph_us(torch, call, n, replays)
     if us is None:
         us = statistics.median(_loop_us(torch, call, cuda, n) / n for _ in range(replays))
-    return us, _main_kernel(torch, call)
+    return us, _kernels(torch, call)[0]
 
 
 def collect_deepbench(

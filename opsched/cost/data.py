@@ -289,18 +289,16 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
         except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
             continue
         deepbench = schema.startswith("deepbench")
-        if deepbench:  # collected rows: TF32 allowed, each timing's kernel named (else None)
-            shown = None
-            base_mode = (True, True) if getattr(r, "dtype", "") == "tf32" else mode
+        if deepbench:  # collected rows: "tf32" allowed it; each timing names its own kernel
+            row_default = (True, True) if getattr(r, "dtype", "") == "tf32" else mode
         else:
             shown = getattr(r, "kernels", None) or getattr(r, "main_kernel", None)
-            base_mode = mode
-        row_mode = kernel_math_mode(shown) or base_mode
+            row_mode = kernel_math_mode(shown) or mode
         for target, col in targets.items():
             kind = base[0] if target in ("", KERNEL_TARGET) else target
             if deepbench:
                 named = getattr(r, _DEEPBENCH_KERNEL_COLUMNS[target], None)
-                row_mode = kernel_math_mode(named) or base_mode
+                row_mode = kernel_math_mode(named) or row_default
             t = getattr(r, col, float("nan"))
             try:
                 t = float(t)

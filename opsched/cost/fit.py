@@ -257,43 +257,46 @@ def predict_family(
     trees are fitted on the residual of the unfloored curve (``floor=False``).
     """
     idx = np.nonzero(sel)[0]
-    out = _predict_rows(model, fam, fd, idx, fd.x)
-    for xp in fd.x_pads:  # a GEMM costs at most its zero-padded versions
-        out = np.fmin(out, _predict_rows(model, fam, fd, idx, xp))
+    out = _predict_rows(model, fam, fd, idx)
     for gpu in np.unique(fd.gpu[idx]) if floor else ():
         rows = fd.gpu[idx] == gpu
         out[rows] = apply_floor(out[rows], floor_of(model.floors, str(gpu), _arch())[0])
     return out
 
 
-def _predict_rows(
-    model: Model, fam: str, fd: FamilyData, idx: np.ndarray, x: np.ndarray
-) -> np.ndarray:
-    """Curve (and trees) predictions of rows ``idx`` of ``fd`` from the features ``x``."""
-    out = np.full(len(idx), np.nan)
+def _predict_rows(model: Model, fam: str, fd: FamilyData, idx: np.ndarray) -> np.ndarray:
+    """Curve (and trees) predictions of rows ``idx`` of ``fd``: each row's least over its own
+    features and its paddings' (``fd.x_pads``: a small op costs at most its paddings)."""
     classes = fd.cls[idx].astype(object)
     for i in np.nonzero(fd.tree_cls()[idx] == HALF_FP32_MATH)[0]:
         classes[i] = model.fp32_math_class(fd.gpu[idx[i]], fam, fd.method[idx[i]])
     groups: dict[tuple[Any, ...], list[int]] = {}
     for pos, key in enumerate(zip(fd.gpu[idx], classes, fd.method[idx], strict=True)):
         groups.setdefault(key, []).append(pos)
+    plan = []  # (rows, beta, overhead) per (GPU, class, method) with a curve
     corrected = np.zeros(len(idx), bool)  # rows whose curve the trees correct
     for key in sorted(groups):
         gpu, cls, method = key
-        rows = np.array(groups[key])
         c = model.curve(gpu, fam, cls, method)
         if c is None:
             continue
+        rows = np.array(groups[key])
         o = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
-        out[rows] = predict_curve(x[idx[rows]], np.asarray(c["beta"]), o)
+        plan.append((rows, np.asarray(c["beta"]), o))
         corrected[rows] = c.get("source") in ("fitted", "sibling")
     ens = model.trees.get(fam)
     use = np.isin(fd.method[idx], list(tree_methods(fam))) & corrected
-    if ens is not None and use.any():
-        j = idx[use]
-        feats = tree_features(x[j], fd.gpu[j], fd.tree_cls()[j], fd.method[j], _specs())
-        out[use] *= np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
-    return out
+    best = np.full(len(idx), np.nan)
+    for x in (fd.x, *fd.x_pads):
+        out = np.full(len(idx), np.nan)
+        for rows, beta, o in plan:
+            out[rows] = predict_curve(x[idx[rows]], beta, o)
+        if ens is not None and use.any():
+            j = idx[use]
+            feats = tree_features(x[j], fd.gpu[j], fd.tree_cls()[j], fd.method[j], _specs())
+            out[use] *= np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
+        best = np.fmin(best, out)
+    return best
 
 
 def _curve_doc(c: Mapping[str, Any]) -> dict[str, Any]:

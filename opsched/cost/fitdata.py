@@ -27,6 +27,7 @@ from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import (
     FAMILIES,
     PADDED_FAMILIES,
+    SAMPLE_ATTRS,
     dtype_class,
     family_of,
     feature_matrix,
@@ -137,15 +138,17 @@ def load_fit_data(
         gpus = np.array([r[2] for r in rows])
         x = np.zeros((len(rows), feature_matrix(fam, [rows[0][0]], specs[rows[0][2]]).shape[1]))
         roof = np.zeros(len(rows))
-        pads = [np.zeros_like(x) for _ in range(3)] if fam in PADDED_FAMILIES else []
+        slots = len(paddings(fam, SAMPLE_ATTRS[fam])) if fam in PADDED_FAMILIES else 0
+        pads = [np.zeros_like(x) for _ in range(slots)]
         for gpu in sorted(set(gpus)):
             idx = np.nonzero(gpus == gpu)[0]
             attrs = [rows[i][0] for i in idx]
             x[idx] = feature_matrix(fam, attrs, specs[gpu])
             roof[idx] = [roofline_us(kind, a, specs[gpu]) for a in attrs]
+            padded = [paddings(fam, a) for a in attrs]  # per row, one entry per slot
             for k, xp in enumerate(pads):
-                padded = [paddings(fam, a)[k] or a for a in attrs]
-                xp[idx] = feature_matrix(fam, padded, specs[gpu])
+                slot = [p[k] or a for p, a in zip(padded, attrs, strict=True)]
+                xp[idx] = feature_matrix(fam, slot, specs[gpu])
         out[fam] = FamilyData(
             x=x, t=np.array([r[1] for r in rows]), roof=roof, gpu=gpus,
             method=np.array([r[3] for r in rows]), cls=np.array([r[4] for r in rows]),

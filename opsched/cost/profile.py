@@ -219,8 +219,8 @@ class Profile:
         allow_tf32: bool | None,
         pad: bool,
     ) -> np.ndarray:
-        """:meth:`predict_many`; ``pad``: bound small GEMMs by their paddings (off for the
-        padded GEMMs themselves, which :func:`~opsched.cost.composite.padded_prices` prices
+        """:meth:`predict_many`; ``pad``: bound small GEMMs and norms by their paddings (off for the
+        padded ops themselves, which :func:`~opsched.cost.composite.padded_prices` prices
         in one call)."""
         out = np.zeros(len(kind_list))
         groups: dict[tuple[str, str], list[int]] = {}

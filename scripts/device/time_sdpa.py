@@ -24,15 +24,10 @@ import time
 def main(out: str, budget: float) -> None:
     import torch
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-    try:
-        import opsched  # noqa: F401
-    except ImportError:  # the GPU machine lacks the solver's packages: the cost modules alone
-        import types
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from time_deepbench import _import_opsched_without_extras
 
-        pkg = types.ModuleType("opsched")
-        pkg.__path__ = [os.path.join(os.path.dirname(__file__), "..", "..", "opsched")]
-        sys.modules["opsched"] = pkg
+    _import_opsched_without_extras()
     from opsched.cost.collect_deepbench import _time
 
     dev = os.environ.get("OPSCHED_DEVICE", "cuda")  # "cpu": a dry run of the script, float32

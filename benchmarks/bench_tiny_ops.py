@@ -1,0 +1,79 @@
+"""What the cost model charges for tiny GEMMs and norms, against what such kernels measure.
+
+Below their data the GEMM and norm curves climbed again (a 2x2x2 float32 GEMM at hundreds
+of microseconds); a small GEMM or norm is now priced at most as its paddings
+(``opsched.cost.features.paddings``, docs/cost-model.md item 10). Three tables:
+
+1. the prices of a 2x2x2 GEMM (float32, float16), a 64^3 one and a one-row, 1024-wide
+   float32 layernorm on a few GPUs;
+2. the measured kernel times of the H200's tiny half-precision GEMMs (kernel-timed rows with
+   a roofline under 0.2 us, ``opsched_h200_half.csv.gz`` and ``opsched_h200_aligned_half``);
+3. seconds to price 50,000 small GEMMs (every dimension 1-199) and 50,000 large ones
+   (256-8191), which the bound makes slower only for the small ones.
+
+Reproduce (2 cores, about 30 s): ``OMP_NUM_THREADS=1 python benchmarks/bench_tiny_ops.py``.
+The prices before this change: the same script run against commit 429dd71 (a worktree and
+``PYTHONPATH``, as ``bench_half_before_volta.py`` describes).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from opsched.cost import load_profile
+from opsched.cost.fitdata import load_fit_data
+from opsched.errors import InputError
+
+GPUS = ("A100-SXM4-80GB", "A100-SXM4-40GB", "H100-SXM5", "V100-SXM2", "H200", "T4", "P4")
+
+
+def main() -> None:
+    cols = ("floor", "2x2x2 float32", "2x2x2 float16", "64^3 float32", "layernorm 1x1024 fp32")
+    print("prices, us\n")
+    print("| GPU | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for gpu in GPUS:
+        p = load_profile(gpu)
+        tiny = {"M": 2, "N": 2, "K": 2}
+        cells = [p.predict("matmul", tiny), p.predict("matmul", tiny | {"dtype": "float16"}),
+                 p.predict("matmul", {"M": 64, "N": 64, "K": 64}),
+                 p.predict("layernorm", {"rows": 1, "cols": 1024})]  # fmt: skip
+        print(f"| {gpu} | {p.kernel_floor:g} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
+
+    try:
+        data = load_fit_data(files=["opsched_h200_half.csv.gz", "opsched_h200_aligned_half.csv.gz"])
+    except InputError as e:  # an older checkout, without the aligned sweep
+        print(f"\nmeasured: not in this checkout ({e.message})")
+        data = None
+    if data is not None:
+        _measured(data)
+    _speed()
+
+
+def _measured(data: Any) -> None:
+    fd = data.families["matmul"]
+    sel = (fd.gpu == "H200") & (fd.method == "kernel") & (fd.cls == "half") & (fd.roof < 0.2)
+    t = fd.t[sel]
+    print("\nmeasured: the H200's kernel-timed half GEMMs with a roofline under 0.2 us\n")
+    print(f"{t.size} rows, median {np.median(t):.2f} us, range {t.min():.2f}-{t.max():.2f} us")
+
+
+def _speed() -> None:
+    rng = np.random.default_rng(0)
+    p = load_profile("A100-SXM4-80GB")
+    print("\npricing speed, A100-SXM4-80GB profile, float16\n")
+    print("| GEMMs | ops | seconds |")
+    print("|---|---|---|")
+    for name, lo, hi in (("small (1-199)", 1, 200), ("large (256-8191)", 256, 8192)):
+        ops = [{"M": int(a), "N": int(b), "K": int(c), "dtype": "float16"}
+               for a, b, c in rng.integers(lo, hi, (50_000, 3))]  # fmt: skip
+        t0 = time.perf_counter()
+        p.predict_many(["matmul"] * len(ops), ops)
+        print(f"| {name} | {len(ops):,} | {time.perf_counter() - t0:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
