@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from opsched.importers.trace.aten_names import conv_backward_operands
+from opsched.importers.trace.aten_names import attention_attrs, conv_backward_operands
 from opsched.ir import kinds
 from opsched.ir.kinds import DTYPE_BYTES
 
@@ -239,6 +239,9 @@ def aten_kind(
         if name in ("_softmax", "softmax", "_log_softmax", "log_softmax") and ts:
             x = ts[0]
             return "softmax", {"rows": _prod(x[:-1]), "cols": x[-1], "dtype": dtype}
+        att = attention_attrs(name, ts)
+        if att is not None:  # the profiler records no is_causal: taken as not causal
+            return "attention", att | {"dtype": dtype}
         if name in ("sum", "mean", "amax", "max", "min") and ts:
             out = _reduce_out(ts[0], types)
             return "reduce", {"numel": _prod(ts[0]), "out_numel": out, "dtype": dtype}

@@ -57,14 +57,17 @@ __all__ = [
 #: :data:`TREE_METHODS_BY_FAMILY`.
 TREE_METHODS = frozenset({"events", "wallclock", "kernel"})
 
-#: Families whose trees also learn from, and correct, profiler (``cupti``) rows: convolution
-#: backward, where the sweeps hold only ~200 DeepBench shapes per direction and the profiler
-#: rows are ResNet-50's real layers (one V100 trace). Grouped 5-fold, fold seeds 0 / 1
-#: (docs/cost-model.md, fifth round): bwd data 16.7 / 17.4 -> 13.5 / 14.9, bwd filter
-#: 12.5 / 13.7 -> 10.0 / 12.1; the forward convolution got no better, so it keeps
-#: :data:`TREE_METHODS`.
+#: Families with methods of their own. Convolution backward's trees also learn from, and
+#: correct, profiler (``cupti``) rows: the sweeps hold only ~200 DeepBench shapes per
+#: direction, and the profiler rows are ResNet-50's real layers (one V100 trace). Grouped
+#: 5-fold, fold seeds 0 / 1 (docs/cost-model.md, fifth round): bwd data 16.7 / 17.4 ->
+#: 13.5 / 14.9, bwd filter 12.5 / 13.7 -> 10.0 / 12.1; the forward convolution got no
+#: better, so it keeps :data:`TREE_METHODS`.
 TREE_METHODS_BY_FAMILY: Mapping[str, frozenset[str]] = {
-    fam: TREE_METHODS | {"cupti"} for fam in ("conv2d_bwd_data", "conv2d_bwd_filter")
+    **{fam: TREE_METHODS | {"cupti"} for fam in ("conv2d_bwd_data", "conv2d_bwd_filter")},
+    # fused attention: 216 timings of one GPU (36 shapes in each of fp16 / bf16 x causal),
+    # too few for trees, and a k-fold training split (~170 rows) would fit none anyway
+    "attention": frozenset(),
 }
 
 

@@ -2,7 +2,9 @@
 
 - a ``fused`` op: the sum of its ``parts`` (the trace importer's convolution backward), else
   its roofline (the fusion pass's groups);
-- ``attention``: its three kernels, scores (bmm), softmax and weighted sum (bmm);
+- ``attention`` where no fused kernel is priced (:func:`fused_attention`): its three
+  kernels, scores (bmm), softmax and weighted sum (bmm); where one is, those parts still
+  bound the fused kernel's price;
 - a small GEMM's or row-wise op's paddings (:func:`opsched.cost.features.paddings`), whose
   least price bounds its own.
 
@@ -13,7 +15,11 @@ Examples
 >>> from opsched.cost import load_profile
 >>> p = load_profile("A100-SXM4-80GB")
 >>> a = {"B": 8, "Sq": 512, "Skv": 512, "D": 64, "dtype": "float16"}
->>> price_attention(p, a, "float16", "kernel") == p.predict("attention", a)
+>>> fused = p.predict("attention", a)            # a flash kernel on the A100
+>>> fused < price_attention(p, a, "float16", "kernel")
+True
+>>> v100 = load_profile("V100-SXM2")            # no fused kernel priced before sm_80
+>>> price_attention(v100, a, "float16", "kernel") == v100.predict("attention", a)
 True
 """
 
@@ -26,12 +32,40 @@ import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS
 from opsched.cost.features import ZERO_KINDS, paddings, roofline_us
+from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
 
 if TYPE_CHECKING:
     from opsched.cost.profile import Profile
 
-__all__ = ["padded_prices", "price_attention", "price_fused"]
+__all__ = ["FUSED_ATTENTION_MIN_CC", "fused_attention", "padded_prices", "price_attention",
+           "price_fused"]  # fmt: skip
+
+#: Least compute capability at which PyTorch's fused attention runs a flash kernel
+#: (FlashAttention-2 and cuDNN's fused attention need sm_80); the ``attention`` curve is fitted
+#: on such kernels alone (cuDNN's ``sm90_flash_fprop`` on our H200).
+FUSED_ATTENTION_MIN_CC = 80
+
+
+def fused_attention(spec: GpuSpec, dtype: str) -> bool:
+    """Whether an ``attention`` op of ``dtype`` is priced as one fused flash kernel on ``spec``.
+
+    Yes in float16 / bfloat16 on compute capability 8.0 and newer, where PyTorch's
+    ``scaled_dot_product_attention`` runs a flash kernel. Elsewhere (float32, which the flash
+    kernels do not take, and older GPUs, where PyTorch falls back to its memory-efficient
+    kernel) no fused kernel was ever timed, and the op is priced from its parts
+    (:func:`price_attention`).
+
+    >>> from opsched.cost.specs import load_specs
+    >>> s = load_specs()
+    >>> fused_attention(s["H100-SXM5"], "bfloat16"), fused_attention(s["V100-SXM2"], "float16")
+    (True, False)
+    >>> fused_attention(s["A100-SXM4-80GB"], "float32")
+    False
+    """
+    cc = spec.compute_capability
+    return dtype in ("float16", "bfloat16") and cc is not None and cc >= FUSED_ATTENTION_MIN_CC
+
 
 #: Kinds a fused op's ``parts`` may have (not ``fused`` itself, nor kinds without a kernel).
 _PART_KINDS = frozenset(kinds.KINDS) - {"fused"} - ZERO_KINDS
@@ -90,7 +124,9 @@ def price_fused(
 def price_attention(profile: Profile, a: Mapping[str, Any], mm_dtype: str, method: str) -> float:
     """Attention priced from its parts: scores (bmm), softmax, weighted sum (bmm).
 
-    ``mm_dtype`` is the dtype the two GEMMs run at (``tf32`` under TF32 math mode).
+    ``mm_dtype`` is the dtype the two GEMMs run at (``tf32`` under TF32 math mode). The parts
+    are the full ``Sq x Skv`` scores also for a causal op: an unfused causal attention computes
+    them all and masks half.
     """
     b, sq, skv, d = (int(a[k]) for k in ("B", "Sq", "Skv", "D"))
     dt = a.get("dtype", "float32")

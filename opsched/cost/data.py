@@ -1,14 +1,17 @@
 """Read the kernel-timing tables and map their rows onto op kinds.
 
-Six schemas are recognised by their columns (:func:`detect_schema`): ``deepbench_gemm``,
-``deepbench_conv``, ``neusight``, ``vidur``, ``profiler_ops`` (Kineto / HTA per-op rows) and
-``profiler_kernels`` (one row per kernel). :func:`canonical_rows` turns a table into one
-record per timing: the canonical GPU key, the timing ``method``, the op ``kind`` and
-``attrs`` of :mod:`opsched.ir.kinds`, and the measured time in microseconds.
+Seven schemas are recognised by their columns (:func:`detect_schema`): ``deepbench_gemm``,
+``deepbench_conv``, ``neusight``, ``vidur``, ``profiler_ops`` (Kineto / HTA per-op rows),
+``profiler_kernels`` (one row per kernel) and ``sdpa`` (fused attention forwards timed by
+``scripts/device/time_sdpa.py``: ``B``, heads ``H``, ``Sq``, ``Skv``, ``D``, ``causal``).
+:func:`canonical_rows` turns a table into one record per timing: the canonical GPU key, the
+timing ``method``, the op ``kind`` and ``attrs`` of :mod:`opsched.ir.kinds`, and the measured
+time in microseconds.
 
 Timing methods (see the data's README): ``wallclock`` (DeepBench: host clock over many calls),
 ``events`` (NeuSight: CUDA events around one PyTorch call, dispatch included), ``kernel``
-(Vidur: summed kernel time) and ``cupti`` (profiler kernel durations).
+(Vidur: summed kernel time; ``sdpa``: CUDA-graph replays, kernel time without dispatch) and
+``cupti`` (profiler kernel durations).
 
 Examples
 --------
@@ -60,6 +63,7 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "vidur": ("op", "time_us_median", "num_tokens", "n_embd"),
     "profiler_kernels": ("kernel", "kernel_dur_us", "op", "op_input_dims"),
     "profiler_ops": ("op", "gpu_time_us", "input_dims", "input_types"),
+    "sdpa": ("H", "Sq", "Skv", "D", "causal", "time_us"),
 }
 
 #: schema -> {target: measured-time column}; deepbench_conv has three timings per row.
@@ -74,6 +78,7 @@ TIME_COLUMNS: dict[str, dict[str, str]] = {
     "vidur": {"": "time_us_median"},
     "profiler_kernels": {"": "kernel_dur_us"},
     "profiler_ops": {"": "gpu_time_us"},
+    "sdpa": {"": "time_us"},
 }
 
 #: Target of the kernel-only time that ``opsched cost collect`` adds to NeuSight-schema rows.
@@ -106,6 +111,7 @@ METHODS: dict[str, str] = {
     "vidur": "kernel",
     "profiler_kernels": "cupti",
     "profiler_ops": "cupti",
+    "sdpa": "kernel",
 }
 
 #: dtype column of DeepBench-schema tables; ``tf32`` and ``bf16`` appear only in the rows
@@ -280,6 +286,12 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
             elif schema == "vidur":
                 base = _vidur(r)
                 dtype = "float16"
+            elif schema == "sdpa":
+                base = ("attention", {"B": _i(r.B) * _i(r.H), "Sq": _i(r.Sq), "Skv": _i(r.Skv),
+                                      "D": _i(r.D), "causal": min(_i(r.causal), 1)})  # fmt: skip
+                dtype = _NEUSIGHT_DTYPES.get(str(r.dtype), "")
+                if not dtype:
+                    continue
             elif schema == "profiler_ops":
                 base = _profiler(r, "input_dims", "input_types")
                 dtype = base[1].get("dtype", "float32")

@@ -4,10 +4,11 @@ Every op of a kind in :mod:`opsched.ir.kinds` belongs to one *family* (:func:`fa
 ``matmul`` (``B == 1``, linear layers), ``bmm`` (``B > 1``), ``conv2d``,
 ``conv2d_bwd_data``, ``conv2d_bwd_filter``, ``elementwise_unary``, ``elementwise_binary``,
 ``softmax``, ``layernorm``, ``rmsnorm``, ``batchnorm``, ``pool``, ``reduce``, ``embedding``,
-``opaque``; ``copy`` belongs to ``elementwise_unary`` (a copy kernel reads and writes each
-element once, as the profiler's ``aten::copy_`` rows the unary curve is fitted on);
-``attention`` and ``fused`` are priced from their parts or their roofline
-(:class:`opsched.cost.profile.Profile`) and ``view`` / ``input`` take no time.
+``opaque``, ``attention`` (a fused attention kernel); ``copy`` belongs to
+``elementwise_unary`` (a copy kernel reads and writes each element once, as the profiler's
+``aten::copy_`` rows the unary curve is fitted on); ``fused`` is priced from its parts or its
+roofline, and ``attention`` from its parts where no fused kernel is priced
+(:class:`opsched.cost.profile.Profile`); ``view`` / ``input`` take no time.
 
 The roofline time is ``max(flops / peak, bytes / bandwidth)`` with the peak picked by dtype
 (:meth:`GpuSpec.peak_tflops`). The features (:func:`feature_matrix`) are expressed in units of
@@ -69,7 +70,7 @@ HALF_FP32_MATH = "half_fp32math"
 FAMILIES: tuple[str, ...] = (
     "matmul", "bmm", "conv2d", "conv2d_bwd_data", "conv2d_bwd_filter", "elementwise_unary",
     "elementwise_binary", "softmax", "layernorm", "rmsnorm", "batchnorm", "pool", "reduce",
-    "embedding", "opaque",
+    "embedding", "opaque", "attention",
 )  # fmt: skip
 
 #: Kinds that launch no kernel: duration 0.
@@ -260,6 +261,12 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
         return [_ln(g("numel")), backward]
     if family == "pool":
         return [_ln(kinds.output_numel("pool", a)), _ln(g("R") * g("S"))]
+    if family == "attention":
+        # a flash kernel runs one thread block per (batch x head, 128 queries)
+        b, sq = g("B"), g("Sq")
+        q, fill = _tiles(sq, 128 * b, sm)
+        return [_ln(b), _ln(sq), _ln(g("Skv")), _ln(g("D")), float(bool(a.get("causal"))),
+                q, fill]  # fmt: skip
     if family == "reduce":
         integer = float(str(a.get("dtype", "")).startswith("int"))
         return [_ln(g("numel")), _ln(g("out_numel")), integer]
@@ -279,7 +286,8 @@ def feature_matrix(
     direction lowers to and tensor-core alignment of C and K to 8, tile wave quantisation and
     SM fill, a backward flag
     for norms and softmax (``fn == "backward"``), window size for pooling, output size and an
-    integer-input flag for reductions).
+    integer-input flag for reductions, log dims, a causal flag and the wave quantisation of
+    128-query blocks for fused attention).
 
     Examples
     --------
@@ -326,4 +334,5 @@ SAMPLE_ATTRS: dict[str, Mapping[str, Any]] = {
     "reduce": {"numel": 1, "out_numel": 1},
     "embedding": {"tokens": 1, "dim": 1},
     "opaque": {"flops": 0, "bytes": 0, "numel": 1},
+    "attention": {"B": 1, "Sq": 1, "Skv": 1, "D": 1},
 }

@@ -42,7 +42,7 @@ from opsched.cost.fitdata import (
     load_fit_data,
     median_overheads,
 )
-from opsched.cost.floor import apply_floor, fit_floors, floor_of
+from opsched.cost.floor import FLOORLESS_FAMILIES, apply_floor, fit_floors, floor_of
 from opsched.cost.sibling import method_kind, pick_sibling, shape_counts
 from opsched.cost.specs import GpuSpec, load_specs
 from opsched.cost.trees import TreeEnsemble
@@ -129,7 +129,8 @@ def fit_model(
              for f, fd in data.families.items()}  # fmt: skip
     # a GPU left out (leave-one-GPU-out) has no floor of its own: it transfers (floor_of)
     model.floors = fit_floors((fd.t[masks[f]], fd.roof[masks[f]], fd.gpu[masks[f]],
-                               fd.method[masks[f]]) for f, fd in data.families.items())  # fmt: skip
+                               fd.method[masks[f]]) for f, fd in data.families.items()
+                              if f not in FLOORLESS_FAMILIES)  # fmt: skip
     donors = fit_donor(data, masks, per_gpu)
     for fam in BORROWER_FAMILIES if donors else ():
         bfd = data.families.get(fam)

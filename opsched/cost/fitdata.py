@@ -57,6 +57,7 @@ FIT_FILES: tuple[str, ...] = (
     "kineto_resnet50_v100_ops.csv.gz", "hta_ops.csv.gz", "opsched_h200.csv.gz",
     "opsched_h200_deepbench_conv.csv.gz", "opsched_h200_deepbench_gemm.csv.gz",
     "opsched_h200_deepbench_gemm_half.csv.gz", "opsched_h200_aligned_half.csv.gz",
+    "opsched_h200_sdpa.csv.gz",
 )  # fmt: skip
 
 

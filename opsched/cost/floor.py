@@ -40,6 +40,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_FLOOR_US",
+    "FLOORLESS_FAMILIES",
     "FLOOR_METHODS",
     "FLOOR_QUANTILE",
     "MIN_FLOOR_ROWS",
@@ -51,6 +52,10 @@ __all__ = [
 
 #: Timing methods that measure one kernel alone (the rows a floor is learned from).
 FLOOR_METHODS = frozenset({"kernel", "cupti"})
+#: Families whose rows teach no floor: a fused attention kernel runs a pipeline of two GEMMs
+#: and a softmax per block (5-7 us on the H200 at its smallest timed shapes, roofline under
+#: 0.3 us), not a bare launch.
+FLOORLESS_FAMILIES = frozenset({"attention"})
 #: An op is *tiny* when its roofline time is under this (us): its measured time is the floor.
 TINY_ROOFLINE_US = 0.3
 #: Quantile of the tiny ops' times taken as the floor (low: a floor must not overshoot).

@@ -94,6 +94,7 @@ SOURCE_MODES: Mapping[str, MathMode] = {
     "deepbench_gemm": (False, False),  # no rows on a TF32-capable GPU
     "deepbench_conv": (False, False),
     "vidur": (False, False),  # float16 only
+    "sdpa": (False, False),  # half precision only
 }
 
 

@@ -39,7 +39,12 @@ from typing import Any
 import numpy as np
 
 from opsched.cost.boost import tree_features, tree_methods
-from opsched.cost.composite import padded_prices, price_attention, price_fused
+from opsched.cost.composite import (
+    fused_attention,
+    padded_prices,
+    price_attention,
+    price_fused,
+)
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
     PADDED_FAMILIES,
@@ -237,7 +242,9 @@ class Profile:
                 # dtype the graph was built in, not necessarily the one priced
                 attrs_list[i] = {k: v for k, v in a.items() if k not in ("flops", "bytes")}
             dtype = math_dtype(kind, a, self.spec, allow_tf32)
-            if kind == "attention":
+            if kind == "attention" and not (
+                fused_attention(self.spec, dtype) and self.curve("attention", dtype) is not None
+            ):
                 out[i] = price_attention(self, a, dtype, method)
                 continue
             if kind == "fused":
@@ -279,6 +286,14 @@ class Profile:
                 fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
                 kinds_ = [kind_list[i] for i in idx]
                 t = np.minimum(t, self._predict(kinds_, fp32, method, False, pad))
+            if fam == "attention":
+                # the flash kernel's curve rests on one GPU's 216 timings (Sq = Skv of
+                # 128-2048, compute-bound); far outside them (decoding: one query over a long
+                # cache, memory-bound) it is held between its roofline and the unfused parts
+                # it replaces
+                t = np.maximum(t, [roofline_us("attention", a, self.spec) for a in attrs])
+                t = np.minimum(t, [price_attention(self, attrs_list[i], dtype, method)
+                                   for i in idx])  # fmt: skip
             if pad and fam in PADDED_FAMILIES:  # a small op costs at most its paddings
                 t = np.minimum(t, padded_prices(self, fam, idx, kind_list, attrs_list, method,
                                                 allow_tf32))  # fmt: skip

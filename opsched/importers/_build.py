@@ -38,7 +38,41 @@ from opsched.errors import GraphError, InputError
 from opsched.ir import kinds
 from opsched.ir.graph import MAX_SIZE, Op, OpGraph
 
-__all__ = ["GraphBuilder", "ImporterWarning", "TensorMeta", "dtype_name", "numel"]
+__all__ = [
+    "ATTENTION_CAUSAL_ARG",
+    "GraphBuilder",
+    "ImporterWarning",
+    "TensorMeta",
+    "causal_flag",
+    "dtype_name",
+    "numel",
+]
+
+#: ATen attention ops -> (position, name) of the argument that makes them causal: PyTorch's
+#: ``is_causal`` (query ``i`` sees keys ``0..i``), or ``_efficient_attention_forward``'s
+#: ``custom_mask_type``, whose 1 is that same mask (:func:`causal_flag`).
+ATTENTION_CAUSAL_ARG: Mapping[str, tuple[int, str]] = {
+    "scaled_dot_product_attention": (5, "is_causal"),
+    "_scaled_dot_product_flash_attention": (4, "is_causal"),
+    "_scaled_dot_product_flash_attention_for_cpu": (4, "is_causal"),
+    "_scaled_dot_product_efficient_attention": (6, "is_causal"),
+    "_scaled_dot_product_cudnn_attention": (6, "is_causal"),
+    "_cudnn_attention_forward": (10, "is_causal"),
+    "_flash_attention_forward": (8, "is_causal"),
+    "_efficient_attention_forward": (9, "custom_mask_type"),
+}
+
+
+def causal_flag(value: Any) -> int:
+    """1 when an attention op's causal argument (:data:`ATTENTION_CAUSAL_ARG`) asks for the
+    top-left causal mask (``True``, or mask type 1), else 0 (also when it is unknown).
+
+    >>> causal_flag(True), causal_flag(1), causal_flag(False), causal_flag(2), causal_flag(None)
+    (1, 1, 0, 0, 0)
+    """
+    return int(value is True or (isinstance(value, int) and not isinstance(value, bool)
+                                 and value == 1))  # fmt: skip
+
 
 #: Element width -> the dtype name of :data:`opsched.ir.kinds.DTYPE_BYTES` used for dtypes
 #: the cost model does not know (uint8, int16, complex...): same width, so bytes stay right.

@@ -23,7 +23,8 @@ Conventions
 - ``reduce``: ``numel`` in, ``out_numel`` out (sum / mean over some axes).
 - ``embedding``: ``tokens`` lookups of ``dim`` values (table of ``vocab`` rows).
 - ``attention``: fused scaled-dot-product attention, ``B`` (batch x heads), ``Sq``, ``Skv``,
-  ``D`` (head dimension).
+  ``D`` (head dimension), optional ``causal`` (0 / 1 or a bool, default 0: query ``i`` then
+  sees keys ``0..i``, PyTorch's ``is_causal``, and only those score pairs count as work).
 - ``copy``: ``numel`` elements moved (concat, transpose, layout change).
 - ``view``: reshape / slice with no kernel: zero FLOPs and bytes, ``numel`` of the result.
 - ``input``: a graph input or weight load, ``numel`` of the tensor; no compute.
@@ -57,6 +58,7 @@ from opsched.errors import GraphError
 __all__ = [
     "DTYPE_BYTES",
     "KINDS",
+    "attention_pairs",
     "bytes_min",
     "conv_out_hw",
     "dtype_bytes",
@@ -190,9 +192,28 @@ def flops(kind: str, attrs: Mapping[str, Any]) -> int:
     if kind == "reduce":
         return g("numel")
     if kind == "attention":
-        b, sq, skv, d = g("B"), g("Sq"), g("Skv"), g("D")
-        return 4 * b * sq * skv * d + 5 * b * sq * skv
+        b, d, pairs = g("B"), g("D"), attention_pairs(attrs)
+        return 4 * b * pairs * d + 5 * b * pairs
     return 0
+
+
+def attention_pairs(attrs: Mapping[str, Any]) -> int:
+    """Query-key pairs one head of an ``attention`` op scores: ``Sq * Skv``, or with
+    ``causal`` (query ``i`` sees keys ``0..i``, the mask PyTorch's ``is_causal`` builds) the
+    pairs on and below the diagonal.
+
+    >>> attention_pairs({"Sq": 4, "Skv": 4}), attention_pairs({"Sq": 4, "Skv": 4, "causal": 1})
+    (16, 10)
+    """
+    sq, skv = _get(attrs, "Sq", "attention"), _get(attrs, "Skv", "attention")
+    raw = attrs.get("causal", 0)
+    causal = int(raw) if isinstance(raw, bool) else _get(attrs, "causal", "attention", 0)
+    if causal > 1:
+        raise GraphError(f"attention attrs['causal'] must be 0 or 1, got {causal!r}")
+    if not causal:
+        return sq * skv
+    full = min(sq, skv)  # queries 0..full-1 see i + 1 keys, the rest all skv
+    return full * (full + 1) // 2 + (sq - full) * skv
 
 
 def bytes_min(kind: str, attrs: Mapping[str, Any]) -> int:

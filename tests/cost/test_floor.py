@@ -109,12 +109,21 @@ def test_events_overhead_already_above_floor():
 
 
 def test_attention_parts_each_floored():
-    p = load_profile("A100-SXM4-80GB")
-    t = p.predict("attention", {"B": 1, "Sq": 2, "Skv": 2, "D": 2, "dtype": "float16"})
+    # before sm_80 attention is priced from its parts (no flash kernel: opsched.cost.composite)
+    p = load_profile("V100-SXM2")
+    tiny = {"B": 1, "Sq": 2, "Skv": 2, "D": 2, "dtype": "float16"}
+    t = p.predict("attention", tiny)
     sm = p.predict("softmax", {"rows": 2, "cols": 2, "dtype": "float16"})
     mm = p.predict("matmul", TINY_MM)
     # two 2x2x2 GEMMs (each at least the floor), plus the softmax kernel
     assert sm >= p.kernel_floor and mm >= p.kernel_floor and t == pytest.approx(2 * mm + sm)
+    # the A100's one flash kernel: at least the floor, at most those three kernels
+    a100 = load_profile("A100-SXM4-80GB")
+    fused = a100.predict("attention", tiny)
+    parts = 2 * a100.predict("matmul", TINY_MM) + a100.predict(
+        "softmax", tiny | {"rows": 2, "cols": 2}
+    )
+    assert a100.kernel_floor <= fused <= parts
 
 
 def test_apply_durations_never_below_floor():

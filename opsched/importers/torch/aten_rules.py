@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from opsched.importers._build import TensorMeta, numel
+from opsched.importers._build import ATTENTION_CAUSAL_ARG, TensorMeta, causal_flag, numel
 from opsched.ir import kinds
 
 __all__ = ["HANDLERS", "Args", "Mapped"]
@@ -247,7 +247,10 @@ def _embedding(name: str, a: Args, outs: list[TensorMeta]) -> Mapped:
 def _attention(name: str, a: Args, outs: list[TensorMeta]) -> Mapped:
     q, k = a.t(0, "query"), a.t(1, "key")
     b = numel(q.shape[:-2])
-    return Mapped("attention", {"B": b, "Sq": q.shape[-2], "Skv": k.shape[-2], "D": q.shape[-1]})
+    attrs = {"B": b, "Sq": q.shape[-2], "Skv": k.shape[-2], "D": q.shape[-1]}
+    if name in ATTENTION_CAUSAL_ARG and causal_flag(a.get(*ATTENTION_CAUSAL_ARG[name])):
+        attrs["causal"] = 1
+    return Mapped("attention", attrs)
 
 
 #: The shape rule of each ATen op name (no namespace, no overload, no in-place ``_``).

@@ -6,7 +6,7 @@ prefix.
 
 from __future__ import annotations
 
-__all__ = ["conv_backward_operands"]
+__all__ = ["attention_attrs", "conv_backward_operands"]
 
 _DTYPES = {
     "float": "float32",
@@ -186,4 +186,22 @@ _ATTENTION = {
 #: Attention kernels whose q / k / v are (batch, seq, heads, dim); the others take
 #: (batch, heads, seq, dim) like scaled_dot_product_attention.
 _ATTENTION_BSHD = {"_flash_attention_forward", "_efficient_attention_forward"}
+
+
+def attention_attrs(name: str, ts: list[list[int]]) -> dict[str, int] | None:
+    """``attention`` attrs (``B`` = batch x heads, ``Sq``, ``Skv``, ``D``) of a fused attention
+    forward from its first three tensors (q, k, v), or None if ``name`` is not one.
+
+    >>> q = [8, 16, 512, 64]
+    >>> attention_attrs("_cudnn_attention_forward", [q, q, q])
+    {'B': 128, 'Sq': 512, 'Skv': 512, 'D': 64}
+    """
+    if name not in _ATTENTION or len(ts) < 3 or any(len(t) != 4 for t in ts[:3]):
+        return None
+    q, k = ts[0], ts[1]
+    if name in _ATTENTION_BSHD:  # (batch, seq, heads, dim)
+        return {"B": q[0] * q[2], "Sq": q[1], "Skv": k[1], "D": q[3]}
+    return {"B": q[0] * q[1], "Sq": q[2], "Skv": k[2], "D": q[3]}
+
+
 _POOL = {"max_pool2d", "max_pool2d_with_indices", "avg_pool2d"}

@@ -46,9 +46,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from opsched.errors import GraphError
+from opsched.importers._build import ATTENTION_CAUSAL_ARG, causal_flag
 from opsched.importers.trace.aten_names import (
-    _ATTENTION,
-    _ATTENTION_BSHD,
     _BATCHNORM,
     _BINARY,
     _CONV,
@@ -61,6 +60,7 @@ from opsched.importers.trace.aten_names import (
     _RMSNORM,
     _SOFTMAX,
     _UNARY,
+    attention_attrs,
     conv_backward_operands,
 )
 from opsched.ir import kinds as K
@@ -239,11 +239,12 @@ def _infer(
         return "copy", {"numel": total}
     if n in ("embedding", "embedding_bag") and len(ts) >= 2 and len(ts[0]) == 2:
         return "embedding", {"tokens": numel(ts[1]), "dim": ts[0][1], "vocab": ts[0][0]}
-    if n in _ATTENTION and len(ts) >= 3 and all(len(t) == 4 for t in ts[:3]):
-        q, k = ts[0], ts[1]
-        if n in _ATTENTION_BSHD:  # (batch, seq, heads, dim)
-            return "attention", {"B": q[0] * q[2], "Sq": q[1], "Skv": k[1], "D": q[3]}
-        return "attention", {"B": q[0] * q[1], "Sq": q[2], "Skv": k[2], "D": q[3]}
+    att = attention_attrs(n, ts)
+    if att is not None:
+        pos = ATTENTION_CAUSAL_ARG.get(n, (-1, ""))[0]
+        if pos >= 0 and causal_flag(_concrete(concrete, pos)):
+            att["causal"] = 1
+        return "attention", att
     if n in _POOL and len(x) == 4:
         win, st, pd = (_pair(_concrete(concrete, i)) for i in (1, 2, 3))
         if win:
