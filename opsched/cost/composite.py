@@ -6,7 +6,8 @@
   kernels, scores (bmm), softmax and weighted sum (bmm); where one is, those parts still
   bound the fused kernel's price;
 - a small GEMM's or row-wise op's paddings (:func:`opsched.cost.features.paddings`), whose
-  least price bounds its own.
+  least price bounds its own;
+- the bounds some families' curve prices are held within (:func:`bounded`).
 
 Each function takes the profile and prices the parts through it.
 
@@ -31,15 +32,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS
-from opsched.cost.features import ZERO_KINDS, paddings, roofline_us
+from opsched.cost.features import ZERO_KINDS, elementwise_cap, paddings, roofline_us
 from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
 
 if TYPE_CHECKING:
     from opsched.cost.profile import Profile
 
-__all__ = ["FUSED_ATTENTION_MIN_CC", "fused_attention", "padded_prices", "price_attention",
-           "price_fused"]  # fmt: skip
+__all__ = ["FUSED_ATTENTION_MIN_CC", "bounded", "fused_attention", "padded_prices",
+           "price_attention", "price_fused"]  # fmt: skip
 
 #: Least compute capability at which PyTorch's fused attention runs a flash kernel
 #: (FlashAttention-2 and cuDNN's fused attention need sm_80); the ``attention`` curve is fitted
@@ -140,3 +141,37 @@ def price_attention(profile: Profile, a: Mapping[str, Any], mm_dtype: str, metho
         c = profile.curve("softmax", str(dt), method)
         extra = c["overheads"].get(method, 0.0) if c else 0.0
     return float(times.sum()) + extra
+
+
+def bounded(
+    profile: Profile,
+    family: str,
+    t: np.ndarray,
+    kind_list: Sequence[str],
+    attrs: Sequence[Mapping[str, Any]],
+    given: Sequence[Mapping[str, Any]],
+    method: str,
+) -> np.ndarray:
+    """Curve prices ``t`` of ops of one ``family`` (``attrs`` with the dtype priced, ``given``
+    as the caller gave them) held within what is known of them:
+
+    - an elementwise kernel time at most :func:`~opsched.cost.features.elementwise_cap` (a
+      per-call price keeps its fitted sum of dispatch and kernel, which is right where the
+      split is not: docs/cost-model.md, item 11);
+    - the catch-all ``opaque`` curve, fitted on profiler calls of every sort (fbgemm, NCCL,
+      compiled graphs), never below the op's own roofline;
+    - a fused attention kernel between its roofline and its unfused parts: its curve rests on
+      one GPU's 216 timings (Sq = Skv of 128-2048, compute-bound), and far outside them
+      (decoding: one query over a long cache, memory-bound) it came out below its roofline.
+    """
+    spec = profile.spec
+    if family.startswith("elementwise") and method not in FREE_OVERHEAD_METHODS:
+        roof = np.array([roofline_us(k, a, spec) for k, a in zip(kind_list, attrs, strict=True)])
+        t = np.minimum(t, elementwise_cap(roof, profile.kernel_floor))
+    if family == "opaque":
+        t = np.maximum(t, [roofline_us("opaque", a, spec) for a in attrs])
+    if family == "attention":
+        t = np.maximum(t, [roofline_us("attention", a, spec) for a in attrs])
+        t = np.minimum(t, [price_attention(profile, g, str(a["dtype"]), method)
+                           for a, g in zip(attrs, given, strict=True)])  # fmt: skip
+    return t

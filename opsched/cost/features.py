@@ -41,6 +41,7 @@ from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
 
 __all__ = [
+    "ELEMENTWISE_CAP",
     "FAMILIES",
     "GEMM_PADS",
     "GEMM_PAD_BELOW",
@@ -49,8 +50,10 @@ __all__ = [
     "ROW_PADS",
     "ROW_PAD_BELOW",
     "SAMPLE_ATTRS",
+    "WRITE_ONLY_FNS",
     "ZERO_KINDS",
     "dtype_class",
+    "elementwise_cap",
     "family_of",
     "feature_matrix",
     "gemm_paddings",
@@ -58,6 +61,7 @@ __all__ = [
     "roofline_us",
     "row_paddings",
     "tree_class",
+    "write_only",
 ]
 
 #: Tree class of half-precision GEMMs / convolutions run with FP32 arithmetic
@@ -83,6 +87,30 @@ _KNOTS = tuple(math.log(k) for k in (0.3, 3.0, 30.0, 300.0))
 #: Elementwise ops smaller than this are priced as this size (see ``_extra``).
 MIN_ELEMENTWISE_NUMEL = 256
 
+#: Elementwise ``fn`` names (trailing ``_`` dropped) that write their output without reading a
+#: tensor: fills and factory ops. :class:`~opsched.cost.profile.Profile` prices such an op of
+#: ``n`` elements as a plain unary kernel (one read, one write) over ``n / 2``, the same
+#: traffic (:func:`write_only`).
+WRITE_ONLY_FNS = frozenset({"fill", "zero", "zeros", "ones", "full", "zeros_like", "ones_like",
+                            "full_like", "new_zeros", "new_ones", "new_full"})  # fmt: skip
+
+
+def write_only(attrs: Mapping[str, Any]) -> bool:
+    """Whether an ``elementwise`` op only writes (its ``fn`` is in :data:`WRITE_ONLY_FNS`).
+
+    >>> write_only({"numel": 8, "fn": "fill_"}), write_only({"numel": 8, "fn": "relu"})
+    (True, False)
+    """
+    return str(attrs.get("fn", "")).rstrip("_") in WRITE_ONLY_FNS
+
+
+#: An elementwise kernel costs at most this many times its launch floor plus its roofline
+#: (:func:`elementwise_cap`): in the kernel-timed sweeps (Vidur, our H200 kernel times) 99.9 %
+#: of the rows stay within 4x, 99 % within 3x. The bound matters where a GPU has per-call
+#: timings alone (NeuSight events: dispatch plus kernel), whose fit can put the ~25 us of
+#: dispatch into a flat curve instead of the overhead, both fitting the per-call times alike:
+#: the V100-PCIe and P100 priced a 256-element add at 25-50 us of kernel time.
+ELEMENTWISE_CAP = 4.0
 #: A GEMM with less work than a 128^3 one (``B * M * N * K < 128**3``) is priced at most as the
 #: GEMM it pads to with every one of ``M``, ``N``, ``K`` raised to each of these sizes
 #: (:func:`gemm_paddings`). Zero padding computes the same product, so the larger GEMM's time
@@ -136,6 +164,16 @@ def tree_class(dtype: str) -> str:
     ('half_fp32math', 'half', 'fp32')
     """
     return HALF_FP32_MATH if dtype == FP16_FP32_MATH else dtype_class(dtype)
+
+
+def elementwise_cap(roofline: np.ndarray, floor: float) -> np.ndarray:
+    """Most an elementwise kernel may take: ``ELEMENTWISE_CAP * (floor + roofline)`` (a kernel
+    time: a per-call price keeps its fitted sum of dispatch and kernel).
+
+    >>> elementwise_cap(np.array([0.0, 10.0]), 1.5).tolist()
+    [6.0, 46.0]
+    """
+    return ELEMENTWISE_CAP * (floor + np.asarray(roofline, dtype=float))
 
 
 def gemm_paddings(attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:

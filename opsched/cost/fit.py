@@ -32,7 +32,7 @@ import numpy as np
 from opsched.cost.boost import fit_trees, tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
-from opsched.cost.features import HALF_FP32_MATH, SAMPLE_ATTRS, feature_matrix
+from opsched.cost.features import HALF_FP32_MATH, SAMPLE_ATTRS, elementwise_cap, feature_matrix
 from opsched.cost.fitdata import (
     FIT_FILES,
     FamilyData,
@@ -261,7 +261,12 @@ def predict_family(
     out = _predict_rows(model, fam, fd, idx)
     for gpu in np.unique(fd.gpu[idx]) if floor else ():
         rows = fd.gpu[idx] == gpu
-        out[rows] = apply_floor(out[rows], floor_of(model.floors, str(gpu), _arch())[0])
+        fl = floor_of(model.floors, str(gpu), _arch())[0]
+        if fam.startswith("elementwise"):  # kernel times, as Profile.predict prices them
+            cap = np.where(np.isin(fd.method[idx][rows], list(FREE_OVERHEAD_METHODS)), np.inf,
+                           elementwise_cap(fd.roof[idx][rows], fl))  # fmt: skip
+            out[rows] = np.fmin(out[rows], cap)
+        out[rows] = apply_floor(out[rows], fl)
     return out
 
 

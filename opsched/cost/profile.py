@@ -40,6 +40,7 @@ import numpy as np
 
 from opsched.cost.boost import tree_features, tree_methods
 from opsched.cost.composite import (
+    bounded,
     fused_attention,
     padded_prices,
     price_attention,
@@ -54,6 +55,7 @@ from opsched.cost.features import (
     feature_matrix,
     roofline_us,
     tree_class,
+    write_only,
 )
 from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
 from opsched.cost.sibling import method_kind
@@ -241,6 +243,11 @@ class Profile:
                 # curve's data (docs/cost-model.md, item 6), and stated bytes are those of the
                 # dtype the graph was built in, not necessarily the one priced
                 attrs_list[i] = {k: v for k, v in a.items() if k not in ("flops", "bytes")}
+            if kind == "elementwise" and write_only(a):
+                # a fill writes its n elements and reads none: the traffic of a plain unary
+                # kernel (one read, one write) over n / 2, which is how it is priced
+                n = max(1, (int(a["numel"]) + 1) // 2)
+                attrs_list[i] = a = {**a, "numel": n, "arity": 1, "fn": ""}
             dtype = math_dtype(kind, a, self.spec, allow_tf32)
             if kind == "attention" and not (
                 fused_attention(self.spec, dtype) and self.curve("attention", dtype) is not None
@@ -275,25 +282,14 @@ class Profile:
                 feats = tree_features(x, np.full(n, self.gpu), np.full(n, tree_class(dtype)),
                                       np.full(n, method), {self.gpu: self.spec})  # fmt: skip
                 t = t * np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
-            if fam == "opaque":
-                # the catch-all curve is fitted on profiler calls of every sort (fbgemm, NCCL,
-                # compiled graphs); whatever it says, an op never beats its own roofline
-                t = np.maximum(t, [roofline_us("opaque", a, self.spec) for a in attrs])
+            kinds_of = [kind_list[i] for i in idx]
+            t = bounded(self, fam, t, kinds_of, attrs, [attrs_list[i] for i in idx], method)
             if dtype == "tf32":
                 # TF32 math mode permits tensor-core kernels; cuBLAS / cuDNN pick one only where
                 # it is faster, so the TF32 price never exceeds the FP32 one (the fp32 curve is
                 # not monotone in the peak far from its data: no TF32 convolution timings exist)
                 fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
-                kinds_ = [kind_list[i] for i in idx]
-                t = np.minimum(t, self._predict(kinds_, fp32, method, False, pad))
-            if fam == "attention":
-                # the flash kernel's curve rests on one GPU's 216 timings (Sq = Skv of
-                # 128-2048, compute-bound); far outside them (decoding: one query over a long
-                # cache, memory-bound) it is held between its roofline and the unfused parts
-                # it replaces
-                t = np.maximum(t, [roofline_us("attention", a, self.spec) for a in attrs])
-                t = np.minimum(t, [price_attention(self, attrs_list[i], dtype, method)
-                                   for i in idx])  # fmt: skip
+                t = np.minimum(t, self._predict(kinds_of, fp32, method, False, pad))
             if pad and fam in PADDED_FAMILIES:  # a small op costs at most its paddings
                 t = np.minimum(t, padded_prices(self, fam, idx, kind_list, attrs_list, method,
                                                 allow_tf32))  # fmt: skip
