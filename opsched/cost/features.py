@@ -105,8 +105,9 @@ def write_only(attrs: Mapping[str, Any]) -> bool:
 
 
 #: An elementwise kernel costs at most this many times its launch floor plus its roofline
-#: (:func:`elementwise_cap`): in the kernel-timed sweeps (Vidur, our H200 kernel times) 99.9 %
-#: of the rows stay within 4x, 99 % within 3x. The bound matters where a GPU has per-call
+#: (:func:`elementwise_cap`): in the kernel-timed sweeps (Vidur, our H200 kernel times)
+#: 99.7-99.9 % of the rows stay within 4x, 99.2-99.5 % within 3x (the profiler's rows, with
+#: their index and integer kernels, 94-97 % within 4x). The bound matters where a GPU has per-call
 #: timings alone (NeuSight events: dispatch plus kernel), whose fit can put the ~25 us of
 #: dispatch into a flat curve instead of the overhead, both fitting the per-call times alike:
 #: the V100-PCIe and P100 priced a 256-element add at 25-50 us of kernel time.
