@@ -2,7 +2,7 @@
 
 Below their data the GEMM and norm curves climbed again (a 2x2x2 float32 GEMM at hundreds
 of microseconds); a small GEMM or norm is now priced at most as its paddings
-(``opsched.cost.features.paddings``, docs/cost-model.md item 10). Three tables:
+(``opsched.cost.paddings``, docs/cost-model.md item 10). Three tables:
 
 1. the prices of a 2x2x2 GEMM (float32, float16), a 64^3 one and a one-row, 1024-wide
    float32 layernorm on a few GPUs;

@@ -5,7 +5,7 @@
 - ``attention`` where no fused kernel is priced (:func:`fused_attention`): its three
   kernels, scores (bmm), softmax and weighted sum (bmm); where one is, those parts still
   bound the fused kernel's price;
-- a small GEMM's or row-wise op's paddings (:func:`opsched.cost.features.paddings`), whose
+- a small GEMM's or row-wise op's paddings (:func:`opsched.cost.paddings.paddings`), whose
   least price bounds its own;
 - the bounds some families' curve prices are held within (:func:`bounded`).
 
@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS
-from opsched.cost.features import ZERO_KINDS, elementwise_cap, paddings, roofline_us
+from opsched.cost.features import ZERO_KINDS, elementwise_cap, roofline_us
+from opsched.cost.paddings import paddings
 from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
 

@@ -26,16 +26,15 @@ from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve
 from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import (
     FAMILIES,
-    PADDED_FAMILIES,
     SAMPLE_ATTRS,
     dtype_class,
     family_of,
     feature_matrix,
-    paddings,
     roofline_us,
     tree_class,
 )
 from opsched.cost.mathmode import FP16_FP32_MATH
+from opsched.cost.paddings import PADDED_FAMILIES, paddings
 from opsched.cost.specs import load_specs
 from opsched.errors import InputError
 
@@ -75,8 +74,8 @@ class FamilyData:
     group: np.ndarray
     #: the class the residual trees see (:func:`opsched.cost.features.tree_class`); None: ``cls``
     tcls: np.ndarray | None = None
-    #: :data:`~opsched.cost.features.PADDED_FAMILIES`: the features of each row's three
-    #: paddings (:func:`~opsched.cost.features.paddings`; the row's own where one changes
+    #: :data:`~opsched.cost.paddings.PADDED_FAMILIES`: the features of each row's three
+    #: paddings (:func:`~opsched.cost.paddings.paddings`; the row's own where one changes
     #: nothing); a small op is priced at most as its paddings
     #: (:func:`opsched.cost.fit.predict_family`)
     x_pads: tuple[np.ndarray, ...] = ()

@@ -21,7 +21,7 @@ True
 >>> p.kernel_floor <= tiny <= p.predict("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"})
 True
 
-A small GEMM or norm is priced at most as its paddings (``features.paddings``): a
+A small GEMM or norm is priced at most as its paddings (:mod:`opsched.cost.paddings`): a
 tiny GEMM costs what a 64 x 64 x 64 one does at most, a one-row layernorm what a 64-row one
 does.
 """
@@ -48,7 +48,6 @@ from opsched.cost.composite import (
 )
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
-    PADDED_FAMILIES,
     ZERO_KINDS,
     dtype_class,
     family_of,
@@ -58,6 +57,7 @@ from opsched.cost.features import (
     write_only,
 )
 from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
+from opsched.cost.paddings import PADDED_FAMILIES
 from opsched.cost.sibling import method_kind
 from opsched.cost.specs import GpuSpec, profiles_dir, resolve_gpu
 from opsched.cost.trees import TreeEnsemble, read_trees

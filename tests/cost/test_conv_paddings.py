@@ -1,5 +1,5 @@
 """Small and grouped convolutions cost at most the larger dense ones computing the same
-result (``features.conv_paddings``): no timed convolution is that small or grouped, and the
+result (``opsched.cost.paddings``): no timed convolution is that small or grouped, and the
 float32 curves climbed steeply there."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from opsched.cost import apply, known_gpus, load_profile
-from opsched.cost.features import conv_paddings, gemm_paddings, row_paddings
+from opsched.cost.paddings import conv_paddings, gemm_paddings, row_paddings
 from opsched.zoo.models import build
 
 SMALL = {"N": 1, "C": 16, "H": 7, "W": 7, "K": 16, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1}
