@@ -9,11 +9,18 @@ of microseconds); a small GEMM or norm is now priced at most as its paddings
 2. the measured kernel times of the H200's tiny half-precision GEMMs (kernel-timed rows with
    a roofline under 0.2 us, ``opsched_h200_half.csv.gz`` and ``opsched_h200_aligned_half``);
 3. seconds to price 50,000 small GEMMs (every dimension 1-199) and 50,000 large ones
-   (256-8191), which the bound makes slower only for the small ones.
+   (256-8191), which the bound makes slower only for the small ones;
+4. small elementwise ops and convolutions (docs/cost-model.md, sixteenth round): a
+   256-element add's kernel price (the elementwise cap), a 25 MB bfloat16 fill, a 16-channel
+   3x3 convolution over 7 x 7 and a depthwise 5x5 over 176 channels (the convolution
+   paddings), float32, batch 1;
+5. whole zoo networks with many small and depthwise convolutions, float32, batch 1, priced by
+   ``opsched.cost.apply``.
 
 Reproduce (2 cores, about 30 s): ``OMP_NUM_THREADS=1 python benchmarks/bench_tiny_ops.py``.
 The prices before this change: the same script run against commit 429dd71 (a worktree and
-``PYTHONPATH``, as ``bench_half_before_volta.py`` describes).
+``PYTHONPATH``, as ``bench_half_before_volta.py`` describes); before the sixteenth round's
+elementwise and convolution bounds, against bd69906 (tables 4 and 5).
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ def main() -> None:
     if data is not None:
         _measured(data)
     _speed()
+    _small_ops()
+    _zoo()
 
 
 def _measured(data: Any) -> None:
@@ -73,6 +82,36 @@ def _speed() -> None:
         t0 = time.perf_counter()
         p.predict_many(["matmul"] * len(ops), ops)
         print(f"| {name} | {len(ops):,} | {time.perf_counter() - t0:.2f} |")
+
+
+def _small_ops() -> None:
+    add = {"numel": 256, "arity": 1, "fn": "add"}
+    fill = {"numel": 3 * 512 * 8 * 1024, "fn": "fill_", "dtype": "bfloat16"}
+    conv = {"N": 1, "C": 16, "H": 7, "W": 7, "K": 16, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1}
+    dw = conv | {"C": 176, "K": 176, "R": 5, "S": 5, "pad_h": 2, "pad_w": 2, "groups": 176}
+    cols = ("floor", "add 256", "fill 25 MB bf16", "conv 16ch 7x7", "depthwise 5x5 176ch 7x7")
+    print("\nsmall ops, kernel prices in us (float32 unless noted)\n")
+    print("| GPU | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for gpu in ("V100-PCIe", "P100-PCIe", "T4", "A100-SXM4-80GB", "H200"):
+        p = load_profile(gpu)
+        cells = [p.predict("elementwise", add), p.predict("elementwise", fill),
+                 p.predict("conv2d", conv), p.predict("conv2d", dw)]  # fmt: skip
+        print(f"| {gpu} | {p.kernel_floor:g} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
+
+
+def _zoo() -> None:
+    from opsched.cost import apply
+    from opsched.zoo.models import build
+
+    gpus = ("H200", "A100-SXM4-80GB")
+    print("\nzoo networks, float32, batch 1: summed op time in ms (apply)\n")
+    print("| network | " + " | ".join(gpus) + " |")
+    print("|---" * (len(gpus) + 1) + "|")
+    for name in ("nasnet_a_mobile", "randwire", "squeezenet1_1", "resnet50"):
+        totals = [sum(o.duration for o in apply(build(name), g, "float32").ops) / 1000
+                  for g in gpus]  # fmt: skip
+        print(f"| {name} | " + " | ".join(f"{t:.2f}" for t in totals) + " |")
 
 
 if __name__ == "__main__":
