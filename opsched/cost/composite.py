@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from opsched.cost.profile import Profile
 
 __all__ = ["FUSED_ATTENTION_MIN_CC", "bounded", "fused_attention", "padded_prices",
-           "price_attention", "price_fused"]  # fmt: skip
+           "price_attention", "price_attentions", "price_fused"]  # fmt: skip
 
 #: Least compute capability at which PyTorch's fused attention runs a flash kernel
 #: (FlashAttention-2 and cuDNN's fused attention need sm_80); the ``attention`` curve is fitted
@@ -128,20 +128,32 @@ def price_attention(profile: Profile, a: Mapping[str, Any], mm_dtype: str, metho
 
     ``mm_dtype`` is the dtype the two GEMMs run at (``tf32`` under TF32 math mode). The parts
     are the full ``Sq x Skv`` scores also for a causal op: an unfused causal attention computes
-    them all and masks half.
+    them all and masks half. One op of :func:`price_attentions`.
     """
-    b, sq, skv, d = (int(a[k]) for k in ("B", "Sq", "Skv", "D"))
-    dt = a.get("dtype", "float32")
-    parts = [("matmul", {"B": b, "M": sq, "N": skv, "K": d, "dtype": mm_dtype}),
-             ("softmax", {"rows": b * sq, "cols": skv, "dtype": dt}),
-             ("matmul", {"B": b, "M": sq, "N": d, "K": skv, "dtype": mm_dtype})]  # fmt: skip
-    times = profile.predict_many([p[0] for p in parts], [p[1] for p in parts], "kernel",
-                                 allow_tf32=False)  # fmt: skip
-    extra = 0.0
-    if method in FREE_OVERHEAD_METHODS:
-        c = profile.curve("softmax", str(dt), method)
-        extra = c["overheads"].get(method, 0.0) if c else 0.0
-    return float(times.sum()) + extra
+    return float(price_attentions(profile, [a], [mm_dtype], method)[0])
+
+
+def price_attentions(
+    profile: Profile, attrs: Sequence[Mapping[str, Any]], mm_dtypes: Sequence[str], method: str
+) -> np.ndarray:
+    """:func:`price_attention` of many ops, their parts priced in one call."""
+    kinds_: list[str] = []
+    parts: list[dict[str, Any]] = []
+    extra = np.zeros(len(attrs))
+    for i, (a, mm) in enumerate(zip(attrs, mm_dtypes, strict=True)):
+        b, sq, skv, d = (int(a[k]) for k in ("B", "Sq", "Skv", "D"))
+        dt = a.get("dtype", "float32")
+        kinds_ += ["matmul", "softmax", "matmul"]
+        parts += [{"B": b, "M": sq, "N": skv, "K": d, "dtype": mm},
+                  {"rows": b * sq, "cols": skv, "dtype": dt},
+                  {"B": b, "M": sq, "N": d, "K": skv, "dtype": mm}]  # fmt: skip
+        if method in FREE_OVERHEAD_METHODS:  # one framework call
+            c = profile.curve("softmax", str(dt), method)
+            extra[i] = c["overheads"].get(method, 0.0) if c else 0.0
+    if not parts:
+        return extra
+    times = profile.predict_many(kinds_, parts, "kernel", allow_tf32=False)
+    return times.reshape(len(attrs), 3).sum(axis=1) + extra
 
 
 def bounded(
@@ -173,6 +185,6 @@ def bounded(
         t = np.maximum(t, [roofline_us("opaque", a, spec) for a in attrs])
     if family == "attention":
         t = np.maximum(t, [roofline_us("attention", a, spec) for a in attrs])
-        t = np.minimum(t, [price_attention(profile, g, str(a["dtype"]), method)
-                           for a, g in zip(attrs, given, strict=True)])  # fmt: skip
+        t = np.minimum(t, price_attentions(profile, given, [str(a["dtype"]) for a in attrs],
+                                           method))  # fmt: skip
     return t

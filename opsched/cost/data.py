@@ -122,10 +122,10 @@ _DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8", "tf32
 #: DeepBench-schema target -> the column of collected rows naming its longest kernel.
 _DEEPBENCH_KERNEL_COLUMNS = {"conv2d": "fwd_kernel", "conv2d_bwd_data": "bwd_data_kernel",
                              "conv2d_bwd_filter": "bwd_filter_kernel", "": "kernel"}  # fmt: skip
-#: dtype column of NeuSight-schema tables (NeuSight: float32 only; ``opsched cost collect``
-#: also writes float16 / bfloat16 rows); a blank one is float32, a row of another dtype is
-#: left out.
-_NEUSIGHT_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
+#: dtype column of NeuSight- and SDPA-schema tables, torch's names (NeuSight: float32 only;
+#: ``opsched cost collect`` also writes float16 / bfloat16 rows); a blank NeuSight one is
+#: float32, a row of another dtype is left out.
+_TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
                     "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # fmt: skip
 _NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
 
@@ -280,7 +280,7 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 base = _neusight(r)  # NeuSight's own rows are all float32; collect's may not be
                 raw = getattr(r, "dtype", None)
                 blank = raw is None or (isinstance(raw, float) and math.isnan(raw)) or raw == ""
-                dtype = "float32" if blank else _NEUSIGHT_DTYPES.get(str(raw), "")
+                dtype = "float32" if blank else _TORCH_DTYPES.get(str(raw), "")
                 if not dtype:  # a dtype the cost model has no class for (float64...)
                     continue
             elif schema == "vidur":
@@ -289,7 +289,7 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
             elif schema == "sdpa":
                 base = ("attention", {"B": _i(r.B) * _i(r.H), "Sq": _i(r.Sq), "Skv": _i(r.Skv),
                                       "D": _i(r.D), "causal": min(_i(r.causal), 1)})  # fmt: skip
-                dtype = _NEUSIGHT_DTYPES.get(str(r.dtype), "")
+                dtype = _TORCH_DTYPES.get(str(r.dtype), "")
                 if not dtype:
                     continue
             elif schema == "profiler_ops":

@@ -21,9 +21,9 @@ True
 >>> p.kernel_floor <= tiny <= p.predict("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"})
 True
 
-A small GEMM or norm is priced at most as its paddings (:mod:`opsched.cost.paddings`): a
-tiny GEMM costs what a 64 x 64 x 64 one does at most, a one-row layernorm what a 64-row one
-does.
+A small GEMM, norm or convolution is priced at most as its paddings
+(:mod:`opsched.cost.paddings`): a tiny GEMM costs what a 64 x 64 x 64 one does at most, a
+one-row layernorm what a 64-row one does, a depthwise convolution what the dense one does.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from opsched.cost.composite import (
     bounded,
     fused_attention,
     padded_prices,
-    price_attention,
+    price_attentions,
     price_fused,
 )
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
@@ -226,11 +226,12 @@ class Profile:
         allow_tf32: bool | None,
         pad: bool,
     ) -> np.ndarray:
-        """:meth:`predict_many`; ``pad``: bound small GEMMs and norms by their paddings (off for the
+        """:meth:`predict_many`; ``pad``: bound small ops by their paddings (off for the
         padded ops themselves, which :func:`~opsched.cost.composite.padded_prices` prices
         in one call)."""
         out = np.zeros(len(kind_list))
         groups: dict[tuple[str, str], list[int]] = {}
+        unfused: list[tuple[int, str]] = []  # attention priced from its parts, with its dtype
         attrs_list = list(attrs_list)
         for i, (kind, a) in enumerate(zip(kind_list, attrs_list, strict=True)):
             _check(kind, a)
@@ -252,13 +253,17 @@ class Profile:
             if kind == "attention" and not (
                 fused_attention(self.spec, dtype) and self.curve("attention", dtype) is not None
             ):
-                out[i] = price_attention(self, a, dtype, method)
+                unfused.append((i, dtype))
                 continue
             if kind == "fused":
                 out[i] = price_fused(self, a, method, allow_tf32)
                 continue
             fam = family_of(kind, a)
             groups.setdefault((fam, dtype), []).append(i)
+        if unfused:
+            at = [i for i, _ in unfused]
+            out[at] = price_attentions(self, [attrs_list[i] for i in at],
+                                       [dt for _, dt in unfused], method)  # fmt: skip
         for (fam, dtype), idx in groups.items():
             attrs = [{**attrs_list[i], "dtype": dtype} for i in idx]
             c = self.curve(fam, dtype, method)
