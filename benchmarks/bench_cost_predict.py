@@ -1,32 +1,51 @@
-"""How fast the cost model prices ops: the curves alone against curves x residual trees.
+"""How fast the cost model prices ops, and what each fast path of pricing buys.
 
-Prices the same random ops (matmul, conv2d, elementwise) with one GPU's shipped profile
-three ways, side by side in one run: the curves alone, the shipped trees, and (with
-``--old-trees FILE``, e.g. an earlier ``trees.json``) another tree file. Prints seconds and
-microseconds per op; the ratio to the curves alone is what carries over between machines.
-Trees correct only a GPU's own curves: on a GPU without timings for a family (e.g. the
-A100-SXM4-80GB's convolutions) the three rows cost the same.
+Prices the same ops with one GPU's shipped profile several ways, side by side in one run:
 
-Reproduce (2 cores, about 1 min):
-    OMP_NUM_THREADS=1 python benchmarks/bench_cost_predict.py --ops 50000
+- ``all fast paths``: as shipped;
+- ``general rows``: every feature row through :mod:`opsched.ir.kinds`' checked getters
+  (no :data:`opsched.cost.rows.FAST_ROWS`);
+- ``vector tree walk``: the residual trees walked with numpy instead of the compiled walker
+  (``OPSCHED_JIT=0``);
+- ``every op priced``: no deduplication of repeated ops (:mod:`opsched.cost.batch`);
+- ``none of them``: all three off, how pricing ran before them;
+- ``curves alone``: all fast paths, no residual trees (what the trees cost).
+
+Workloads: 20,000 random GEMMs (16-8191 per dimension), small GEMMs (1-199, also priced by
+their paddings), 3x3 convolutions, elementwise ops, and a batch of every zoo network 20
+times over in float16 (repeated shapes, stated FLOP and byte counts, as ``apply`` sees a
+large graph). Each cell is the best of three runs; the ratio to ``none of them`` is what
+carries over between machines. All ways give the same prices (``tests/cost/test_rows.py``).
+
+Reproduce (2 cores, about 2 min):
+    OMP_NUM_THREADS=1 python benchmarks/bench_cost_predict.py
+    OMP_NUM_THREADS=1 python benchmarks/bench_cost_predict.py --gpu T4 --old-trees OLD.json.gz
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from opsched.cost import load_profile
+from opsched.cost import features, load_profile
+from opsched.cost.profile import Profile
 from opsched.cost.trees import read_trees
+from opsched.zoo.models import MODELS, build
 
 
 def _ops(kind: str, n: int, rng: np.random.Generator, dtype: str) -> list[dict]:
     if kind == "matmul":
         return [{"M": int(m), "N": int(k), "K": int(kk), "dtype": dtype}
                 for m, k, kk in rng.integers(16, 8192, (n, 3))]  # fmt: skip
+    if kind == "small matmul":
+        return [{"M": int(m), "N": int(k), "K": int(kk), "dtype": dtype}
+                for m, k, kk in rng.integers(1, 200, (n, 3))]  # fmt: skip
     if kind == "conv2d":
         return [{"N": int(b), "C": int(c), "H": int(h), "W": int(h), "K": int(k), "R": 3,
                  "S": 3, "pad_h": 1, "pad_w": 1, "dtype": dtype}
@@ -37,37 +56,93 @@ def _ops(kind: str, n: int, rng: np.random.Generator, dtype: str) -> list[dict]:
             for v in rng.integers(1_000, 50_000_000, n)]  # fmt: skip
 
 
+def _zoo(times: int) -> tuple[list[str], list[dict]]:
+    kinds, attrs = [], []
+    for name in MODELS:
+        for op in build(name).ops:
+            kinds.append(op.kind or "")
+            attrs.append(dict(op.attrs) | {"dtype": "float16"})
+    return kinds * times, [dict(a) for a in attrs] * times
+
+
+@contextlib.contextmanager
+def _ways(general_rows: bool, vector_walk: bool) -> Iterator[None]:
+    saved_rows, saved_jit = features.FAST_ROWS, os.environ.get("OPSCHED_JIT")
+    if general_rows:
+        features.FAST_ROWS = {}
+    if vector_walk:
+        os.environ["OPSCHED_JIT"] = "0"
+    try:
+        yield
+    finally:
+        features.FAST_ROWS = saved_rows
+        if saved_jit is None:
+            os.environ.pop("OPSCHED_JIT", None)
+        else:
+            os.environ["OPSCHED_JIT"] = saved_jit
+
+
+def _price(prof: Profile, dedup: bool) -> Callable[[list[str], list[dict]], np.ndarray]:
+    if dedup:
+        return lambda k, a: prof.predict_many(k, a, "kernel")
+    return lambda k, a: prof._predict(k, a, "kernel", None, pad=True)
+
+
+def _best(fn: Callable[[], object], repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", default="T4", help="a GPU with timings (others get no trees)")
-    ap.add_argument("--ops", type=int, default=50_000, help="ops per kind")
-    ap.add_argument("--dtype", default="float32", help="the sweeps' precision on most GPUs")
+    ap.add_argument("--ops", type=int, default=20_000, help="ops per random workload")
+    ap.add_argument("--dtype", default="float32", help="the random workloads' precision")
+    ap.add_argument("--zoo-times", type=int, default=20, help="copies of the zoo batch")
     ap.add_argument("--old-trees", help="another trees JSON (plain or .gz) to compare")
     a = ap.parse_args()
     prof = load_profile(a.gpu)
-    variants = {"curves alone": {}, "shipped trees": prof.trees}
-    if a.old_trees:
-        variants["--old-trees"] = read_trees(Path(a.old_trees).read_bytes(), a.old_trees)
+    shipped = prof.trees
     rng = np.random.default_rng(0)
-    print(f"\npricing {a.ops:,} {a.dtype} ops per kind on {a.gpu} (method kernel)\n")
-    print("| kind | trees | trees per family | seconds | us per op | x curves alone |")
-    print("|---|---|---|---|---|---|")
-    for kind in ("matmul", "conv2d", "elementwise_unary"):
+    loads: dict[str, tuple[list[str], list[dict]]] = {}
+    for kind in ("matmul", "small matmul", "conv2d", "elementwise"):
         attrs = _ops(kind, a.ops, rng, a.dtype)
-        k = "elementwise" if kind.startswith("elementwise") else kind
-        base = None
-        for name, trees in variants.items():
+        loads[kind] = (["matmul" if "matmul" in kind else kind] * len(attrs), attrs)
+    loads[f"zoo x{a.zoo_times} (float16)"] = _zoo(a.zoo_times)
+    # name -> (general rows, vector walk, dedup, trees)
+    ways = {
+        "all fast paths": (False, False, True, shipped),
+        "general rows": (True, False, True, shipped),
+        "vector tree walk": (False, True, True, shipped),
+        "every op priced": (False, False, False, shipped),
+        "none of them": (True, True, False, shipped),
+        "curves alone": (False, False, True, {}),
+    }
+    if a.old_trees:
+        ways["--old-trees"] = (False, False, True,
+                               read_trees(Path(a.old_trees).read_bytes(), a.old_trees))  # fmt: skip
+    print(f"\npricing on {a.gpu} (method kernel), us per op, best of 3; "
+          "in brackets: x the time of 'none of them'\n")  # fmt: skip
+    print("| workload | ops | " + " | ".join(ways) + " |")
+    print("|---|---|" + "---|" * len(ways))
+    for label, (kl, al) in loads.items():
+        cells, base = {}, 0.0
+        for name, (general, vector, dedup, trees) in ways.items():
             prof.trees = trees
-            t0 = time.perf_counter()
-            prof.predict_many([k] * len(attrs), attrs, "kernel")
-            dt = time.perf_counter() - t0
-            base = dt if base is None else base
-            ens = trees.get(kind)
-            n_trees = ens.n_trees if ens is not None else 0
-            print(f"| {kind} | {name} | {n_trees} | {dt:.2f} | {dt / len(attrs) * 1e6:.1f} |"
-                  f" {dt / base:.2f} |")  # fmt: skip
+            with _ways(general, vector):
+                price = _price(prof, dedup)
+                price(kl[:300], al[:300])  # warm: the compiled walker's first load
+                cells[name] = _best(lambda p=price, k=kl, x=al: p(k, x)) / len(kl) * 1e6
+        base = cells["none of them"]
+        row = " | ".join(f"{us:.1f} ({us / base:.2f})" for us in cells.values())
+        print(f"| {label} | {len(kl):,} | {row} |")
+    prof.trees = shipped
     print("\nreproduce: OMP_NUM_THREADS=1 python benchmarks/bench_cost_predict.py "
-          f"--gpu {a.gpu} --ops {a.ops} --dtype {a.dtype}")  # fmt: skip
+          f"--gpu {a.gpu} --ops {a.ops} --dtype {a.dtype} --zoo-times {a.zoo_times}")  # fmt: skip
 
 
 if __name__ == "__main__":

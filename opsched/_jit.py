@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["JIT_MIN_SIZE", "call", "kernel"]
+__all__ = ["JIT_MIN_SIZE", "call", "compiled", "kernel"]
 
 #: Inputs at least this large (ops + edges) run compiled when ``OPSCHED_JIT`` is unset.
 #: Interpreted, a kernel is ~1000x slower (NumPy scalar access), so only toy graphs stay so.
@@ -39,8 +39,12 @@ def kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
     return _numba.njit(cache=True, nogil=True)(fn)
 
 
+def compiled(size: int) -> bool:
+    """Whether a kernel call on an input of ``size`` runs compiled (see module docstring)."""
+    mode = os.environ.get("OPSCHED_JIT", "")
+    return (mode == "1" or (mode != "0" and size >= JIT_MIN_SIZE)) and _numba is not None
+
+
 def call(fn: Callable[..., Any], size: int, *args: Any) -> Any:
     """Run kernel ``fn`` on ``args``, compiled if ``size`` is large (see module docstring)."""
-    mode = os.environ.get("OPSCHED_JIT", "")
-    compiled = (mode == "1" or (mode != "0" and size >= JIT_MIN_SIZE)) and _numba is not None
-    return fn(*args) if compiled else fn.py_func(*args)  # type: ignore[attr-defined]
+    return fn(*args) if compiled(size) else fn.py_func(*args)  # type: ignore[attr-defined]

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from opsched.cost.batch import check_op, distinct_ops, gc_paused
 from opsched.cost.boost import tree_features, tree_methods
 from opsched.cost.composite import (
     bounded,
@@ -70,14 +71,6 @@ PROFILE_FORMAT = "opsched-cost-profile/1"
 #: The shipped trees file under ``opsched/cost/profiles`` (:func:`opsched.cost.fit.fit_profiles`).
 TREES_FILE = "trees.json.gz"
 _WARNED: set[tuple[str, str]] = set()
-
-
-def _check(kind: str, attrs: Mapping[str, Any]) -> None:
-    if kind not in kinds.KINDS:
-        raise GraphError(f"unknown op kind {kind!r}; known: {', '.join(kinds.KINDS)}")
-    missing = [k for k in kinds.KINDS[kind] if k not in attrs]
-    if missing:
-        raise GraphError(f"{kind} op needs attrs {', '.join(map(repr, missing))}")
 
 
 class Profile:
@@ -160,7 +153,7 @@ class Profile:
 
     def roofline(self, kind: str, attrs: Mapping[str, Any]) -> float:
         """Plain roofline time (us) on this GPU: the physical lower limit, no calibration."""
-        _check(kind, attrs)
+        check_op(kind, attrs)
         if kind in ZERO_KINDS:
             return 0.0
         return roofline_us(kind, attrs, self.spec)
@@ -216,7 +209,17 @@ class Profile:
         >>> bool(fp32 > 2 * tf32), bool(p.predict("matmul", mm, allow_tf32=True) == tf32)
         (True, True)
         """
-        return self._predict(kind_list, attrs_list, method, allow_tf32, pad=True)
+        kind_list, attrs_list = list(kind_list), list(attrs_list)
+        if len(kind_list) != len(attrs_list):
+            raise ValueError(f"{len(kind_list)} kinds but {len(attrs_list)} attrs")
+        with gc_paused():
+            first, inverse = distinct_ops(kind_list, attrs_list)
+            if len(first) == len(kind_list):
+                return self._predict(kind_list, attrs_list, method, allow_tf32, pad=True)
+            # a graph repeats its shapes (layers, blocks, steps): each distinct op priced once
+            times = self._predict([kind_list[i] for i in first], [attrs_list[i] for i in first],
+                                  method, allow_tf32, pad=True)  # fmt: skip
+        return times[inverse]
 
     def _predict(
         self,
@@ -234,7 +237,7 @@ class Profile:
         unfused: list[tuple[int, str]] = []  # attention priced from its parts, with its dtype
         attrs_list = list(attrs_list)
         for i, (kind, a) in enumerate(zip(kind_list, attrs_list, strict=True)):
-            _check(kind, a)
+            check_op(kind, a)
             kinds.dtype_bytes(a)
             if kind in ZERO_KINDS:
                 continue
@@ -314,7 +317,7 @@ class Profile:
         >>> p.footprint("elementwise", {"numel": 4096})
         4
         """
-        _check(kind, attrs)
+        check_op(kind, attrs)
         if kind in ZERO_KINDS:
             return 0
         g = lambda k, d=1: int(attrs.get(k, d))  # noqa: E731

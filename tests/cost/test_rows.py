@@ -1,0 +1,139 @@
+"""The fast paths of pricing give the general path's numbers: feature rows, the compiled tree
+walk and the deduplicated batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsched.cost import features, load_profile
+from opsched.cost.batch import distinct_ops
+from opsched.cost.specs import load_specs
+from opsched.errors import GraphError
+
+DTYPES = ["float16", "bfloat16", "float32", "tf32", "int8"]
+
+
+def _random_ops(family: str, n: int, rng: np.random.Generator) -> list[dict]:
+    ops: list[dict] = []
+    while len(ops) < n:
+        if family in ("matmul", "bmm"):
+            a = {"M": int(rng.integers(0, 9000)), "N": int(rng.integers(1, 9000)),
+                 "K": int(rng.integers(1, 9000))}  # fmt: skip
+            if family == "bmm":
+                a["B"] = int(rng.integers(2, 64))
+            elif rng.random() < 0.3:
+                a["B"] = 1
+        elif family.startswith("elementwise"):
+            a = {"numel": int(rng.integers(0, 10**8)), "fn": str(rng.choice(["relu", "gelu", ""]))}
+            if family == "elementwise_binary":
+                a["arity"] = int(rng.integers(2, 4))
+        else:  # a convolution direction
+            h, r = int(rng.integers(1, 120)), int(rng.choice([1, 3, 5, 7]))
+            a = {"N": int(rng.integers(1, 64)), "C": int(rng.integers(1, 512)), "H": h, "W": h,
+                 "K": int(rng.integers(1, 512)), "R": r, "S": r, "pad_h": r // 2,
+                 "pad_w": r // 2}  # fmt: skip
+            if rng.random() < 0.3:
+                a["stride_h"] = a["stride_w"] = int(rng.integers(1, 3))
+            if rng.random() < 0.2:
+                a["groups"] = int(rng.choice([0, 1, 2, a["C"]]))
+            if h + 2 * (r // 2) < r:
+                continue
+        if rng.random() < 0.2 and not family.startswith("elementwise"):
+            a |= {"flops": int(rng.integers(0, 10**12)), "bytes": int(rng.integers(0, 10**10))}
+        if rng.random() < 0.6:
+            a["dtype"] = str(rng.choice(DTYPES))
+        ops.append(a)
+    return ops
+
+
+@pytest.mark.parametrize(
+    "family",
+    ["matmul", "bmm", "elementwise_unary", "elementwise_binary", "conv2d", "conv2d_bwd_data",
+     "conv2d_bwd_filter"],
+)  # fmt: skip
+def test_fast_rows_equal_the_general_path_bit_for_bit(family, monkeypatch):
+    rng = np.random.default_rng(7)
+    ops = _random_ops(family, 1500, rng)
+    for gpu in ("T4", "H200", "P100-PCIe"):
+        spec = load_specs()[gpu]
+        fast = features.feature_matrix(family, ops, spec)
+        with monkeypatch.context() as m:
+            m.setattr(features, "FAST_ROWS", {})
+            general = features.feature_matrix(family, ops, spec)
+        assert np.array_equal(fast, general), (family, gpu)
+
+
+@pytest.mark.parametrize(
+    ("kind", "attrs", "message"),
+    [
+        ("matmul", {"M": -1, "N": 2, "K": 2}, "must be a non-negative integer"),
+        ("matmul", {"M": True, "N": 2, "K": 2}, "must be a non-negative integer"),
+        ("matmul", {"M": 2, "N": 2, "K": 2, "flops": -5}, "must be a non-negative integer"),
+        ("elementwise", {"numel": 2.5}, "must be a non-negative integer"),
+        ("conv2d", {"N": 1, "C": 3, "H": 2, "W": 2, "K": 4, "R": 5, "S": 5}, "does not fit"),
+        ("conv2d", {"N": 1, "C": 3, "H": 8, "W": 8, "K": 4, "R": 3, "S": 3, "stride_h": 0},
+         "stride must be >= 1"),
+        ("matmul", {"M": 2, "N": 2, "K": 2, "dtype": "float7"}, "unknown dtype"),
+    ],
+)  # fmt: skip
+def test_what_the_fast_path_declines_still_gets_the_general_error(kind, attrs, message):
+    with pytest.raises(GraphError, match=message):
+        load_profile("T4").predict(kind, attrs)
+
+
+def test_float_sizes_the_checks_accept_price_as_their_ints():
+    p = load_profile("A100-SXM4-80GB")
+    assert p.predict("matmul", {"M": 64.0, "N": 64, "K": 64}) == p.predict(
+        "matmul", {"M": 64, "N": 64, "K": 64}
+    )
+
+
+def test_a_zero_size_gemm_or_convolution_is_priced_not_a_crash():
+    p = load_profile("H200")
+    assert p.predict("matmul", {"M": 0, "N": 64, "K": 64}) >= p.kernel_floor
+    conv = {"N": 0, "C": 3, "H": 8, "W": 8, "K": 4, "R": 3, "S": 3}
+    assert p.predict("conv2d", conv) >= p.kernel_floor
+
+
+def test_distinct_ops_ignore_key_order_but_not_value_types():
+    mm = {"M": 8, "N": 8, "K": 8}
+    kinds = ["matmul"] * 5 + ["elementwise"]
+    attrs = [mm, {"K": 8, "N": 8, "M": 8}, mm | {"K": 8.0}, mm | {"out_shape": [8, 8]},
+             mm | {"out_shape": [8, 8]}, {"numel": 8}]  # fmt: skip
+    first, inverse = distinct_ops(kinds, attrs)
+    assert first == [0, 2, 3, 5]
+    assert inverse.tolist() == [0, 0, 1, 2, 2, 3]
+    fused = {"flops": 1, "bytes": 1, "numel": 1, "parts": [{"kind": "matmul", **mm}]}
+    first, _ = distinct_ops(["fused", "fused"], [fused, fused])
+    assert first == [0, 1]  # unhashable parts: each priced on its own
+
+
+def test_a_batch_with_repeats_prices_each_op_as_alone():
+    p = load_profile("A100-SXM4-80GB")
+    ops = _random_ops("conv2d", 40, np.random.default_rng(3))
+    gemms = _random_ops("matmul", 40, np.random.default_rng(4))
+    kinds = ["conv2d"] * 40 + ["matmul"] * 40
+    attrs = ops + gemms
+    rep = [3, 1, 0, 2] * 20  # each op 0-3 times, shuffled
+    kl = [k for k, r in zip(kinds, rep, strict=True) for _ in range(r)]
+    al = [dict(a) for a, r in zip(attrs, rep, strict=True) for _ in range(r)]
+    order = np.random.default_rng(5).permutation(len(kl))
+    kl, al = [kl[i] for i in order], [al[i] for i in order]
+    batch = p.predict_many(kl, al)
+    alone = np.array([p.predict(k, a) for k, a in zip(kl, al, strict=True)])
+    assert np.allclose(batch, alone, rtol=1e-12, atol=0)
+    # a bad op in a batch of repeats is still found and named
+    with pytest.raises(GraphError, match="needs attrs 'K'"):
+        p.predict_many(["matmul"] * 3, [gemms[0], gemms[0], {"M": 1, "N": 1}])
+
+
+def test_compiled_tree_walk_equals_the_vector_walk(monkeypatch):
+    ens = load_profile("T4").trees["conv2d"]
+    rng = np.random.default_rng(11)
+    x = rng.normal(0, 3, (700, int(ens.feature.max()) + 1))
+    x[rng.random(x.shape) < 0.05] = np.nan  # missing values follow each split's flag
+    monkeypatch.setenv("OPSCHED_JIT", "1")
+    compiled = ens.predict(x)
+    monkeypatch.setenv("OPSCHED_JIT", "0")
+    assert np.array_equal(compiled, ens.predict(x))
