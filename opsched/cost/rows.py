@@ -62,12 +62,13 @@ def implicit_gemm(family: str, a: Mapping[str, Any], pq: int) -> list[float]:
 def tiles(rows: int, cols: int, sm: int) -> tuple[float, float]:
     """Wave quantisation and fill of a ``rows x cols`` output cut in 128 x 128 tiles (an
     empty output counts as one tile: a zero-size op is priced as the smallest one)."""
-    tiles = max(1, math.ceil(rows / 128) * math.ceil(cols / 128))
-    w = tiles / sm
+    count = max(1, math.ceil(rows / 128) * math.ceil(cols / 128))
+    w = count / sm
     return math.log(math.ceil(w) / w), math.log(min(w, 1.0))
 
 
 def ln(x: float) -> float:
+    """``log(x)`` of a size, 0 for sizes under 1."""
     return math.log(max(float(x), 1.0))
 
 
@@ -95,6 +96,7 @@ def head_terms(tf: float, tm: float) -> list[float]:
 
 
 def _peak(spec: GpuSpec, dtype: str, peaks: dict[str, float]) -> float:
+    """The peak in FLOP per microsecond, cached per dtype in ``peaks``."""
     if dtype not in peaks:
         peaks[dtype] = spec.peak_tflops(dtype) * 1e6
     return peaks[dtype]
