@@ -2,10 +2,11 @@
 
 A graph repeats its shapes (the layers of a stack, the blocks of a stage, the steps of a
 trace), so :meth:`opsched.cost.profile.Profile.predict_many` prices each distinct
-``(kind, attrs)`` once and hands its price to every copy (a 20-network zoo batch: 25 -> 2 us
-per op, ``benchmarks/bench_cost_predict.py``). An op's price never depends on the other ops
-of its batch, so this changes no price (at most the last bits of vectorised arithmetic;
-``tests/cost/test_rows.py`` compares a batch with repeats to each op priced alone).
+``(kind, attrs)`` once and hands its price to every copy (every zoo network 20 times over:
+17 -> 2 us per op, ``benchmarks/bench_cost_predict.py``). An op's price never depends on
+the other ops of its batch, so this changes no price (at most the last bits of vectorised
+arithmetic; ``tests/cost/test_rows.py`` compares a batch with repeats to each op priced
+alone).
 
 Examples
 --------
@@ -32,13 +33,15 @@ __all__ = ["check_op", "distinct_ops", "gc_paused"]
 
 
 def check_op(kind: str, attrs: Mapping[str, Any]) -> None:
-    """A known kind with every attr its kind needs (:data:`opsched.ir.kinds.KINDS`), else
-    :class:`GraphError` naming what is missing."""
+    """A known kind with every attr its kind needs (:data:`opsched.ir.kinds.KINDS`) and
+    sizes that are non-negative integers (:func:`opsched.ir.kinds.check_sizes`), else
+    :class:`GraphError` naming what is missing or wrong."""
     if kind not in kinds.KINDS:
         raise GraphError(f"unknown op kind {kind!r}; known: {', '.join(kinds.KINDS)}")
     missing = [k for k in kinds.KINDS[kind] if k not in attrs]
     if missing:
         raise GraphError(f"{kind} op needs attrs {', '.join(map(repr, missing))}")
+    kinds.check_sizes(kind, attrs)
 
 
 def distinct_ops(

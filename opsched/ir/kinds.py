@@ -58,8 +58,11 @@ from opsched.errors import GraphError
 __all__ = [
     "DTYPE_BYTES",
     "KINDS",
+    "MAX_SIZE",
+    "SIZE_ATTRS",
     "attention_pairs",
     "bytes_min",
+    "check_sizes",
     "conv_out_hw",
     "dtype_bytes",
     "flops",
@@ -118,9 +121,26 @@ def _get(attrs: Mapping[str, Any], key: str, kind: str, default: int | None = No
     v = attrs.get(key, default)
     if v is None:
         raise GraphError(f"{kind} op needs attrs[{key!r}]")
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v):
-        raise GraphError(f"{kind} attrs[{key!r}] must be a non-negative integer, got {v!r}")
+    if not _size_like(v):
+        raise GraphError(_not_a_size(kind, key, v))
     return int(v)
+
+
+#: Largest size any attr may state (an int64): a product of up to 16 such sizes stays a
+#: finite float, so FLOP and byte counts never overflow (``1e300`` elements is a typo, not a
+#: tensor).
+MAX_SIZE = 2**63
+
+
+def _size_like(v: Any) -> bool:
+    """A non-negative integer up to :data:`MAX_SIZE`, or a float equal to one (not NaN)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= MAX_SIZE:
+        return False
+    return isinstance(v, int) or v == int(v)
+
+
+def _not_a_size(kind: str, key: str, v: Any) -> str:
+    return f"{kind} attrs[{key!r}] must be a non-negative integer up to 2**63, got {v!r}"
 
 
 def conv_out_hw(attrs: Mapping[str, Any], kind: str = "conv2d") -> tuple[int, int]:
@@ -137,6 +157,32 @@ def conv_out_hw(attrs: Mapping[str, Any], kind: str = "conv2d") -> tuple[int, in
     if p <= 0 or q <= 0:
         raise GraphError(f"{kind} window {r}x{s} does not fit the {h}x{w} input")
     return p, q
+
+
+#: Attrs that are sizes or counts wherever they appear (required or optional): each must be a
+#: non-negative integer (an integral float passes, as in every getter here).
+SIZE_ATTRS = frozenset({"B", "M", "N", "K", "C", "H", "W", "R", "S", "stride_h", "stride_w",
+                        "pad_h", "pad_w", "dilation_h", "dilation_w", "groups", "numel",
+                        "arity", "rows", "cols", "out_numel", "tokens", "dim", "vocab", "Sq",
+                        "Skv", "D", "flops", "bytes"})  # fmt: skip
+
+
+def check_sizes(kind: str, attrs: Mapping[str, Any]) -> None:
+    """Raise :class:`GraphError` naming the first size attr (:data:`SIZE_ATTRS`) of ``attrs``
+    that is not a non-negative integer, or a ``causal`` flag that is not 0 / 1.
+
+    >>> check_sizes("matmul", {"M": 4, "N": 4.0, "K": 4, "fn": "x"})
+    >>> check_sizes("elementwise", {"numel": None})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    opsched.errors.GraphError: elementwise attrs['numel'] must be a non-negative ... got None
+    """
+    for key in SIZE_ATTRS.intersection(attrs):
+        v = attrs[key]
+        if not (type(v) is int and 0 <= v <= MAX_SIZE) and not _size_like(v):
+            raise GraphError(_not_a_size(kind, key, v))
+    if "causal" in attrs:
+        attention_pairs({"Sq": 1, "Skv": 1, "causal": attrs["causal"]})
 
 
 def _check_kind(kind: str) -> None:

@@ -137,3 +137,41 @@ def test_compiled_tree_walk_equals_the_vector_walk(monkeypatch):
     compiled = ens.predict(x)
     monkeypatch.setenv("OPSCHED_JIT", "0")
     assert np.array_equal(compiled, ens.predict(x))
+
+
+@pytest.mark.parametrize("value", [None, float("nan"), float("inf"), 1e300, "8", [4], -3])
+@pytest.mark.parametrize(
+    ("kind", "attrs", "key"),
+    [
+        ("elementwise", {"numel": 64}, "numel"),
+        ("matmul", {"M": 8, "N": 8, "K": 8}, "B"),
+        ("conv2d", {"N": 1, "C": 3, "H": 8, "W": 8, "K": 4, "R": 3, "S": 3}, "pad_h"),
+        ("attention", {"B": 2, "Sq": 8, "Skv": 8, "D": 8}, "Skv"),
+        ("layernorm", {"rows": 4, "cols": 4}, "rows"),
+    ],
+)  # fmt: skip
+def test_a_size_that_is_not_a_size_gets_one_named_error(kind, attrs, key, value):
+    # None, NaN, infinities, strings and lists used to reach int() or float() and end in a
+    # TypeError / ValueError / OverflowError traceback
+    p = load_profile("H200")
+    bad = attrs | {key: value}
+    with pytest.raises(GraphError, match=rf"attrs\['{key}'\] must be a non-negative integer"):
+        p.predict(kind, bad)
+    with pytest.raises(GraphError, match=rf"attrs\['{key}'\] must be a non-negative integer"):
+        p.footprint(kind, bad)
+
+
+def test_cost_apply_names_the_op_with_a_null_size(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from opsched.cli import main
+
+    g = {"ops": [{"name": "a", "kind": "elementwise", "attrs": {"numel": None}}]}
+    path, out = tmp_path / "g.json", tmp_path / "o.json"
+    path.write_text(json.dumps(g))
+    r = CliRunner().invoke(main, ["cost", "apply", str(path), "--gpu", "H200", "-o", str(out)])
+    assert r.exit_code == 2 and not out.exists()
+    assert "op 'a': elementwise attrs['numel'] must be a non-negative integer" in r.output
+    assert "internal error" not in r.output
