@@ -214,6 +214,12 @@ class Schedule:
         if machine.get("resources") is not None and not isinstance(machine["resources"], Mapping):
             raise ScheduleFormatError("'machine.resources' must be an object of name -> capacity")
         makespan = max((o.end for o in ops), default=0.0) if ops else None
+        # reported figures: a number or null (the validator compares them with its own)
+        reported = {k: None if data.get(k) is None else _finite(data[k], k, "the schedule")
+                    for k in ("peak_memory", "lower_bound", "wall_time_s")}  # fmt: skip
+        peak = reported["peak_memory"]
+        if peak is not None and (peak < 0 or peak != int(peak)):
+            raise ScheduleFormatError(f"peak_memory must be a whole number of bytes, got {peak:g}")
         return cls(
             graph=str(data.get("graph", "graph")),
             solver=str(data.get("solver", "unknown")),
@@ -221,9 +227,9 @@ class Schedule:
             ops=ops,
             machine=dict(data.get("machine") or {}),
             makespan=makespan,
-            peak_memory=data.get("peak_memory"),
-            lower_bound=data.get("lower_bound"),
-            wall_time_s=data.get("wall_time_s"),
+            peak_memory=None if peak is None else int(peak),
+            lower_bound=reported["lower_bound"],
+            wall_time_s=reported["wall_time_s"],
             info=dict(data.get("info") or {}),
         )
 

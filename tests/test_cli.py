@@ -410,6 +410,10 @@ def test_validate_reports_broken_precedence(tmp_path: Path) -> None:
         ({"ops": [{"name": "a", "start": 0, "unit": 1.5}]}, "unit must be an integer or null"),
         ({**SCHED_OK, "status": "MEH"}, "unknown status 'MEH'"),
         ({**SCHED_OK, "machine": {"units": 0}}, "machine.units must be a positive integer"),
+        # reported figures were read unchecked: a string lower bound was an internal error
+        ({**SCHED_OK, "lower_bound": "x"}, "lower_bound must be a finite number, got 'x'"),
+        ({**SCHED_OK, "wall_time_s": [1]}, "wall_time_s must be a finite number"),
+        ({**SCHED_OK, "peak_memory": 2.5}, "peak_memory must be a whole number of bytes"),
     ],
 )
 def test_validate_bad_schedule_documents(tmp_path: Path, schedule: Any, fragment: str) -> None:

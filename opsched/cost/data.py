@@ -49,6 +49,7 @@ __all__ = [
     "SCHEMAS",
     "TIME_COLUMNS",
     "canonical_rows",
+    "check_columns",
     "detect_schema",
     "read_table",
     "target_method",
@@ -85,17 +86,38 @@ TIME_COLUMNS: dict[str, dict[str, str]] = {
 KERNEL_TARGET = "kernel"
 
 
-def time_columns(schema: str, columns: Iterable[str] = ()) -> dict[str, str]:
-    """The timing targets of a table: :data:`TIME_COLUMNS` plus, for a NeuSight-schema table
-    with a ``kernel_time_us`` column, :data:`KERNEL_TARGET` (method ``kernel``).
+def time_columns(schema: str, columns: Iterable[str]) -> dict[str, str]:
+    """The timing targets of a table with these ``columns``: those of :data:`TIME_COLUMNS`
+    it has (a DeepBench convolution table may time the forward direction alone) plus, for a
+    NeuSight-schema table with a ``kernel_time_us`` column, :data:`KERNEL_TARGET` (method
+    ``kernel``).
 
     >>> time_columns("neusight", ["op", "measured_time_us", "kernel_time_us"])
     {'': 'measured_time_us', 'kernel': 'kernel_time_us'}
+    >>> time_columns("deepbench_conv", ["fwd_time_us", "bwd_filter_time_us"])
+    {'conv2d': 'fwd_time_us', 'conv2d_bwd_filter': 'bwd_filter_time_us'}
     """
-    out = dict(TIME_COLUMNS[schema])
-    if schema == "neusight" and "kernel_time_us" in set(columns):
+    cols = set(columns)
+    out = {target: col for target, col in TIME_COLUMNS[schema].items() if col in cols}
+    if schema == "neusight" and "kernel_time_us" in cols:
         out[KERNEL_TARGET] = "kernel_time_us"
     return out
+
+
+def check_columns(schema: str, columns: Iterable[str], gpu: str | None) -> None:
+    """Raise :class:`InputError` if a table lacks a column its rows are read from: ``gpu``
+    (unless a GPU is given for every row) or its schema's timing column.
+
+    >>> check_columns("deepbench_gemm", ["M", "N", "K", "time_us", "transA"], None)
+    Traceback (most recent call last):
+    ...
+    opsched.errors.InputError: no 'gpu' column: name the GPU of every row (--gpu)
+    """
+    cols = set(columns)
+    if gpu is None and "gpu" not in cols:
+        raise InputError("no 'gpu' column: name the GPU of every row (--gpu)")
+    if not time_columns(schema, cols):
+        raise InputError(f"no timing column ({', '.join(TIME_COLUMNS[schema].values())})")
 
 
 def target_method(schema: str, target: str) -> str:
@@ -252,8 +274,10 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
     ------
     InputError
         A GPU name no spec matches (the message names the first such data row, counted
-        from 1 after the header, and lists the known GPUs).
+        from 1 after the header, and lists the known GPUs), or a column the rows are read
+        from is missing (:func:`check_columns`).
     """
+    check_columns(schema, df.columns, gpu)
     out: list[dict[str, Any]] = []
     specs = load_specs()
     mode = SOURCE_MODES[schema]

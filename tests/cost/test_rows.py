@@ -3,6 +3,8 @@ walk and the deduplicated batch."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -162,8 +164,6 @@ def test_a_size_that_is_not_a_size_gets_one_named_error(kind, attrs, key, value)
 
 
 def test_cost_apply_names_the_op_with_a_null_size(tmp_path):
-    import json
-
     from click.testing import CliRunner
 
     from opsched.cli import main
@@ -175,3 +175,31 @@ def test_cost_apply_names_the_op_with_a_null_size(tmp_path):
     assert r.exit_code == 2 and not out.exists()
     assert "op 'a': elementwise attrs['numel'] must be a non-negative integer" in r.output
     assert "internal error" not in r.output
+
+
+def test_timing_tables_missing_a_read_column_get_one_error(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from opsched.cli import main
+
+    ops = pd.read_csv("datasets/kernel-timings/kineto_resnet50_v100_ops.csv.gz", nrows=10)
+    no_gpu = tmp_path / "ops.csv"
+    ops.drop(columns=["gpu"]).to_csv(no_gpu, index=False)
+    r = CliRunner().invoke(
+        main, ["cost", "predict", "-i", str(no_gpu), "-o", str(tmp_path / "o.csv")]
+    )
+    assert r.exit_code == 2 and "no 'gpu' column: name the GPU of every row (--gpu)" in r.output
+    assert not (tmp_path / "o.csv").exists()
+    out = str(tmp_path / "o.csv")
+    r = CliRunner().invoke(
+        main, ["cost", "predict", "-i", str(no_gpu), "-o", out, "--gpu", "V100-SXM2"]
+    )
+    assert r.exit_code == 0, r.output
+    # a DeepBench convolution table timing the forward direction alone is read, not a KeyError
+    conv = pd.read_csv("datasets/kernel-timings/deepbench_conv.csv", nrows=10)
+    fwd = tmp_path / "fwd.csv"
+    conv.drop(columns=["bwd_data_time_us", "bwd_filter_time_us"]).to_csv(fwd, index=False)
+    r = CliRunner().invoke(main, ["cost", "evaluate", str(fwd), "--json"])
+    assert r.exit_code == 0, r.output
+    assert {row["family"] for row in json.loads(r.output)} == {"conv2d"}

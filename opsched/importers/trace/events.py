@@ -263,6 +263,8 @@ def parse_trace(doc: Any, source: str = "trace") -> TraceData:
         if not isinstance(e, Mapping) or e.get("ph") != "X":
             continue
         cat = e.get("cat")
+        if not isinstance(cat, str):  # a category of another type is none of ours
+            cat = None
         ts, dur = _num(e.get("ts")), _num(e.get("dur", 0))
         if ts is None or dur is None or dur < 0:
             raise InputError(f"traceEvents[{i}] ({e.get('name')!r}): bad ts/dur")

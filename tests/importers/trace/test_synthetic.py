@@ -149,3 +149,18 @@ def test_trace_without_gpu_work(tmp_path: Path) -> None:
     p.write_text(json.dumps(b.doc()))
     with pytest.raises(InputError, match="no GPU work"):
         import_trace(p)
+
+
+def test_an_event_whose_category_is_not_a_string_is_skipped() -> None:
+    # a list or object as "cat" used to end in "unhashable type" (an internal error)
+    b = TraceBuilder()
+    b.cpu("aten::mul", 0, 3, [[4]])
+    b.launch("k1", 1, 0, 4)
+    b.cpu("aten::neg", 5, 3, [[4]])
+    b.launch("k2", 6, 10, 2)
+    doc = b.doc()
+    odd = dict(doc["traceEvents"][0], cat=["cpu_op"], name="aten::odd")
+    doc["traceEvents"].append(odd)
+    t = parse_trace(doc, "odd.json")
+    tl = build_step(t, link_launches(t), None)
+    assert tl.graph.names == ["aten::mul#1", "aten::neg#1"]
