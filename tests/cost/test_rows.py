@@ -203,3 +203,45 @@ def test_timing_tables_missing_a_read_column_get_one_error(tmp_path):
     r = CliRunner().invoke(main, ["cost", "evaluate", str(fwd), "--json"])
     assert r.exit_code == 0, r.output
     assert {row["family"] for row in json.loads(r.output)} == {"conv2d"}
+
+
+_ODD = [None, -1, 0, 1, 2, 7, 64, 4096, 10**12, 2**64, 1.0, 2.5, float("nan"), float("inf"),
+        1e300, True, "8", [4], {}]  # fmt: skip
+_OPTIONAL = ("B", "arity", "groups", "stride_h", "stride_w", "pad_h", "pad_w", "dilation_h",
+             "causal", "flops", "bytes", "numel")  # fmt: skip
+
+
+def test_any_attrs_give_a_price_or_one_named_error():
+    # a fuzz, kept: every kind with required and optional attrs drawn from sizes, zeros,
+    # huge and fractional numbers, NaN, infinities, bools, strings, lists and None
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from opsched.errors import InputError
+    from opsched.ir import kinds
+
+    value = st.one_of(st.integers(1, 300), st.sampled_from(_ODD))
+    dtype = st.sampled_from(["float16", "bfloat16", "float32", "int8", "tf32", "float64", "x"])
+    profiles = [load_profile(g) for g in ("H200", "T4", "L4")]
+
+    @st.composite
+    def ops(draw):  # type: ignore[no-untyped-def]
+        kind = draw(st.sampled_from(sorted(kinds.KINDS)))
+        keys = list(kinds.KINDS[kind]) + draw(st.lists(st.sampled_from(_OPTIONAL), max_size=3))
+        attrs = {k: draw(value) for k in keys if draw(st.integers(0, 30)) > 0}
+        if draw(st.booleans()):
+            attrs["dtype"] = draw(dtype)
+        return kind, attrs, draw(st.sampled_from(profiles))
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(ops())
+    def check(op):  # type: ignore[no-untyped-def]
+        kind, attrs, p = op
+        try:
+            t = p.predict(kind, attrs)
+        except (GraphError, InputError):
+            return
+        assert np.isfinite(t) and t >= 0, (kind, attrs, t)
+        assert isinstance(p.footprint(kind, attrs), int)
+
+    check()
