@@ -14,8 +14,9 @@ Prices the same ops with one GPU's shipped profile several ways, side by side in
 Workloads: 20,000 random GEMMs (16-8191 per dimension), small GEMMs (1-199, also priced by
 their paddings), 3x3 convolutions, elementwise ops, and a batch of every zoo network 20
 times over in float16 (repeated shapes, stated FLOP and byte counts, as ``apply`` sees a
-large graph). Each cell is the best of three runs; the ratio to ``none of them`` is what
-carries over between machines. All ways give the same prices (``tests/cost/test_rows.py``).
+large graph); then ``apply`` on that batch as one graph. Each cell is the best of three
+runs; the ratio to ``none of them`` is what carries over between machines. All ways give
+the same prices (``tests/cost/test_rows.py``).
 
 Reproduce (2 cores, about 2 min):
     OMP_NUM_THREADS=1 python benchmarks/bench_cost_predict.py
@@ -29,13 +30,15 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from opsched.cost import features, load_profile
+from opsched.cost import apply, features, load_profile
 from opsched.cost.profile import Profile
 from opsched.cost.trees import read_trees
+from opsched.ir import OpGraph
 from opsched.zoo.models import MODELS, build
 
 
@@ -63,6 +66,17 @@ def _zoo(times: int) -> tuple[list[str], list[dict]]:
             kinds.append(op.kind or "")
             attrs.append(dict(op.attrs) | {"dtype": "float16"})
     return kinds * times, [dict(a) for a in attrs] * times
+
+
+def _zoo_graph(times: int) -> OpGraph:
+    """Every zoo network ``times`` times over, as one graph (ops renamed per copy)."""
+    ops = []
+    for t in range(times):
+        for name in MODELS:
+            for op in build(name).ops:
+                ops.append(replace(op, name=f"{t}/{name}/{op.name}",
+                                   deps=tuple(f"{t}/{name}/{d}" for d in op.deps)))  # fmt: skip
+    return OpGraph(ops, name=f"zoo-x{times}")
 
 
 @contextlib.contextmanager
@@ -141,6 +155,12 @@ def main() -> None:
         row = " | ".join(f"{us:.1f} ({us / base:.2f})" for us in cells.values())
         print(f"| {label} | {len(kl):,} | {row} |")
     prof.trees = shipped
+    graph = _zoo_graph(a.zoo_times)
+    apply(graph, a.gpu, "float16")  # warm
+    took = _best(lambda: apply(graph, a.gpu, "float16"))
+    print(f"\napply() on one graph of every zoo network {a.zoo_times} times over "
+          f"({graph.num_ops:,} ops, float16, {a.gpu}): {took:.2f} s, "
+          f"{took / graph.num_ops * 1e6:.1f} us per op")  # fmt: skip
     print("\nreproduce: OMP_NUM_THREADS=1 python benchmarks/bench_cost_predict.py "
           f"--gpu {a.gpu} --ops {a.ops} --dtype {a.dtype} --zoo-times {a.zoo_times}")  # fmt: skip
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from opsched.cost.batch import distinct_ops
 from opsched.cost.profile import load_profile
 from opsched.errors import GraphError
 from opsched.ir import Op, OpGraph, kinds
@@ -90,14 +91,22 @@ def apply(
             except GraphError as e:
                 raise GraphError(e.message, f"op {op.name!r}") from None
         raise
-    ops = []
-    for op, a, t in zip(graph.ops, attrs_list, times, strict=True):
-        kind = op.kind or ""
+    # an op's output size and SM footprint follow from its kind and attrs: one per distinct op
+    kind_list = [op.kind or "" for op in graph.ops]
+    first, inverse = distinct_ops(kind_list, attrs_list)
+    shapes = []
+    for i in first:
+        kind, a = kind_list[i], attrs_list[i]
         out_bytes = 0 if kind == "view" else kinds.output_numel(kind, a) * kinds.dtype_bytes(a)
+        shapes.append((out_bytes, profile.footprint(kind, a)))
+    ops = []
+    for op, a, t, j in zip(graph.ops, attrs_list, times, inverse.tolist(), strict=True):
+        kind = op.kind or ""
+        out_bytes, sm = shapes[j]
         dur = float(t)
         if tick_us is not None and dur > 0:
             dur = float(max(1, round(dur / tick_us)))
-        demands = dict(op.demands) | {"sm": profile.footprint(kind, a)}
+        demands = dict(op.demands) | {"sm": sm}
         ops.append(Op(name=op.name, duration=dur, deps=op.deps, output_bytes=out_bytes,
                       workspace_bytes=op.workspace_bytes, demands=demands, kind=kind,
                       output=op.output, attrs=a, reads=op.reads, writes=op.writes))  # fmt: skip

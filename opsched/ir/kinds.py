@@ -54,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opsched.errors import GraphError
+from opsched.ir.op import MAX_SIZE as OP_MAX_SIZE
 
 __all__ = [
     "DTYPE_BYTES",
@@ -126,10 +127,10 @@ def _get(attrs: Mapping[str, Any], key: str, kind: str, default: int | None = No
     return int(v)
 
 
-#: Largest size any attr may state (an int64): a product of up to 16 such sizes stays a
-#: finite float, so FLOP and byte counts never overflow (``1e300`` elements is a typo, not a
-#: tensor).
-MAX_SIZE = 2**63
+#: Largest size any attr may state: the bound on an op's byte sizes
+#: (:data:`opsched.ir.op.MAX_SIZE`); a product of up to 16 such sizes stays a finite float,
+#: so FLOP and byte counts never overflow (``1e300`` elements is a typo, not a tensor).
+MAX_SIZE = OP_MAX_SIZE
 
 
 def _size_like(v: Any) -> bool:
@@ -140,7 +141,7 @@ def _size_like(v: Any) -> bool:
 
 
 def _not_a_size(kind: str, key: str, v: Any) -> str:
-    return f"{kind} attrs[{key!r}] must be a non-negative integer up to 2**63, got {v!r}"
+    return f"{kind} attrs[{key!r}] must be a non-negative integer up to 2**62, got {v!r}"
 
 
 def conv_out_hw(attrs: Mapping[str, Any], kind: str = "conv2d") -> tuple[int, int]:
