@@ -2,21 +2,19 @@
 
 Prices the same ops with one GPU's shipped profile several ways, side by side in one run:
 
-- ``all fast paths``: as shipped;
-- ``general rows``: every feature row through :mod:`opsched.ir.kinds`' checked getters
-  (no :data:`opsched.cost.rows.FAST_ROWS`);
+- ``both fast paths``: as shipped;
 - ``vector tree walk``: the residual trees walked with numpy instead of the compiled walker
   (``OPSCHED_JIT=0``);
 - ``every op priced``: no deduplication of repeated ops (:mod:`opsched.cost.batch`);
-- ``none of them``: all three off, how pricing ran before them;
-- ``curves alone``: all fast paths, no residual trees (what the trees cost).
+- ``neither``: both off;
+- ``curves alone``: both fast paths, no residual trees (what the trees cost).
 
 Workloads: 20,000 random GEMMs (16-8191 per dimension), small GEMMs (1-199, also priced by
 their paddings), 3x3 convolutions, elementwise ops, and a batch of every zoo network 20
 times over in float16 (repeated shapes, stated FLOP and byte counts, as ``apply`` sees a
 large graph); then ``apply`` on that batch as one graph. Each cell is the best of three
-runs; the ratio to ``none of them`` is what carries over between machines. All ways give
-the same prices (``tests/cost/test_rows.py``).
+runs; the ratio to ``neither`` is what carries over between machines. All ways give
+the same prices (``tests/cost/test_batch.py``).
 
 Reproduce (2 cores, about 2 min):
     OMP_NUM_THREADS=1 python benchmarks/bench_cost_predict.py
@@ -35,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from opsched.cost import apply, features, load_profile
+from opsched.cost import apply, load_profile
 from opsched.cost.profile import Profile
 from opsched.cost.trees import read_trees
 from opsched.ir import OpGraph
@@ -59,15 +57,6 @@ def _ops(kind: str, n: int, rng: np.random.Generator, dtype: str) -> list[dict]:
             for v in rng.integers(1_000, 50_000_000, n)]  # fmt: skip
 
 
-def _zoo(times: int) -> tuple[list[str], list[dict]]:
-    kinds, attrs = [], []
-    for name in MODELS:
-        for op in build(name).ops:
-            kinds.append(op.kind or "")
-            attrs.append(dict(op.attrs) | {"dtype": "float16"})
-    return kinds * times, [dict(a) for a in attrs] * times
-
-
 def _zoo_graph(times: int) -> OpGraph:
     """Every zoo network ``times`` times over, as one graph (ops renamed per copy)."""
     ops = []
@@ -80,20 +69,17 @@ def _zoo_graph(times: int) -> OpGraph:
 
 
 @contextlib.contextmanager
-def _ways(general_rows: bool, vector_walk: bool) -> Iterator[None]:
-    saved_rows, saved_jit = features.FAST_ROWS, os.environ.get("OPSCHED_JIT")
-    if general_rows:
-        features.FAST_ROWS = {}
-    if vector_walk:
+def _vector_walk(on: bool) -> Iterator[None]:
+    saved = os.environ.get("OPSCHED_JIT")
+    if on:
         os.environ["OPSCHED_JIT"] = "0"
     try:
         yield
     finally:
-        features.FAST_ROWS = saved_rows
-        if saved_jit is None:
+        if saved is None:
             os.environ.pop("OPSCHED_JIT", None)
         else:
-            os.environ["OPSCHED_JIT"] = saved_jit
+            os.environ["OPSCHED_JIT"] = saved
 
 
 def _price(prof: Profile, dedup: bool) -> Callable[[list[str], list[dict]], np.ndarray]:
@@ -126,36 +112,37 @@ def main() -> None:
     for kind in ("matmul", "small matmul", "conv2d", "elementwise"):
         attrs = _ops(kind, a.ops, rng, a.dtype)
         loads[kind] = (["matmul" if "matmul" in kind else kind] * len(attrs), attrs)
-    loads[f"zoo x{a.zoo_times} (float16)"] = _zoo(a.zoo_times)
-    # name -> (general rows, vector walk, dedup, trees)
+    graph = _zoo_graph(a.zoo_times)
+    loads[f"zoo x{a.zoo_times} (float16)"] = (
+        [op.kind or "" for op in graph.ops],
+        [dict(op.attrs) | {"dtype": "float16"} for op in graph.ops],
+    )
+    # name -> (vector walk, dedup, trees)
     ways = {
-        "all fast paths": (False, False, True, shipped),
-        "general rows": (True, False, True, shipped),
-        "vector tree walk": (False, True, True, shipped),
-        "every op priced": (False, False, False, shipped),
-        "none of them": (True, True, False, shipped),
-        "curves alone": (False, False, True, {}),
+        "both fast paths": (False, True, shipped),
+        "vector tree walk": (True, True, shipped),
+        "every op priced": (False, False, shipped),
+        "neither": (True, False, shipped),
+        "curves alone": (False, True, {}),
     }
     if a.old_trees:
-        ways["--old-trees"] = (False, False, True,
-                               read_trees(Path(a.old_trees).read_bytes(), a.old_trees))  # fmt: skip
+        ways["--old-trees"] = (False, True, read_trees(Path(a.old_trees).read_bytes(), a.old_trees))
     print(f"\npricing on {a.gpu} (method kernel), us per op, best of 3; "
-          "in brackets: x the time of 'none of them'\n")  # fmt: skip
+          "in brackets: x the time of 'neither'\n")  # fmt: skip
     print("| workload | ops | " + " | ".join(ways) + " |")
     print("|---|---|" + "---|" * len(ways))
     for label, (kl, al) in loads.items():
         cells, base = {}, 0.0
-        for name, (general, vector, dedup, trees) in ways.items():
+        for name, (vector, dedup, trees) in ways.items():
             prof.trees = trees
-            with _ways(general, vector):
+            with _vector_walk(vector):
                 price = _price(prof, dedup)
                 price(kl[:300], al[:300])  # warm: the compiled walker's first load
                 cells[name] = _best(lambda p=price, k=kl, x=al: p(k, x)) / len(kl) * 1e6
-        base = cells["none of them"]
+        base = cells["neither"]
         row = " | ".join(f"{us:.1f} ({us / base:.2f})" for us in cells.values())
         print(f"| {label} | {len(kl):,} | {row} |")
     prof.trees = shipped
-    graph = _zoo_graph(a.zoo_times)
     apply(graph, a.gpu, "float16")  # warm
     took = _best(lambda: apply(graph, a.gpu, "float16"))
     print(f"\napply() on one graph of every zoo network {a.zoo_times} times over "

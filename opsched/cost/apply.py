@@ -80,30 +80,28 @@ def apply(
         if dtype is not None:
             a["dtype"] = dtype
         attrs_list.append(a)
-    try:
-        times = profile.predict_many(
-            [op.kind or "" for op in graph.ops], attrs_list, allow_tf32=allow_tf32
-        )
-    except GraphError:
-        for op, a in zip(graph.ops, attrs_list, strict=True):  # find the op to blame
-            try:
-                profile.predict_many([op.kind or ""], [a], allow_tf32=allow_tf32)
-            except GraphError as e:
-                raise GraphError(e.message, f"op {op.name!r}") from None
-        raise
-    # an op's output size and SM footprint follow from its kind and attrs: one per distinct op
+    # an op's price, output size and SM footprint follow from its kind and attrs: each is
+    # worked out once per distinct op (predict_many would group them again otherwise)
     kind_list = [op.kind or "" for op in graph.ops]
     first, inverse = distinct_ops(kind_list, attrs_list)
+    kinds_d, attrs_d = [kind_list[i] for i in first], [attrs_list[i] for i in first]
+    try:
+        times_d = profile.predict_many(kinds_d, attrs_d, allow_tf32=allow_tf32)
+    except GraphError:
+        for i, kind, a in zip(first, kinds_d, attrs_d, strict=True):  # find the op to blame
+            try:
+                profile.predict_many([kind], [a], allow_tf32=allow_tf32)
+            except GraphError as e:
+                raise GraphError(e.message, f"op {graph.ops[i].name!r}") from None
+        raise
     shapes = []
-    for i in first:
-        kind, a = kind_list[i], attrs_list[i]
+    for kind, a, t in zip(kinds_d, attrs_d, times_d, strict=True):
         out_bytes = 0 if kind == "view" else kinds.output_numel(kind, a) * kinds.dtype_bytes(a)
-        shapes.append((out_bytes, profile.footprint(kind, a)))
+        shapes.append((float(t), out_bytes, profile.footprint(kind, a)))
     ops = []
-    for op, a, t, j in zip(graph.ops, attrs_list, times, inverse.tolist(), strict=True):
+    for op, a, j in zip(graph.ops, attrs_list, inverse.tolist(), strict=True):
         kind = op.kind or ""
-        out_bytes, sm = shapes[j]
-        dur = float(t)
+        dur, out_bytes, sm = shapes[j]
         if tick_us is not None and dur > 0:
             dur = float(max(1, round(dur / tick_us)))
         demands = dict(op.demands) | {"sm": sm}

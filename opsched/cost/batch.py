@@ -3,9 +3,9 @@
 A graph repeats its shapes (the layers of a stack, the blocks of a stage, the steps of a
 trace), so :meth:`opsched.cost.profile.Profile.predict_many` prices each distinct
 ``(kind, attrs)`` once and hands its price to every copy (every zoo network 20 times over:
-17 -> 2 us per op, ``benchmarks/bench_cost_predict.py``). An op's price never depends on
+22 -> 2 us per op, ``benchmarks/bench_cost_predict.py``). An op's price never depends on
 the other ops of its batch, so this changes no price (at most the last bits of vectorised
-arithmetic; ``tests/cost/test_rows.py`` compares a batch with repeats to each op priced
+arithmetic; ``tests/cost/test_batch.py`` compares a batch with repeats to each op priced
 alone).
 
 Examples

@@ -37,15 +37,6 @@ from typing import Any
 import numpy as np
 
 from opsched.cost.mathmode import FP16_FP32_MATH
-from opsched.cost.rows import (
-    FAST_ROWS,
-    MIN_ELEMENTWISE_NUMEL,
-    TRANSCENDENTAL,
-    head_terms,
-    implicit_gemm,
-    ln,
-    tiles,
-)
 from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
 
@@ -80,6 +71,14 @@ FAMILIES: tuple[str, ...] = (
 
 #: Kinds that launch no kernel: duration 0.
 ZERO_KINDS = frozenset({"view", "input"})
+
+_TRANSCENDENTAL = frozenset({"gelu", "tanh", "pow", "exp", "log", "log2", "sigmoid", "silu",
+                             "silu_mul", "rope", "sqrt", "rsqrt", "div", "erf",
+                             "tanh_backward", "sigmoid_backward", "gelu_backward"})  # fmt: skip
+_KNOTS = tuple(math.log(k) for k in (0.3, 3.0, 30.0, 300.0))
+#: Elementwise ops smaller than this are priced as this size (see ``_extra``).
+MIN_ELEMENTWISE_NUMEL = 256
+_EPS_US = 1e-4
 
 
 #: Elementwise ``fn`` names (trailing ``_`` dropped) that write their output without reading a
@@ -170,47 +169,78 @@ def roofline_us(kind: str, attrs: Mapping[str, Any], spec: GpuSpec) -> float:
     return max(tf, tm)
 
 
+def _ln(x: float) -> float:
+    return math.log(max(float(x), 1.0))
+
+
+def _tiles(rows: int, cols: int, sm: int) -> tuple[float, float]:
+    """Wave quantisation and fill of a ``rows x cols`` output cut in 128 x 128 tiles (an
+    empty output counts as one tile: a zero-size op is priced as the smallest one)."""
+    count = max(1, math.ceil(rows / 128) * math.ceil(cols / 128))
+    w = count / sm
+    return math.log(math.ceil(w) / w), math.log(min(w, 1.0))
+
+
+def _implicit_gemm(family: str, a: Mapping[str, Any], pq: int) -> list[float]:
+    """Log M, N, K of the GEMM a convolution direction lowers to (implicit GEMM).
+
+    Forward: ``(N*P*Q) x K`` over ``C/groups*R*S``; backward data is a convolution with K and
+    C swapped: ``(N*H*W) x C`` over ``K/groups*R*S``; backward filter: ``K x (C/groups*R*S)``
+    over ``N*P*Q``.
+    """
+    g = lambda k, d=1: int(a.get(k, d))  # noqa: E731
+    groups = max(g("groups"), 1)
+    crs = g("C") // groups * g("R") * g("S")
+    if family == "conv2d_bwd_data":
+        dims = (g("N") * g("H") * g("W"), g("C"), g("K") // groups * g("R") * g("S"))
+    elif family == "conv2d_bwd_filter":
+        dims = (g("K"), crs, g("N") * pq)
+    else:
+        dims = (g("N") * pq, g("K"), crs)
+    return [_ln(v) for v in dims]
+
+
 def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
     g = lambda k, d=1: int(a.get(k, d))  # noqa: E731
     if family in ("matmul", "bmm"):
         b, m, n, k = g("B"), g("M"), g("N"), g("K")
-        q, fill = tiles(b * m, n, sm) if family == "matmul" else tiles(m, n, max(1, sm // b))
-        return [ln(m), ln(n), ln(k), ln(b), q, fill]
+        q, fill = _tiles(b * m, n, sm) if family == "matmul" else _tiles(m, n, max(1, sm // b))
+        return [_ln(m), _ln(n), _ln(k), _ln(b), q, fill]
     if family.startswith("conv2d"):
         p, qq = kinds.conv_out_hw(a, family)
         r, s = g("R"), g("S")
         st = max(g("stride_h"), g("stride_w"))
-        q, fill = tiles(g("N") * p * qq, g("K"), sm)
+        q, fill = _tiles(g("N") * p * qq, g("K"), sm)
         groups, c = max(g("groups"), 1), g("C")
-        return [ln(g("N")), ln(c), ln(g("K")), ln(p * qq), ln(r * s),
+        return [_ln(g("N")), _ln(c), _ln(g("K")), _ln(p * qq), _ln(r * s),
                 float(r == s == 1), float(r == s == 3 and st == 1), float(st > 1),
-                ln(groups), float(1 < groups == c), ln(c // groups), q, fill,
-                *implicit_gemm(family, a, p * qq),
+                _ln(groups), float(1 < groups == c), _ln(c // groups), q, fill,
+                *_implicit_gemm(family, a, p * qq),
                 float(c % 8 == 0), float(g("K") % 8 == 0)]  # fmt: skip
     if family.startswith("elementwise"):
         numel = g("numel")  # at least MIN_ELEMENTWISE_NUMEL: feature_matrix
         fn = str(a.get("fn", ""))
-        return [ln(numel), float(fn in TRANSCENDENTAL),
+        return [_ln(numel), float(fn in _TRANSCENDENTAL),
                 math.log(min(numel / (sm * 2048), 1.0))]  # fmt: skip
     backward = float(a.get("fn") == "backward")
     if family in ("softmax", "layernorm", "rmsnorm"):
         rows, cols = g("rows"), g("cols")
-        return [ln(rows), ln(cols), math.log(min(max(rows, 1) / sm, 1.0)), backward]
+        return [_ln(rows), _ln(cols), math.log(min(max(rows, 1) / sm, 1.0)), backward]
     if family == "batchnorm":
-        return [ln(g("numel")), backward]
+        return [_ln(g("numel")), backward]
     if family == "pool":
-        return [ln(kinds.output_numel("pool", a)), ln(g("R") * g("S"))]
+        return [_ln(kinds.output_numel("pool", a)), _ln(g("R") * g("S"))]
     if family == "attention":
         # a flash kernel runs one thread block per (batch x head, 128 queries)
         b, sq = g("B"), g("Sq")
-        q, fill = tiles(sq, 128 * b, sm)
-        return [ln(b), ln(sq), ln(g("Skv")), ln(g("D")), float(bool(a.get("causal"))),
+        q, fill = _tiles(sq, 128 * b, sm)
+        return [_ln(b), _ln(sq), _ln(g("Skv")), _ln(g("D")), float(bool(a.get("causal"))),
                 q, fill]  # fmt: skip
     if family == "reduce":
         integer = float(str(a.get("dtype", "")).startswith("int"))
-        return [ln(g("numel")), ln(g("out_numel")), integer]
+        return [_ln(g("numel")), _ln(g("out_numel")), integer]
     numel = kinds.output_numel(family, a) if family != "opaque" else g("numel")
-    return [ln(numel)]
+    return [_ln(numel)]
 
 
 def feature_matrix(
@@ -238,23 +268,23 @@ def feature_matrix(
     rows = []
     kind = {"bmm": "matmul", "elementwise_unary": "elementwise",
             "elementwise_binary": "elementwise"}.get(family, family)  # fmt: skip
-    fast = FAST_ROWS.get(kind)
-    peaks: dict[str, float] = {}
+    peaks: dict[str, float] = {}  # FLOP per microsecond, per dtype
+    bandwidth = spec.mem_bw_gbps * 1e3
     for a in attrs_list:
-        if fast is not None:
-            row = fast(family, a, spec, peaks)
-            if row is not None:
-                rows.append(row)
-                continue
         if kind == "elementwise" and int(a.get("numel", 0)) < MIN_ELEMENTWISE_NUMEL:
             # below this size one thread block does all the work, so every feature (the
             # roofline terms too) stops there: a curve cannot climb again towards a
             # one-element op by extrapolating below its smallest rows
             a = {**a, "numel": MIN_ELEMENTWISE_NUMEL}
         dtype = str(a.get("dtype", "float32"))
-        tf = kinds.flops(kind, a) / (spec.peak_tflops(dtype) * 1e6)
-        tm = kinds.bytes_min(kind, a) / (spec.mem_bw_gbps * 1e3)
-        rows.append([*head_terms(tf, tm), *_extra(family, a, spec.sm_count)])
+        if dtype not in peaks:
+            peaks[dtype] = spec.peak_tflops(dtype) * 1e6
+        lf = math.log(kinds.flops(kind, a) / peaks[dtype] + _EPS_US)
+        lm = math.log(kinds.bytes_min(kind, a) / bandwidth + _EPS_US)
+        u = max(lf, lm)
+        v = min(max(lf - lm, -8.0), 8.0)
+        rows.append([1.0, u, *(max(0.0, u - k) for k in _KNOTS), v, max(v, 0.0),
+                     *_extra(family, a, spec.sm_count)])  # fmt: skip
     width = 8 + len(_extra(family, SAMPLE_ATTRS[family], 80))
     return np.asarray(rows, dtype=float).reshape(len(rows), width)
 

@@ -120,6 +120,8 @@ def dtype_bytes(attrs: Mapping[str, Any]) -> int:
 
 def _get(attrs: Mapping[str, Any], key: str, kind: str, default: int | None = None) -> int:
     v = attrs.get(key, default)
+    if type(v) is int and 0 <= v <= MAX_SIZE:  # the common case, checked first
+        return v
     if v is None:
         raise GraphError(f"{kind} op needs attrs[{key!r}]")
     if not _size_like(v):
@@ -183,7 +185,7 @@ def check_sizes(kind: str, attrs: Mapping[str, Any]) -> None:
         if not (type(v) is int and 0 <= v <= MAX_SIZE) and not _size_like(v):
             raise GraphError(_not_a_size(kind, key, v))
     if "causal" in attrs:
-        attention_pairs({"Sq": 1, "Skv": 1, "causal": attrs["causal"]})
+        _causal(attrs)
 
 
 def _check_kind(kind: str) -> None:
@@ -253,14 +255,19 @@ def attention_pairs(attrs: Mapping[str, Any]) -> int:
     (16, 10)
     """
     sq, skv = _get(attrs, "Sq", "attention"), _get(attrs, "Skv", "attention")
+    if not _causal(attrs):
+        return sq * skv
+    full = min(sq, skv)  # queries 0..full-1 see i + 1 keys, the rest all skv
+    return full * (full + 1) // 2 + (sq - full) * skv
+
+
+def _causal(attrs: Mapping[str, Any]) -> int:
+    """The ``causal`` flag of an attention op (0 / 1 or a bool; default 0), checked."""
     raw = attrs.get("causal", 0)
     causal = int(raw) if isinstance(raw, bool) else _get(attrs, "causal", "attention", 0)
     if causal > 1:
         raise GraphError(f"attention attrs['causal'] must be 0 or 1, got {causal!r}")
-    if not causal:
-        return sq * skv
-    full = min(sq, skv)  # queries 0..full-1 see i + 1 keys, the rest all skv
-    return full * (full + 1) // 2 + (sq - full) * skv
+    return causal
 
 
 def bytes_min(kind: str, attrs: Mapping[str, Any]) -> int:
