@@ -14,8 +14,11 @@ of microseconds); a small GEMM or norm is now priced at most as its paddings
    256-element add's kernel price (the elementwise cap), a 25 MB bfloat16 fill, a 16-channel
    3x3 convolution over 7 x 7 and a depthwise 5x5 over 176 channels (the convolution
    paddings), float32, batch 1;
-5. whole zoo networks with many small and depthwise convolutions, float32, batch 1, priced by
-   ``opsched.cost.apply``.
+5. whole zoo networks with many small and depthwise convolutions, batch 1, priced by
+   ``opsched.cost.apply``, float32 and float16 (the latter, with the count of convolutions
+   priced at the launch floor);
+6. that 16-channel convolution in each direction and in float32 / float16, with the
+   convolution floors (docs/cost-model.md, eighteenth round).
 
 Reproduce (2 cores, about 30 s): ``OMP_NUM_THREADS=1 python benchmarks/bench_tiny_ops.py``.
 The prices before this change: the same script run against commit 429dd71 (a worktree and
@@ -60,6 +63,7 @@ def main() -> None:
     _speed()
     _small_ops()
     _zoo()
+    _conv_floors()
 
 
 def _measured(data: Any) -> None:
@@ -105,13 +109,39 @@ def _zoo() -> None:
     from opsched.zoo.models import build
 
     gpus = ("H200", "A100-SXM4-80GB")
-    print("\nzoo networks, float32, batch 1: summed op time in ms (apply)\n")
-    print("| network | " + " | ".join(gpus) + " |")
-    print("|---" * (len(gpus) + 1) + "|")
+    print("\nzoo networks, batch 1: summed op time in ms (apply); float16: convolutions priced")
+    print("at the launch floor in brackets\n")
+    cols = [f"{g} {dt}" for dt in ("float32", "float16") for g in gpus]
+    print("| network | convolutions | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 2) + "|")
     for name in ("nasnet_a_mobile", "randwire", "squeezenet1_1", "resnet50"):
-        totals = [sum(o.duration for o in apply(build(name), g, "float32").ops) / 1000
-                  for g in gpus]  # fmt: skip
-        print(f"| {name} | " + " | ".join(f"{t:.2f}" for t in totals) + " |")
+        graph, cells = build(name), []
+        for dt in ("float32", "float16"):
+            for g in gpus:
+                ops = apply(graph, g, dt).ops
+                cell = f"{sum(o.duration for o in ops) / 1000:.2f}"
+                if dt == "float16":
+                    floor = load_profile(g).kernel_floor
+                    low = sum(o.kind == "conv2d" and o.duration <= floor for o in ops)
+                    cell += f" [{low}]"
+                cells.append(cell)
+        n = sum(o.kind == "conv2d" for o in graph.ops)
+        print(f"| {name} | {n} | " + " | ".join(cells) + " |")
+
+
+def _conv_floors() -> None:
+    conv = {"N": 1, "C": 16, "H": 7, "W": 7, "K": 16, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1}
+    kinds = ("conv2d", "conv2d_bwd_data", "conv2d_bwd_filter")
+    print("\nthe 16-channel 3x3 convolution over 7 x 7 (batch 1) by direction, kernel prices in")
+    print("us, float32 / float16; convolution floors forward / backward data / backward filter\n")
+    print("| GPU | launch floor | convolution floors | forward | backward data | backward filter |")
+    print("|---|---|---|---|---|---|")
+    for gpu in ("V100-SXM2", "T4", "A100-SXM4-80GB", "H100-SXM5", "H200", "L4"):
+        p = load_profile(gpu)
+        floors = " / ".join(f"{getattr(p, 'family_floors', {}).get(k, 0.0):g}" for k in kinds)
+        cells = [" / ".join(f"{p.predict(k, conv | {'dtype': dt}):.1f}"
+                            for dt in ("float32", "float16")) for k in kinds]  # fmt: skip
+        print(f"| {gpu} | {p.kernel_floor:g} | {floors} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -162,11 +162,15 @@ def show(gpu: str, as_json: bool) -> None:
     if as_json:
         _emit_json({"gpu": prof.gpu, "name": s.name, "arch": s.arch, "sm_count": s.sm_count,
                     "mem_bw_gbps": s.mem_bw_gbps, "kernel_floor_us": prof.kernel_floor,
+                    "family_floors_us": prof.family_floors,
                     "half_tensor_cores": s.half_tensor_cores, "curves": rows})  # fmt: skip
         return
     buf = io.StringIO()
     buf.write(f"{prof.gpu}: {s.name}, {s.arch}, {s.sm_count} SMs, {s.mem_bw_gbps:g} GB/s; "
               f"kernel floor {prof.kernel_floor:g} us\n")  # fmt: skip
+    if prof.family_floors:
+        floors = ", ".join(f"{f} {us:g}" for f, us in sorted(prof.family_floors.items()))
+        buf.write(f"family floors (us): {floors}\n")
     buf.write(f"{'family':18s} {'class':5s} {'curve':7s} {'rows':>7s}  "
               f"{'per call':15s} {'kernel':15s} profiler\n")  # fmt: skip
     for r in rows:

@@ -42,7 +42,13 @@ from opsched.cost.fitdata import (
     load_fit_data,
     median_overheads,
 )
-from opsched.cost.floor import FLOORLESS_FAMILIES, apply_floor, fit_floors, floor_of
+from opsched.cost.floor import (
+    FLOORLESS_FAMILIES,
+    apply_floor,
+    fit_family_floors,
+    fit_floors,
+    floor_of,
+)
 from opsched.cost.sibling import method_kind, pick_sibling, shape_counts
 from opsched.cost.specs import GpuSpec, load_specs
 from opsched.cost.trees import TreeEnsemble
@@ -70,9 +76,10 @@ class Model:
     """Fitted curves: pooled per (family, class) and per (gpu, family, class), the latter with
     their distinct shapes per timing kind (``shapes``, :mod:`opsched.cost.sibling`); residual
     trees per family (pooled over GPUs); kernel floors per GPU and pooled (``"*"``,
-    :mod:`opsched.cost.floor`)."""
+    :mod:`opsched.cost.floor`), and the convolutions' own floors (family -> the same)."""
 
     floors: dict[str, float] = field(default_factory=lambda: {"*": 1.0})
+    family_floors: dict[str, dict[str, float]] = field(default_factory=dict)
     pooled: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     groups: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     trees: dict[str, TreeEnsemble] = field(default_factory=dict)
@@ -131,6 +138,9 @@ def fit_model(
     model.floors = fit_floors((fd.t[masks[f]], fd.roof[masks[f]], fd.gpu[masks[f]],
                                fd.method[masks[f]]) for f, fd in data.families.items()
                               if f not in FLOORLESS_FAMILIES)  # fmt: skip
+    model.family_floors = fit_family_floors(
+        {f: (fd.t[masks[f]], fd.roof[masks[f]], fd.gpu[masks[f]], fd.method[masks[f]])
+         for f, fd in data.families.items()})  # fmt: skip
     donors = fit_donor(data, masks, per_gpu)
     for fam in BORROWER_FAMILIES if donors else ():
         bfd = data.families.get(fam)
@@ -254,8 +264,9 @@ def predict_family(
     Each row takes :meth:`Model.curve` for its GPU, class and method. Rows priced by a fitted
     curve (the GPU's own or a same-chip sibling's) whose method is in ``tree_methods(fam)`` are
     multiplied by ``exp`` of the family's residual trees, if it has any. With ``floor``, every
-    prediction is then raised to its GPU's kernel floor (:mod:`opsched.cost.floor`); the
-    trees are fitted on the residual of the unfloored curve (``floor=False``).
+    prediction is then raised to its GPU's kernel floor (:mod:`opsched.cost.floor`), and to
+    the family's floor where it has one; the trees are fitted on the residual of the
+    unfloored curve (``floor=False``).
     """
     idx = np.nonzero(sel)[0]
     out = _predict_rows(model, fam, fd, idx)
@@ -266,6 +277,8 @@ def predict_family(
             cap = np.where(np.isin(fd.method[idx][rows], list(FREE_OVERHEAD_METHODS)), np.inf,
                            elementwise_cap(fd.roof[idx][rows], fl))  # fmt: skip
             out[rows] = np.fmin(out[rows], cap)
+        if fam in model.family_floors:
+            fl = max(fl, floor_of(model.family_floors[fam], str(gpu), _arch())[0])
         out[rows] = apply_floor(out[rows], fl)
     return out
 
@@ -338,10 +351,16 @@ def profile_docs(model: Model, specs: Mapping[str, GpuSpec] | None = None) -> di
                     entry["siblings"] = {kind: _curve_doc(sc) | {"gpu": sib}
                                          for kind, (sib, sc) in borrowed.items()}  # fmt: skip
                 curves.setdefault(fam, {})[cls] = entry
-        us, how = floor_of(model.floors, key, {k: s.arch for k, s in specs.items()})
+        arch = {k: s.arch for k, s in specs.items()}
+        us, how = floor_of(model.floors, key, arch)
         floor = {"us": us, "source": how}
         docs[key] = {"format": "opsched-cost-profile/1", "gpu": key, "spec": spec.to_dict(),
                      "time_unit": "us", "kernel_floor": floor, "curves": curves}  # fmt: skip
+        if model.family_floors:
+            docs[key]["family_floors"] = {
+                fam: dict(zip(("us", "source"), floor_of(by_gpu, key, arch), strict=True))
+                for fam, by_gpu in sorted(model.family_floors.items())
+            }
     return docs
 
 

@@ -40,12 +40,17 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_FLOOR_US",
+    "FAMILY_FLOOR_FAMILIES",
+    "FAMILY_FLOOR_METHODS",
+    "FAMILY_TINY_ROOFLINE_US",
     "FLOORLESS_FAMILIES",
     "FLOOR_METHODS",
     "FLOOR_QUANTILE",
+    "MIN_FAMILY_FLOOR_ROWS",
     "MIN_FLOOR_ROWS",
     "TINY_ROOFLINE_US",
     "apply_floor",
+    "fit_family_floors",
     "fit_floors",
     "floor_of",
 ]
@@ -64,27 +69,48 @@ FLOOR_QUANTILE = 0.05
 MIN_FLOOR_ROWS = 50
 #: Floor when no GPU has kernel-timed rows at all (us).
 DEFAULT_FLOOR_US = 1.0
+#: Families with a floor of their own above the launch floor: a cuDNN convolution call runs an
+#: implicit-GEMM kernel with a long prologue, often beside a layout or reduction kernel; the
+#: H200's smallest timed ones take 6-9 us at a roofline under 1 us, against a 1.5 us launch floor.
+FAMILY_FLOOR_FAMILIES = frozenset({"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"})
+#: Timings a family floor is learned from: a kernel alone, or back-to-back library calls
+#: (DeepBench's loop; our H200 rows replay a CUDA graph), never a call with its dispatch.
+FAMILY_FLOOR_METHODS = FLOOR_METHODS | {"wallclock"}
+#: An op of such a family is tiny (its time is its floor) under this roofline (us).
+FAMILY_TINY_ROOFLINE_US = 1.0
+#: Least tiny rows of a family for a GPU's own family floor.
+MIN_FAMILY_FLOOR_ROWS = 10
 
 #: One table of rows: (times us, roofline us, gpu, timing method), equal lengths.
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def fit_floors(tables: Iterable[Rows], min_rows: int = MIN_FLOOR_ROWS) -> dict[str, float]:
+def fit_floors(
+    tables: Iterable[Rows],
+    min_rows: int = MIN_FLOOR_ROWS,
+    methods: frozenset[str] = FLOOR_METHODS,
+    tiny_us: float = TINY_ROOFLINE_US,
+    default: float = DEFAULT_FLOOR_US,
+) -> dict[str, float]:
     """Kernel floor per GPU with enough tiny kernel-timed rows, and pooled (key ``"*"``).
 
     Parameters
     ----------
     tables
         Row tables ``(t, roof, gpu, method)`` (one per op family, say); only rows timed by a
-        method of :data:`FLOOR_METHODS` with ``roof`` under :data:`TINY_ROOFLINE_US` count.
+        method of ``methods`` with ``roof`` under ``tiny_us`` count.
     min_rows
         Least tiny rows for a GPU's own floor.
+    methods, tiny_us
+        The timing methods and the roofline (us) of the rows that count.
+    default
+        The pooled floor when no GPU has enough rows.
 
     Returns
     -------
     dict
-        ``gpu -> floor us`` plus ``"*"``, the median of the per-GPU floors
-        (:data:`DEFAULT_FLOOR_US` when there are none).
+        ``gpu -> floor us`` plus ``"*"``, the median of the per-GPU floors (``default`` when
+        there are none).
 
     Examples
     --------
@@ -94,7 +120,7 @@ def fit_floors(tables: Iterable[Rows], min_rows: int = MIN_FLOOR_ROWS) -> dict[s
     """
     by_gpu: dict[str, list[np.ndarray]] = {}
     for t, roof, gpu, method in tables:
-        tiny = np.isin(method, list(FLOOR_METHODS)) & (roof < TINY_ROOFLINE_US)
+        tiny = np.isin(method, list(methods)) & (roof < tiny_us)
         for g in np.unique(gpu[tiny]):
             by_gpu.setdefault(str(g), []).append(t[tiny & (gpu == g)])
     out: dict[str, float] = {}
@@ -102,8 +128,35 @@ def fit_floors(tables: Iterable[Rows], min_rows: int = MIN_FLOOR_ROWS) -> dict[s
         times = np.concatenate(parts)
         if times.size >= min_rows:
             out[g] = round(float(np.quantile(times, FLOOR_QUANTILE)), 3)
-    pooled = float(np.median(list(out.values()))) if out else DEFAULT_FLOOR_US
+    pooled = float(np.median(list(out.values()))) if out else default
     return {"*": round(pooled, 3), **out}
+
+
+def fit_family_floors(
+    tables: Mapping[str, Rows], min_rows: int = MIN_FAMILY_FLOOR_ROWS
+) -> dict[str, dict[str, float]]:
+    """Floors of the :data:`FAMILY_FLOOR_FAMILIES` found in ``tables`` (family -> rows).
+
+    Per family, as :func:`fit_floors` with :data:`FAMILY_FLOOR_METHODS`, rows under
+    :data:`FAMILY_TINY_ROOFLINE_US` and at least ``min_rows`` per GPU; the
+    pooled floor is 0 (none) when no GPU has enough rows. A GPU takes its floor through
+    :func:`floor_of`, as the launch floor.
+
+    Examples
+    --------
+    >>> t = np.array([6.0, 7.0, 9.0, 30.0])
+    >>> roof = np.array([0.3, 0.5, 0.8, 12.0])
+    >>> rows = (t, roof, np.array(["H"] * 4), np.array(["wallclock"] * 4))
+    >>> fit_family_floors({"conv2d": rows, "matmul": rows}, min_rows=3)
+    {'conv2d': {'*': 6.1, 'H': 6.1}}
+    """
+    out = {}
+    for fam in sorted(FAMILY_FLOOR_FAMILIES & set(tables)):
+        floors = fit_floors([tables[fam]], min_rows, FAMILY_FLOOR_METHODS,
+                            FAMILY_TINY_ROOFLINE_US, default=0.0)  # fmt: skip
+        if floors["*"] > 0:
+            out[fam] = floors
+    return out
 
 
 def floor_of(

@@ -104,6 +104,11 @@ class Profile:
         #: Least time (us) of any kernel on this GPU (:mod:`opsched.cost.floor`); 0 in a
         #: profile written before the floor existed.
         self.kernel_floor: float = float(floor.get("us", 0.0))
+        #: Floors (us) of families whose calls cost more than one launch (the convolutions,
+        #: :data:`opsched.cost.floor.FAMILY_FLOOR_FAMILIES`); empty in older profiles.
+        self.family_floors: dict[str, float] = {
+            fam: float(f["us"]) for fam, f in (doc.get("family_floors") or {}).items()
+        }
 
     def __repr__(self) -> str:
         return f"Profile({self.gpu!r}, {len(self.curves)} families)"
@@ -301,7 +306,7 @@ class Profile:
             if pad and fam in PADDED_FAMILIES:  # a small op costs at most its paddings
                 t = np.minimum(t, padded_prices(self, fam, idx, kind_list, attrs_list, method,
                                                 allow_tf32))  # fmt: skip
-            out[idx] = t
+            out[idx] = np.maximum(t, self.family_floors.get(fam, 0.0))
         nonzero = np.array([k not in ZERO_KINDS for k in kind_list], dtype=bool)
         out[nonzero] = np.maximum(out[nonzero], self.kernel_floor)
         return out

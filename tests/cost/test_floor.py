@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-import json
-from importlib import resources
-
 import numpy as np
 import pytest
 
@@ -22,6 +18,7 @@ from opsched.cost.floor import (
 from opsched.cost.profile import Profile
 from opsched.cost.specs import load_specs
 from opsched.ir import Op, OpGraph
+from tests.cost.helpers import profile_without, shipped_doc
 
 TINY_MM = {"M": 2, "N": 2, "K": 2, "dtype": "float16"}
 TINY_CONV = {"N": 1, "C": 3, "H": 4, "W": 4, "K": 4, "R": 3, "S": 3, "dtype": "float16"}
@@ -29,15 +26,9 @@ BIG_MM = {"M": 8192, "N": 8192, "K": 8192, "dtype": "float16"}
 PAD_64 = {"M": 64, "N": 64, "K": 64}
 
 
-def _doc(gpu: str) -> dict:
-    text = resources.files("opsched.cost").joinpath(f"profiles/{gpu}.json").read_text()
-    return json.loads(text)
-
-
 def _without_floor(gpu: str) -> Profile:
-    doc = copy.deepcopy(_doc(gpu))
-    doc.pop("kernel_floor")
-    return Profile(doc)
+    # without the convolutions' own floors too (tests/cost/test_family_floor.py)
+    return profile_without(gpu, "kernel_floor", "family_floors")
 
 
 def test_fit_floors_quantile_per_gpu_and_pooled_median():
@@ -78,7 +69,7 @@ def test_tiny_ops_sit_on_the_floor_big_ops_unchanged(gpu):
     assert p.kernel_floor <= tiny <= p.predict("matmul", TINY_MM | PAD_64) * (1 + 1e-9) < 6.0
     assert p.predict("matmul", {"M": 2, "N": 2, "K": 2}) < 15.0
     assert bare.predict("conv2d", TINY_CONV) < 0.5 * p.kernel_floor  # the floor's reason
-    assert p.predict("conv2d", TINY_CONV) == p.kernel_floor
+    assert p.predict("conv2d", TINY_CONV) == p.family_floors["conv2d"] > p.kernel_floor
     assert p.predict("elementwise", {"numel": 4, "dtype": "float16"}) >= p.kernel_floor
     assert p.predict("matmul", BIG_MM) == bare.predict("matmul", BIG_MM) > 100 * p.kernel_floor
     assert p.predict("view", {"numel": 10}) == 0.0
@@ -87,7 +78,7 @@ def test_tiny_ops_sit_on_the_floor_big_ops_unchanged(gpu):
 def test_floor_source_fitted_architecture_or_pooled():
     gpus = ("A100-SXM4-80GB", "A100-SXM4-40GB", "A100-PCIe-40GB", "H100-SXM5", "H100-PCIe",
             "H200", "L4")  # fmt: skip
-    floor = {g: _doc(g)["kernel_floor"] for g in gpus}
+    floor = {g: shipped_doc(g)["kernel_floor"] for g in gpus}
     # the H200's own kernel-timed rows (opsched_h200.csv.gz, kernel_time_us) give it a floor
     assert {floor[g]["source"] for g in ("A100-SXM4-80GB", "H100-SXM5", "H200")} == {"fitted"}
     # same compute capability (sm_80, sm_90): the median of the fitted floors

@@ -1,0 +1,24 @@
+"""Shared by the cost tests: the shipped profile documents, and profiles with parts removed."""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+
+from opsched.cost.profile import Profile
+
+
+def shipped_doc(gpu: str) -> dict:
+    """The shipped ``opsched-cost-profile/1`` document of ``gpu``, as parsed JSON."""
+    text = resources.files("opsched.cost").joinpath(f"profiles/{gpu}.json").read_text()
+    return json.loads(text)
+
+
+def profile_without(gpu: str, *keys: str) -> Profile:
+    """The shipped profile of ``gpu`` with the top-level ``keys`` removed (what it priced
+    without, e.g., its floors)."""
+    doc = copy.deepcopy(shipped_doc(gpu))
+    for key in keys:
+        doc.pop(key)
+    return Profile(doc)
