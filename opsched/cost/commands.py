@@ -112,7 +112,7 @@ def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None) -> None
     tables), fit with --add ROWS.csv -o MY_PROFILES, and point OPSCHED_PROFILES at
     MY_PROFILES for every later opsched call.
     """
-    from opsched.cost.fit import fit_profiles
+    from opsched.cost.export import fit_profiles
 
     written = fit_profiles(data, output, extra)
     click.echo(f"wrote {len(written)} files to {written[0].parent}")

@@ -68,7 +68,8 @@ from opsched.ir import kinds
 __all__ = ["PROFILE_FORMAT", "Profile", "load_profile"]
 
 PROFILE_FORMAT = "opsched-cost-profile/1"
-#: The shipped trees file under ``opsched/cost/profiles`` (:func:`opsched.cost.fit.fit_profiles`).
+#: The shipped trees file under ``opsched/cost/profiles``
+#: (:func:`opsched.cost.export.fit_profiles`).
 TREES_FILE = "trees.json.gz"
 _WARNED: set[tuple[str, str]] = set()
 

@@ -12,7 +12,7 @@ import pytest
 
 import opsched.cost.boost as boost
 from opsched.cost.boost import fit_trees, tree_features
-from opsched.cost.fit import fit_profiles
+from opsched.cost.export import fit_profiles
 from opsched.cost.fitdata import FIT_FILES
 from opsched.cost.specs import load_specs
 from opsched.cost.trees import TreeEnsemble

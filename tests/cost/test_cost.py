@@ -18,7 +18,8 @@ from opsched.cost.aten import aten_kind
 from opsched.cost.curve import fit_curve
 from opsched.cost.data import canonical_rows, detect_schema
 from opsched.cost.evaluate import errors, predict_table
-from opsched.cost.fit import fit_model, load_fit_data, predict_family, profile_docs
+from opsched.cost.export import profile_docs
+from opsched.cost.fit import fit_model, load_fit_data, predict_family
 from opsched.cost.heldout import crossval, fold_of
 from opsched.cost.profile import Profile
 from opsched.cost.trees import TreeEnsemble

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from opsched.cost.donor import N_GENERIC, borrower_curves, donor_offset, fit_donor
+from opsched.cost.export import profile_docs
 from opsched.cost.features import feature_matrix, roofline_us
-from opsched.cost.fit import fit_model, load_fit_data, predict_family, profile_docs
+from opsched.cost.fit import fit_model, load_fit_data, predict_family
 from opsched.cost.fitdata import FamilyData, FitData
 from opsched.cost.profile import Profile
 from opsched.cost.specs import load_specs

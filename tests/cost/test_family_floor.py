@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from opsched.cli import main
 from opsched.cost import apply, load_profile
-from opsched.cost.fit import fit_model, predict_family, profile_docs
+from opsched.cost.export import profile_docs
+from opsched.cost.fit import fit_model, predict_family
 from opsched.cost.fitdata import load_fit_data
 from opsched.cost.floor import (
     FAMILY_FLOOR_FAMILIES,

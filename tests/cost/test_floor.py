@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from opsched.cost import apply, load_profile
-from opsched.cost.fit import fit_model, predict_family, profile_docs
+from opsched.cost.export import profile_docs
+from opsched.cost.fit import fit_model, predict_family
 from opsched.cost.fitdata import FamilyData, FitData
 from opsched.cost.floor import (
     FLOOR_QUANTILE,

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from opsched.cli import main
-from opsched.cost.fit import fit_model, load_fit_data, profile_docs
+from opsched.cost.export import profile_docs
+from opsched.cost.fit import fit_model, load_fit_data
 from opsched.cost.heldout import leave_one_gpu_out
 from opsched.cost.profile import Profile, load_profile
 from opsched.cost.sibling import (
