@@ -59,6 +59,7 @@ from opsched.cost.features import (
 )
 from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
 from opsched.cost.paddings import PADDED_FAMILIES
+from opsched.cost.profile_check import PROFILE_FORMAT, check_profile, check_trees
 from opsched.cost.sibling import method_kind
 from opsched.cost.specs import GpuSpec, profiles_dir, resolve_gpu
 from opsched.cost.trees import TreeEnsemble, read_trees
@@ -67,7 +68,6 @@ from opsched.ir import kinds
 
 __all__ = ["PROFILE_FORMAT", "Profile", "load_profile"]
 
-PROFILE_FORMAT = "opsched-cost-profile/1"
 #: The shipped trees file under ``opsched/cost/profiles``
 #: (:func:`opsched.cost.export.fit_profiles`).
 TREES_FILE = "trees.json.gz"
@@ -89,17 +89,15 @@ class Profile:
     def __init__(
         self, doc: Mapping[str, Any], trees: Mapping[str, TreeEnsemble] | None = None
     ) -> None:
-        if doc.get("format") != PROFILE_FORMAT:
-            raise InputError(f"not an {PROFILE_FORMAT} document")
-        s = doc["spec"]
+        self.spec: GpuSpec = check_profile(doc, f"profile {doc.get('gpu', '?')!r}"
+                                           if isinstance(doc, Mapping) else "profile")  # fmt: skip
         self.gpu: str = doc["gpu"]
-        self.spec = GpuSpec(s["key"], s["name"], s["arch"], int(s["sm_count"]),
-                            float(s["mem_bw_gbps"]), dict(s["peaks"]))  # fmt: skip
         self.curves: dict[str, dict[str, Any]] = {
             fam: {cls: _read_curve(c) for cls, c in by.items()} for fam, by in doc["curves"].items()
         }
         if trees is None:
             trees = _load_trees(profiles_dir())
+        check_trees(trees, self.spec, "profile trees")
         self.trees: Mapping[str, TreeEnsemble] = trees
         floor = doc.get("kernel_floor") or {}
         #: Least time (us) of any kernel on this GPU (:mod:`opsched.cost.floor`); 0 in a
@@ -378,6 +376,7 @@ def _load(key: str, folder: str) -> Profile:
         raise InputError(f"no profile for {key} in {folder}; run `opsched cost fit`") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"not a profile ({e})", path) from None
+    check_profile(doc, path)  # named by its file, not its GPU
     return Profile(doc, _load_trees(folder))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -164,6 +165,36 @@ class GpuSpec:
                 return self.peaks[c]
         return self.peaks["fp32"]
 
+    @classmethod
+    def from_dict(cls, d: Any, where: str) -> GpuSpec:
+        """The spec of a :meth:`to_dict` document (``gpus.json``, a profile's ``spec``),
+        checked: an :class:`~opsched.errors.InputError` at ``where`` names what is wrong.
+
+        >>> GpuSpec.from_dict({"key": "X", "name": "X", "arch": "sm_90", "sm_count": 0,
+        ...                    "mem_bw_gbps": 1.0, "peaks": {"fp32": 1.0}}, "x.json")
+        Traceback (most recent call last):
+        opsched.errors.InputError: x.json: spec 'sm_count' must be a positive integer, got 0
+        """
+        if not isinstance(d, Mapping):
+            raise InputError(f"spec must be an object, got {type(d).__name__}", where)
+        for k in ("key", "name", "arch"):
+            if not isinstance(d.get(k), str):
+                raise InputError(f"spec {k!r} must be a string, got {d.get(k)!r}", where)
+        sm = d.get("sm_count")
+        if isinstance(sm, bool) or not isinstance(sm, int) or sm < 1:
+            raise InputError(f"spec 'sm_count' must be a positive integer, got {sm!r}", where)
+        bw = d.get("mem_bw_gbps")
+        if not _positive(bw):
+            raise InputError(f"spec 'mem_bw_gbps' must be a positive number, got {bw!r}", where)
+        peaks = d.get("peaks")
+        if not isinstance(peaks, Mapping) or not _positive(peaks.get("fp32")):
+            raise InputError("spec 'peaks' must map classes to TFLOPS, fp32 among them", where)
+        for c, v in peaks.items():
+            if not _positive(v):
+                raise InputError(f"spec peak {c!r} must be a positive number, got {v!r}", where)
+        return cls(d["key"], d["name"], d["arch"], sm, float(d["mem_bw_gbps"]),
+                   {str(c): float(v) for c, v in peaks.items()})  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (see :func:`load_specs`)."""
         return {
@@ -174,6 +205,11 @@ class GpuSpec:
             "mem_bw_gbps": self.mem_bw_gbps,
             "peaks": dict(self.peaks),
         }
+
+
+def _positive(v: Any) -> bool:
+    """A finite number above zero (not a bool)."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < math.inf
 
 
 def parse_specs_csv(text: str, where: str = "gpu_specs.csv") -> dict[str, GpuSpec]:
@@ -259,12 +295,11 @@ def _load_specs(folder: str) -> dict[str, GpuSpec]:
                          "`opsched cost fit -o DIR` writes one") from None  # fmt: skip
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"not a spec table ({e})", path) from None
-    return {
-        d["key"]: GpuSpec(
-            d["key"], d["name"], d["arch"], int(d["sm_count"]), float(d["mem_bw_gbps"]), d["peaks"]
-        )
-        for d in doc["gpus"]
-    }
+    gpus = doc.get("gpus") if isinstance(doc, dict) else None
+    if not isinstance(gpus, list):
+        raise InputError("not a spec table (no 'gpus' list)", path)
+    specs = (GpuSpec.from_dict(d, f"{path}: gpus[{i}]") for i, d in enumerate(gpus))
+    return {s.key: s for s in specs}
 
 
 def known_gpus() -> list[str]:

@@ -210,7 +210,17 @@ def read_trees(raw: bytes, where: str) -> dict[str, TreeEnsemble]:
         raise InputError(f"unreadable trees file ({e})", where) from None
     if not isinstance(doc, dict) or doc.get("format") != TREES_FORMAT:
         raise InputError(f"not an {TREES_FORMAT} document", where)
-    return {fam: TreeEnsemble.from_dict(d) for fam, d in doc["families"].items()}
+    if not isinstance(doc.get("families"), dict):
+        raise InputError("trees file without a 'families' object", where)
+    out = {}
+    for fam, d in doc["families"].items():
+        if not isinstance(d, dict):
+            raise InputError(f"families[{fam!r}] must be an object", where)
+        try:
+            out[fam] = TreeEnsemble.from_dict(d)
+        except InputError as e:
+            raise e.located(f"{where}: families[{fam!r}]") from None
+    return out
 
 
 def from_sklearn(model: Any) -> TreeEnsemble:
