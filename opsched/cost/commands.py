@@ -103,8 +103,9 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
               help="Another timing table to fit (collected rows); repeatable.")  # fmt: skip
 @click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for the profiles (default: the package's cost/profiles).")  # fmt: skip
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @handle_errors
-def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None) -> None:
+def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None, quiet: bool) -> None:
     """Rebuild the per-GPU profiles from the timing data (deterministic).
 
     To calibrate a card of your own: time it with `opsched cost collect --device cuda`, add
@@ -112,9 +113,16 @@ def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None) -> None
     tables), fit with --add ROWS.csv -o MY_PROFILES, and point OPSCHED_PROFILES at
     MY_PROFILES for every later opsched call.
     """
+    import time
+
     from opsched.cost.export import fit_profiles
 
-    written = fit_profiles(data, output, extra)
+    t0 = time.perf_counter()
+
+    def progress(line: str) -> None:
+        click.echo(f"[{time.perf_counter() - t0:6.1f} s] {line}", err=True)
+
+    written = fit_profiles(data, output, extra, progress=None if quiet else progress)
     click.echo(f"wrote {len(written)} files to {written[0].parent}")
 
 

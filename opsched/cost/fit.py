@@ -23,7 +23,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,8 +119,11 @@ def fit_model(
     train: Mapping[str, np.ndarray] | None = None,
     per_gpu: bool = True,
     trees: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> Model:
     """Fit pooled and (if ``per_gpu``) per-GPU curves on rows where ``train[family]`` holds.
+
+    ``progress``, if given, is called with a line at each stage (curves, then trees).
 
     With ``trees`` (needs scikit-learn), each family with at least :data:`MIN_TREE_ROWS`
     training rows of :data:`MIN_TREE_SHAPES` shapes also gets residual trees
@@ -131,6 +134,8 @@ def fit_model(
     keeps it as it is (trees there raised the leave-one-GPU-out error, e.g. A100-PCIe-40GB
     softmax 11 -> 79 %), so ``per_gpu=False`` (no per-GPU curves at all) fits no trees.
     """
+    say = progress or (lambda _: None)
+    say(f"fitting the curves of {len(data.families)} op families")
     model = Model()
     masks = {f: np.ones(len(fd.t), bool) if train is None else train[f]
              for f, fd in data.families.items()}  # fmt: skip
@@ -190,6 +195,7 @@ def fit_model(
             sel = cap_rows(fd, masks[fam]) & np.isin(fd.method, list(tree_methods(fam)))
             if sel.sum() < MIN_TREE_ROWS or np.unique(fd.group[sel]).size < MIN_TREE_SHAPES:
                 continue
+            say(f"fitting the residual trees of {fam} ({int(sel.sum()):,} rows)")
             base = predict_family(model, fam, fd, sel, floor=False)
             ok = np.isfinite(base) & (base > 0)
             idx = np.nonzero(sel)[0][ok]

@@ -15,7 +15,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,11 +93,15 @@ class FitData:
 
 
 def load_fit_data(
-    root: str | Path | None = None, files: Iterable[str] = FIT_FILES, limit: int | None = None
+    root: str | Path | None = None,
+    files: Iterable[str] = FIT_FILES,
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> FitData:
     """Read the timing tables under ``root`` (default: the built-in datasets) into arrays.
 
-    ``limit`` keeps only the first ``limit`` rows of each table (for quick tests).
+    ``limit`` keeps only the first ``limit`` rows of each table (for quick tests);
+    ``progress``, if given, is called with a line per table read.
     """
     from opsched.datasets import dataset_path
 
@@ -113,6 +117,8 @@ def load_fit_data(
             records = canonical_rows(df, schema)
         except InputError as e:
             raise e.located(str(base / name)) from None
+        if progress is not None:
+            progress(f"read {Path(name).name}: {len(df):,} rows ({schema})")
         for r in records:
             t = r["time_us"]
             if not (t > 0 and np.isfinite(t)):
@@ -133,6 +139,8 @@ def load_fit_data(
                 )
             )
     out: dict[str, FamilyData] = {}
+    if progress is not None:
+        progress(f"computing the features of {sum(map(len, recs.values())):,} rows")
     for fam, rows in recs.items():
         kind = {"bmm": "matmul"}.get(fam, "elementwise" if fam.startswith("elementwise") else fam)
         gpus = np.array([r[2] for r in rows])

@@ -56,6 +56,14 @@ def test_fit_a_new_card_and_use_its_profiles(tmp_path: Path, monkeypatch: pytest
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     assert (out / "RTX-4090-PCIe.json").exists() and (out / "gpus.json").exists()
+    # progress on stderr, a line per stage (the whole fit takes ~35 s); the result on stdout
+    assert res.stdout.strip() == f"wrote {len(list(out.iterdir()))} files to {out}"
+    lines = res.stderr.splitlines()
+    assert any(line.endswith("read rtx4090.csv: 300 rows (neusight)") for line in lines)
+    assert lines[0].endswith(f"reading {len(FIT_FILES) + 1} timing tables from {data}")
+    assert any("fitting the curves of" in line for line in lines)
+    quiet = CliRunner().invoke(main, [*args, "--quiet"])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
     monkeypatch.setenv(PROFILES_ENV, str(out))
     assert "RTX-4090-PCIe" in known_gpus()
     p = load_profile("NVIDIA GeForce RTX 4090")
