@@ -311,6 +311,7 @@ def solvers(as_json: bool) -> None:
     default=None,
     help="Write the front as CSV (makespan, peak_memory, proven).",
 )
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @json_option
 @handle_errors
 def pareto(
@@ -321,16 +322,31 @@ def pareto(
     time_limit: float,
     point_time_limit: float,
     output: Path | None,
+    quiet: bool,
     as_json: bool,
 ) -> None:
-    """The exact Pareto front of makespan vs peak memory (CP-SAT, epsilon constraints)."""
+    """The exact Pareto front of makespan vs peak memory (CP-SAT, epsilon constraints).
+
+    Each point is printed on stderr as it is found (not with --quiet or --json); the front,
+    checked by the validator, at the end.
+    """
+    import time
+
     from opsched._files import write_text_atomic
     from opsched.solver import pareto_front
     from opsched.validate import validate as check
 
     problem = _load_problem(graph, units, memory_cap, resources)
     _refuse_impossible(problem, graph)
-    front = pareto_front(problem, time_limit=time_limit, point_time_limit=point_time_limit)
+    t0 = time.perf_counter()
+
+    def progress(p: Any) -> None:
+        how = "proven" if p.proven else "not proven"
+        click.echo(f"[{time.perf_counter() - t0:6.1f} s] makespan {p.makespan:g}, "
+                   f"peak memory {p.peak_memory} ({how})", err=True)  # fmt: skip
+
+    front = pareto_front(problem, time_limit=time_limit, point_time_limit=point_time_limit,
+                         progress=None if quiet or as_json else progress)  # fmt: skip
     for p in front.points:
         rep = check(problem, p.schedule)
         if not rep.valid:

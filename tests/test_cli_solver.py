@@ -311,6 +311,12 @@ def test_pareto_csv(branches: Path, tmp_path: Path) -> None:
     assert front.read_text() == (
         "makespan,peak_memory,proven\n3.0,22,True\n4.0,21,True\n5.0,12,True\n"
     )
+    # each point on stderr as it is found
+    lines = [line.split("] ", 1)[1] for line in r.stderr.splitlines()]
+    assert lines == [
+        f"makespan {m}, peak memory {p} (proven)" for m, p in ((3, 22), (4, 21), (5, 12))
+    ]
+    assert invoke("pareto", branches, "-k", "2", "--quiet").stderr == ""
     doc = invoke_json("pareto", branches, "-k", "2")
     assert doc["complete"] is True
     assert [(p["makespan"], p["peak_memory"]) for p in doc["points"]] == [(3, 22), (4, 21), (5, 12)]

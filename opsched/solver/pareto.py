@@ -9,6 +9,7 @@ non-dominated, and when every stage is proven optimal the list is the whole fron
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -97,10 +98,13 @@ def pareto_front(
     point_time_limit: float = 10.0,
     num_workers: int = DEFAULT_WORKERS,
     max_points: int = 1000,
+    progress: Callable[[ParetoPoint], None] | None = None,
 ) -> ParetoFront:
     """Compute the makespan / peak-memory Pareto front of ``problem`` with CP-SAT.
 
-    The problem's memory cap, if any, bounds the whole front.
+    The problem's memory cap, if any, bounds the whole front. ``progress``, if given, is
+    called with each point as it is found (a later point with the same makespan and a lower
+    peak replaces it in the front).
 
     Examples
     --------
@@ -147,6 +151,8 @@ def pareto_front(
         if front.points and front.points[-1].makespan == r.makespan:
             front.points.pop()  # same makespan, lower peak: the new point dominates
         front.points.append(ParetoPoint(r.makespan, r.peak_memory, proven, r))
+        if progress is not None:
+            progress(front.points[-1])
         cap = r.peak_memory - quantum  # every peak is persistent + a multiple of it
         if cap < problem.graph.persistent_bytes:
             break
