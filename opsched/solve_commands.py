@@ -22,6 +22,8 @@ Examples
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +163,7 @@ OBJECTIVES = {
 )
 @click.option("--deterministic", is_flag=True, help="Same result on every run (CP-SAT).")
 @click.option("--log", is_flag=True, help="Print CP-SAT's search log.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr (CP-SAT).")
 @click.option(
     "--output",
     "-o",
@@ -201,6 +204,7 @@ def solve(
     workers: int,
     deterministic: bool,
     log: bool,
+    quiet: bool,
     output: Path | None,
     devices: str | None,
     link_bandwidth: float | None,
@@ -210,7 +214,8 @@ def solve(
     """Schedule GRAPH; the result is checked by the independent validator.
 
     PSPLIB files bring their resource capacities; --resources overrides them. With
-    --devices the machine is heterogeneous (opsched.hetero).
+    --devices the machine is heterogeneous (opsched.hetero). CP-SAT prints each improving
+    schedule and its bound on stderr (not with --quiet, --json or --log).
     """
     if devices is not None:
         from opsched.hetero.commands import solve_on_devices
@@ -240,6 +245,8 @@ def solve(
             log=log,
             makespan_limit=makespan_limit,
         )
+        if not (quiet or as_json or log):
+            opts.update(progress=_progress_lines())
     if solver == "lns":
         opts.update(time_limit=time_limit)
     result = info.fn(problem, **opts)
@@ -330,20 +337,17 @@ def pareto(
     Each point is printed on stderr as it is found (not with --quiet or --json); the front,
     checked by the validator, at the end.
     """
-    import time
-
     from opsched._files import write_text_atomic
     from opsched.solver import pareto_front
     from opsched.validate import validate as check
 
     problem = _load_problem(graph, units, memory_cap, resources)
     _refuse_impossible(problem, graph)
-    t0 = time.perf_counter()
+    say = _progress_lines()
 
     def progress(p: Any) -> None:
         how = "proven" if p.proven else "not proven"
-        click.echo(f"[{time.perf_counter() - t0:6.1f} s] makespan {p.makespan:g}, "
-                   f"peak memory {p.peak_memory} ({how})", err=True)  # fmt: skip
+        say(f"makespan {p.makespan:g}, peak memory {p.peak_memory} ({how})")
 
     front = pareto_front(problem, time_limit=time_limit, point_time_limit=point_time_limit,
                          progress=None if quiet or as_json else progress)  # fmt: skip
@@ -358,6 +362,12 @@ def pareto(
         _emit_json(front.to_dict())
         return
     click.echo(front.summary())
+
+
+def _progress_lines() -> Callable[[str], None]:
+    """A function that prints a line on stderr with the seconds since it was made."""
+    t0 = time.perf_counter()
+    return lambda line: click.echo(f"[{time.perf_counter() - t0:6.1f} s] {line}", err=True)
 
 
 #: States the one-unit search may keep when a heuristic found no schedule under a cap.

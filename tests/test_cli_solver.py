@@ -71,6 +71,22 @@ def test_solve_text_output() -> None:
     first = r.stdout.splitlines()[0]
     assert first.startswith("cpsat on rand0000: OPTIMAL, makespan 66, lower bound 66, ")
     assert "unit 3 |" in r.stdout  # the Gantt chart, one row per unit
+    # each improving schedule on stderr, the last one the optimum with its matching bound
+    lines = [line.split("] ", 1)[1] for line in r.stderr.splitlines()]
+    assert lines and lines[-1] == "makespan 66 (bound 66)"
+    assert all(line.startswith("makespan ") for line in lines)
+    assert invoke("solve", STG, "-k", "4", "--quiet").stderr == ""
+
+
+def test_solve_progress_both_stages(branches: Path) -> None:
+    # least peak first (12 B), then the least makespan at that peak (5)
+    r = invoke("solve", branches, "-k", "2", "--objective", "lex-memory")
+    assert r.exit_code == 0, r.output
+    lines = [line.split("] ", 1)[1] for line in r.stderr.splitlines()]
+    peaks = [line for line in lines if line.startswith("peak memory ")]
+    assert peaks[-1] == "peak memory 12 (bound 12)"
+    assert lines[-1] == "makespan 5 (bound 5)"
+    assert lines.index(peaks[-1]) < len(lines) - 1  # the peak stage came first
 
 
 def test_objectives(branches: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -219,8 +219,16 @@ class CpsatModel:
                     break
         return best
 
-    def solve(self, params: Params, deadline: float) -> Any:
-        """Solve until ``deadline`` (a ``time.perf_counter()`` value); return CP-SAT's status."""
+    def solve(
+        self,
+        params: Params,
+        deadline: float,
+        on_solution: Callable[[float, float], None] | None = None,
+    ) -> Any:
+        """Solve until ``deadline`` (a ``time.perf_counter()`` value); return CP-SAT's status.
+
+        ``on_solution``, if given, is called with the objective and the best bound (in the
+        model's integers) at each improving solution."""
         if params.hint and self.hint_starts is not None:
             self.model.clear_hints()
             for var, val in zip(self.vars.start, self.hint_starts, strict=True):
@@ -246,7 +254,8 @@ class CpsatModel:
             p.use_timetable_edge_finding_in_cumulative = True
             p.use_hard_precedences_in_cumulative = True
         self.solver = solver
-        self.status = solver.solve(self.model)
+        callback = None if on_solution is None else _Improvements(on_solution)
+        self.status = solver.solve(self.model, callback)
         return self.status
 
     # ------------------------------------------------------------------ reading back
@@ -276,3 +285,14 @@ class CpsatModel:
             "branches": s.num_branches,
             "solve_time_s": s.wall_time,
         }
+
+
+class _Improvements(cp_model.CpSolverSolutionCallback):
+    """Hands each improving solution's objective and best bound to a function."""
+
+    def __init__(self, report: Callable[[float, float], None]) -> None:
+        super().__init__()
+        self._report = report
+
+    def on_solution_callback(self) -> None:
+        self._report(self.objective_value, self.best_objective_bound)

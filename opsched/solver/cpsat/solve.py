@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +23,7 @@ from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import CpsatModel, Params, assign_units, tick_problem
 from opsched.solver.defaults import DEFAULT_WORKERS
-from opsched.solver.scaling import choose_scaling
+from opsched.solver.scaling import Scaling, choose_scaling
 from opsched.solver.serial import (
     SerialCheck,
     least_peak_start,
@@ -66,6 +67,7 @@ def solve_cpsat(
     hint: bool = True,
     makespan_limit: float | None = None,
     params: Params | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Schedule:
     """Solve ``problem`` exactly with CP-SAT.
 
@@ -91,6 +93,9 @@ def solve_cpsat(
     params
         Full :class:`~opsched.solver.cpsat.model.Params` (overrides the keywords above except
         ``time_limit``).
+    progress
+        Called with a line at each improving solution of each stage: the objective and
+        CP-SAT's best bound, in real units (time, bytes).
 
     Examples
     --------
@@ -184,7 +189,8 @@ def solve_cpsat(
             if limit_ticks is not None:
                 model.objective.makespan_at_most(limit_ticks)
             model.objective.minimise_peak()
-        status = model.solve(params, deadline)
+        report = None if progress is None else _reporter(kind, scaling, problem, progress)
+        status = model.solve(params, deadline, report)
         info["stages"].append({"minimise": kind, **model.stats()})
         if status == cp_model.MODEL_INVALID:
             raise RuntimeError(f"CP-SAT rejected the model: {model.model.validate()}")
@@ -327,3 +333,21 @@ def _no_schedule(
     return Schedule.empty(
         problem, solver="cpsat", status=status, info=info, wall_time_s=time.perf_counter() - t0
     )
+
+
+def _reporter(
+    kind: str, scaling: Scaling, problem: Problem, progress: Callable[[str], None]
+) -> Callable[[float, float], None]:
+    """A stage's improving solutions as lines for ``progress``, in real units."""
+    if kind == "makespan":
+
+        def line(value: float, bound: float) -> str:
+            return f"makespan {scaling.to_time(value):g} (bound {scaling.to_time(bound):g})"
+    else:
+        base, q = problem.graph.persistent_bytes, scaling.memory_quantum
+
+        def line(value: float, bound: float) -> str:
+            least = base + math.ceil(bound - 1e-9) * q
+            return f"peak memory {base + round(value) * q} (bound {least})"
+
+    return lambda value, bound: progress(line(value, bound))
