@@ -20,6 +20,7 @@ from opsched.errors import OpschedError, ProblemError
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INVALID",
+    "FiniteFloat",
     "cap_option",
     "emit_json",
     "fail",
@@ -35,6 +36,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option that must be a finite number, within the optional range.
+
+    click's ``FloatRange`` lets ``nan`` and ``inf`` through (``nan < min`` is false), and a
+    ``nan`` time limit or makespan limit ended in an internal error or a solve that never
+    stopped.
+    """
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
 
 
 def _jsonable(x: Any) -> Any:

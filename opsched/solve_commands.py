@@ -31,6 +31,7 @@ import click
 
 from opsched._clikit import (
     EXIT_INVALID,
+    FiniteFloat,
     _emit_json,
     _fail,
     _load_problem,
@@ -143,13 +144,13 @@ OBJECTIVES = {
 )
 @click.option(
     "--makespan-limit",
-    type=float,
+    type=FiniteFloat(),
     default=None,
     help="With --objective peak-memory: only schedules ending by this time.",
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0.01),
+    type=FiniteFloat(min=0.01),
     default=10.0,
     show_default=True,
     help="Seconds, for exact solvers.",
@@ -179,13 +180,13 @@ OBJECTIVES = {
 )
 @click.option(
     "--link-bandwidth",
-    type=float,
+    type=FiniteFloat(),
     default=None,
     help="With --devices: bytes per time unit between device types (default: infinite).",
 )
 @click.option(
     "--link-latency",
-    type=float,
+    type=FiniteFloat(),
     default=0.0,
     show_default=True,
     help="With --devices: time units per transfer between device types.",
@@ -299,14 +300,14 @@ def solvers(as_json: bool) -> None:
 @res_option
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloat(min=0.1),
     default=60.0,
     show_default=True,
     help="Seconds for the whole front.",
 )
 @click.option(
     "--point-time-limit",
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloat(min=0.1),
     default=10.0,
     show_default=True,
     help="Seconds for each point.",

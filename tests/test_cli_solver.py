@@ -371,3 +371,43 @@ def test_solvers_json_lists_exact_flags() -> None:
     assert [line.split()[:2] for line in text] == [
         ["cpsat", "exact"], ["brute-force", "exact"], *[[h, "heuristic"] for h in HEURISTICS]
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("solve", STG, "--time-limit", "nan"),
+        ("solve", STG, "--time-limit", "inf"),
+        ("solve", STG, "--objective", "peak-memory", "--makespan-limit", "nan"),
+        ("solve", STG, "--objective", "peak-memory", "--makespan-limit", "inf"),
+        ("pareto", STG, "-k", "2", "--time-limit", "nan"),
+        ("pareto", STG, "-k", "2", "--point-time-limit", "inf"),
+    ],
+)
+def test_non_finite_numbers_refused(args: tuple) -> None:
+    # click's FloatRange passes nan and inf: a nan time limit never ran out (pareto) and a
+    # nan / inf makespan limit ended in an internal error
+    r = invoke(*args)
+    assert r.exit_code == 2
+    assert f"'{args[-1]}' is not a finite number" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"time_limit": float("nan")}, "time_limit must be a positive, finite number"),
+        ({"time_limit": 0}, "time_limit must be a positive, finite number"),
+        ({"time_limit": "5"}, "time_limit must be a number of seconds, got '5'"),
+        ({"makespan_limit": float("inf"), "objective": "peak_memory"}, "makespan_limit must be"),
+    ],
+)
+def test_solver_api_refuses_bad_limits(kwargs: dict, message: str) -> None:
+    from opsched.demo import seed_problem
+    from opsched.errors import ProblemError
+    from opsched.solver import pareto_front, solve_cpsat
+
+    with pytest.raises(ProblemError, match=message):
+        solve_cpsat(seed_problem(units=2), **kwargs)
+    if "time_limit" in kwargs:
+        with pytest.raises(ProblemError, match=message.replace("time_limit", "point_time_limit")):
+            pareto_front(seed_problem(units=2), point_time_limit=kwargs["time_limit"])

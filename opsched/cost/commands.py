@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from opsched._clikit import _emit_json, handle_errors, json_option
+from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
 
 __all__ = ["register"]
 
@@ -132,7 +132,7 @@ def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None, quiet: 
 @click.option(
     "--dtype", default=None, help="Precision of every op, e.g. float16 (default: each op's)."
 )
-@click.option("--tick", "tick_us", type=float, default=None,
+@click.option("--tick", "tick_us", type=FiniteFloat(), default=None,
               help="Integer durations in ticks of this many microseconds.")  # fmt: skip
 @click.option("--tf32", "tf32", type=click.Choice(["pytorch", "on", "off"]), default="pytorch",
               show_default=True,

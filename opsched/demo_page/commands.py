@@ -12,7 +12,7 @@ __all__ = ["register"]
 def _page_command() -> click.Command:
     # opsched.cli imports this module while it loads, so its helpers are imported here,
     # once it has finished, and never at this module's top level.
-    from opsched._clikit import _emit_json, handle_errors, json_option
+    from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
 
     @click.command("page")
     @click.option(
@@ -56,7 +56,7 @@ def _page_command() -> click.Command:
     )
     @click.option(
         "--time-limit",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FiniteFloat(min=0, min_open=True),
         default=10.0,
         show_default=True,
         help="CP-SAT seconds for the memory-aware strategy.",

@@ -28,14 +28,14 @@ __all__ = ["register"]
 
 def register(main: click.Group) -> None:
     """Add the ``simulate`` command to the ``opsched`` command line."""
-    from opsched._clikit import _emit_json, handle_errors, json_option
+    from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
 
     @main.command()
     @click.argument("graph", type=click.Path(path_type=Path))
     @click.argument("schedule", type=click.Path(path_type=Path))
     @click.option(
         "--noise",
-        type=click.FloatRange(min=0),
+        type=FiniteFloat(min=0),
         default=0.1,
         show_default=True,
         help="Spread: lognormal sigma, or the relative error with --model uniform.",

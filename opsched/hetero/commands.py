@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from opsched._clikit import EXIT_INVALID, emit_json, fail, handle_errors, json_option
+from opsched._clikit import EXIT_INVALID, FiniteFloat, emit_json, fail, handle_errors, json_option
 from opsched.errors import OpschedError, ProblemError
 
 __all__ = ["register", "solve_on_devices"]
@@ -128,8 +128,10 @@ def register(main: click.Group) -> None:
     @click.argument("graph", type=click.Path(path_type=Path))
     @click.argument("schedule", type=click.Path(path_type=Path))
     @click.option("--devices", default=None, help="e.g. gpu:4,cpu:8; default: the schedule's.")
-    @click.option("--link-bandwidth", type=float, default=None, help="Bytes per time unit.")
-    @click.option("--link-latency", type=float, default=None, help="Time units per transfer.")
+    @click.option("--link-bandwidth", type=FiniteFloat(), default=None, help="Bytes per time unit.")
+    @click.option(
+        "--link-latency", type=FiniteFloat(), default=None, help="Time units per transfer."
+    )
     @json_option
     @handle_errors
     def validate_cmd(

@@ -69,6 +69,7 @@ from opsched.hetero.schedule import HeteroSchedule
 from opsched.hetero.simulate import execute_placement, placement_orders
 from opsched.hetero.validate import validate_hetero
 from opsched.schedule import Status
+from opsched.solver.defaults import check_seconds
 
 __all__ = ["FORMULATIONS", "solve_hetero_cpsat", "tick_scale"]
 
@@ -139,6 +140,7 @@ def solve_hetero_cpsat(
     from ortools.sat.python import cp_model
 
     t0 = time.perf_counter()
+    check_seconds(time_limit)
     if formulation not in FORMULATIONS:
         raise ProblemError(f"unknown formulation {formulation!r}; known: {', '.join(FORMULATIONS)}")
     g = problem.graph

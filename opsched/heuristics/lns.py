@@ -33,6 +33,7 @@ from opsched.heuristics.listsched import units_only
 from opsched.heuristics.portfolio import portfolio
 from opsched.problem import Problem
 from opsched.schedule import Schedule
+from opsched.solver.defaults import check_seconds
 
 __all__ = ["lns"]
 
@@ -124,6 +125,7 @@ def lns(
     from opsched.solver.scaling import choose_scaling
 
     t0 = time.perf_counter()
+    check_seconds(time_limit)
     base = start if start is not None else portfolio(problem)
     g = problem.graph
     if (

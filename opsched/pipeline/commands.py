@@ -21,7 +21,7 @@ __all__ = ["register"]
 
 def register(main: click.Group) -> None:
     """Add the ``pipeline`` command to the ``opsched`` command line."""
-    from opsched._clikit import _emit_json, cap_option, handle_errors, json_option
+    from opsched._clikit import FiniteFloat, _emit_json, cap_option, handle_errors, json_option
 
     @main.command()
     @click.argument("graph", type=click.Path(path_type=Path))
@@ -61,7 +61,7 @@ def register(main: click.Group) -> None:
     )
     @click.option(
         "--time-limit",
-        type=click.FloatRange(min=0.01),
+        type=FiniteFloat(min=0.01),
         default=10.0,
         show_default=True,
         help="CP-SAT seconds.",

@@ -58,6 +58,7 @@ from opsched.pipeline.model import (
 from opsched.pipeline.partition import balanced_partition
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
+from opsched.solver.defaults import check_seconds
 from opsched.solver.scaling import choose_scaling
 
 __all__ = ["AUTO_UNROLLED_MAX_COPIES", "FORMULATIONS", "pipeline_cpsat"]
@@ -194,6 +195,7 @@ def pipeline_cpsat(
         result with ``info["fallback"]``.
     """
     t0 = time.perf_counter()
+    check_seconds(time_limit)
     if formulation not in FORMULATIONS:
         raise ProblemError(f"unknown formulation {formulation!r}; known: {', '.join(FORMULATIONS)}")
     _check(problem)

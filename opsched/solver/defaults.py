@@ -32,8 +32,29 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_SUBSOLVERS", "DEFAULT_WORKERS"]
+import math
+
+from opsched.errors import ProblemError
+
+__all__ = ["DEFAULT_SUBSOLVERS", "DEFAULT_WORKERS", "check_seconds"]
 
 DEFAULT_WORKERS = 2
 #: CP-SAT full searches, in order; with more workers than names CP-SAT repeats them.
 DEFAULT_SUBSOLVERS: tuple[str, ...] = ("no_lp", "default_lp")
+
+
+def check_seconds(value: float, name: str = "time_limit") -> float:
+    """``value`` as a time limit: a positive, finite number of seconds (a NaN deadline never
+    passes, so a search given one would not stop).
+
+    >>> check_seconds(2)
+    2.0
+    >>> check_seconds(float("nan"))
+    Traceback (most recent call last):
+    opsched.errors.ProblemError: time_limit must be a positive, finite number of seconds, got nan
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProblemError(f"{name} must be a number of seconds, got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ProblemError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+    return float(value)

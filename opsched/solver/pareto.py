@@ -17,7 +17,7 @@ from opsched.errors import OpschedError
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.solve import solve_cpsat
-from opsched.solver.defaults import DEFAULT_WORKERS
+from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds
 from opsched.solver.scaling import choose_scaling
 
 if TYPE_CHECKING:
@@ -119,7 +119,8 @@ def pareto_front(
     ([(1.0, 16), (2.0, 8)], True)
     """
     t0 = time.perf_counter()
-    deadline = t0 + time_limit
+    deadline = t0 + check_seconds(time_limit)
+    check_seconds(point_time_limit, "point_time_limit")
     front = ParetoFront(problem.graph.name)
     cap = problem.memory_cap
     all_proven = True

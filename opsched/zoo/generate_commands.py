@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from opsched._clikit import _emit_json, handle_errors, json_option
+from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
 from opsched.errors import ProblemError
 
 __all__ = ["GENERATORS", "generate_graph", "register"]
@@ -100,9 +100,9 @@ def register(main: click.Group) -> None:
         "--max-duration", type=click.IntRange(min=1), default=10, show_default=True,
         help="Durations are integers in [1, max] (planted: about that mean x 2).",
     )  # fmt: skip
-    @click.option("--p", "p", type=click.FloatRange(0, 1), default=None, help="gnp: edge prob.")
+    @click.option("--p", "p", type=FiniteFloat(0, 1), default=None, help="gnp: edge prob.")
     @click.option(
-        "--avg-deps", type=click.FloatRange(min=0), default=2.0, show_default=True,
+        "--avg-deps", type=FiniteFloat(min=0), default=2.0, show_default=True,
         help="gnp and planted: mean dependencies per op.",
     )  # fmt: skip
     @click.option(

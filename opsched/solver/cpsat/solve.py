@@ -18,11 +18,12 @@ from ortools.sat.python import cp_model
 
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
+from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import CpsatModel, Params, assign_units, tick_problem
-from opsched.solver.defaults import DEFAULT_WORKERS
+from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds
 from opsched.solver.scaling import Scaling, choose_scaling
 from opsched.solver.serial import (
     SerialCheck,
@@ -107,7 +108,9 @@ def solve_cpsat(
     ('OPTIMAL', 6.0, 6.0)
     """
     t0 = time.perf_counter()
-    deadline = t0 + time_limit
+    deadline = t0 + check_seconds(time_limit)
+    if makespan_limit is not None and not math.isfinite(makespan_limit):
+        raise ProblemError(f"makespan_limit must be a finite number, got {makespan_limit!r}")
     obj = Objective(objective if objective is not None else problem.objective)
     if params is None:
         params = Params(time_limit, num_workers, deterministic, log, hint)
