@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "json_option",
     "load_problem",
     "machine_from_options",
+    "progress_lines",
     "res_option",
     "units_option",
 ]
@@ -53,6 +55,13 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return rv
+
+
+def progress_lines() -> Callable[[str], None]:
+    """A function that prints a line on stderr, stamped with the seconds since it was made
+    (the progress of long commands; stdout keeps their result)."""
+    t0 = time.perf_counter()
+    return lambda line: click.echo(f"[{time.perf_counter() - t0:6.1f} s] {line}", err=True)
 
 
 def _jsonable(x: Any) -> Any:

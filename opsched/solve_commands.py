@@ -22,8 +22,6 @@ Examples
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +37,7 @@ from opsched._clikit import (
     cap_option,
     handle_errors,
     json_option,
+    progress_lines,
     res_option,
     units_option,
 )
@@ -218,6 +217,7 @@ def solve(
     --devices the machine is heterogeneous (opsched.hetero). CP-SAT prints each improving
     schedule and its bound on stderr (not with --quiet, --json or --log).
     """
+    say = None if quiet or as_json or log else progress_lines()
     if devices is not None:
         from opsched.hetero.commands import solve_on_devices
 
@@ -225,7 +225,7 @@ def solve(
             graph, solver, devices, link_bandwidth, link_latency, time_limit=time_limit,
             workers=workers, deterministic=deterministic, log=log, output=output,
             as_json=as_json, units=units, memory_cap=memory_cap, resources=resources,
-            objective=objective, makespan_limit=makespan_limit,
+            objective=objective, makespan_limit=makespan_limit, progress=say,
         )  # fmt: skip
         return
     from opsched.registry import get_solver
@@ -246,8 +246,8 @@ def solve(
             log=log,
             makespan_limit=makespan_limit,
         )
-        if not (quiet or as_json or log):
-            opts.update(progress=_progress_lines())
+        if say is not None:
+            opts.update(progress=say)
     if solver == "lns":
         opts.update(time_limit=time_limit)
     result = info.fn(problem, **opts)
@@ -344,7 +344,7 @@ def pareto(
 
     problem = _load_problem(graph, units, memory_cap, resources)
     _refuse_impossible(problem, graph)
-    say = _progress_lines()
+    say = progress_lines()
 
     def progress(p: Any) -> None:
         how = "proven" if p.proven else "not proven"
@@ -363,12 +363,6 @@ def pareto(
         _emit_json(front.to_dict())
         return
     click.echo(front.summary())
-
-
-def _progress_lines() -> Callable[[str], None]:
-    """A function that prints a line on stderr with the seconds since it was made."""
-    t0 = time.perf_counter()
-    return lambda line: click.echo(f"[{time.perf_counter() - t0:6.1f} s] {line}", err=True)
 
 
 #: States the one-unit search may keep when a heuristic found no schedule under a cap.

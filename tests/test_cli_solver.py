@@ -73,7 +73,7 @@ def test_solve_text_output() -> None:
     assert "unit 3 |" in r.stdout  # the Gantt chart, one row per unit
     # each improving schedule on stderr, the last one the optimum with its matching bound
     lines = [line.split("] ", 1)[1] for line in r.stderr.splitlines()]
-    assert lines and lines[-1] == "makespan 66 (bound 66)"
+    assert lines and lines[-1] == "makespan 66 (bound 66)"  # work / 4 = 65.5 from the start
     assert all(line.startswith("makespan ") for line in lines)
     assert invoke("solve", STG, "-k", "4", "--quiet").stderr == ""
 
@@ -84,8 +84,9 @@ def test_solve_progress_both_stages(branches: Path) -> None:
     assert r.exit_code == 0, r.output
     lines = [line.split("] ", 1)[1] for line in r.stderr.splitlines()]
     peaks = [line for line in lines if line.startswith("peak memory ")]
-    assert peaks[-1] == "peak memory 12 (bound 12)"
-    assert lines[-1] == "makespan 5 (bound 5)"
+    assert peaks[-1] == "peak memory 12 (bound 12)"  # the one-unit search proved 12 first
+    # the bound when the last schedule was found; the proof may come after it
+    assert lines[-1].startswith("makespan 5 (bound ") and float(lines[-1][18:-1]) <= 5
     assert lines.index(peaks[-1]) < len(lines) - 1  # the peak stage came first
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
+from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option, progress_lines
 
 __all__ = ["register"]
 
@@ -113,16 +113,9 @@ def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None, quiet: 
     tables), fit with --add ROWS.csv -o MY_PROFILES, and point OPSCHED_PROFILES at
     MY_PROFILES for every later opsched call.
     """
-    import time
-
     from opsched.cost.export import fit_profiles
 
-    t0 = time.perf_counter()
-
-    def progress(line: str) -> None:
-        click.echo(f"[{time.perf_counter() - t0:6.1f} s] {line}", err=True)
-
-    written = fit_profiles(data, output, extra, progress=None if quiet else progress)
+    written = fit_profiles(data, output, extra, progress=None if quiet else progress_lines())
     click.echo(f"wrote {len(written)} files to {written[0].parent}")
 
 

@@ -10,6 +10,7 @@ schedule file records.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,7 @@ def solve_on_devices(
     resources: str | None = None,
     objective: str = "makespan",
     makespan_limit: float | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> None:
     """The body of ``opsched solve --devices``: solve, validate, print, write.
 
@@ -96,7 +98,8 @@ def solve_on_devices(
     problem = _problem(graph, devices, link_bandwidth, link_latency)
     if solver == "cpsat":
         result = solve_hetero_cpsat(problem, time_limit=time_limit, num_workers=workers,
-                                    deterministic=deterministic, log=log)  # fmt: skip
+                                    deterministic=deterministic, log=log,
+                                    progress=progress)  # fmt: skip
     else:
         result = heft(problem) if solver == "heft" else cpop(problem)
     report = validate_hetero(problem, result)

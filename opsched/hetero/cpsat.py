@@ -58,6 +58,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,7 @@ def solve_hetero_cpsat(
     log: bool = False,
     hint: bool = True,
     formulation: str = "instances",
+    progress: Callable[[str], None] | None = None,
 ) -> HeteroSchedule:
     """Minimise the makespan of ``problem`` exactly (see the module docstring).
 
@@ -131,6 +133,8 @@ def solve_hetero_cpsat(
         Start the search from the HEFT schedule (the horizon is HEFT's makespan either way).
     formulation
         ``"instances"`` or ``"cumulative"``.
+    progress
+        Called with a line at each improving schedule: its makespan and CP-SAT's bound.
 
     Returns
     -------
@@ -138,6 +142,8 @@ def solve_hetero_cpsat(
         OPTIMAL, or FEASIBLE with ``lower_bound``; ``info`` holds the scaling and statistics.
     """
     from ortools.sat.python import cp_model
+
+    from opsched.solver.cpsat.model import Improvements
 
     t0 = time.perf_counter()
     check_seconds(time_limit)
@@ -238,7 +244,11 @@ def solve_hetero_cpsat(
     p.log_search_progress = log
     if deterministic:
         p.interleave_search = True
-    code = solver.solve(m)
+    improvements = None
+    if progress is not None:  # each improving makespan and CP-SAT's bound, in time units
+        improvements = Improvements(lambda v, bound: progress(f"makespan {v / scale:g} "
+                                                        f"(bound {bound / scale:g})"))  # fmt: skip
+    code = solver.solve(m, improvements)
     name = solver.status_name(code)
     info["cpsat_status"] = name
     info["conflicts"] = solver.num_conflicts

@@ -45,6 +45,11 @@ def test_solve_with_devices_writes_a_valid_schedule(graph, tmp_path, solver):
     assert v.exit_code == 0 and v.stdout.startswith("valid: makespan")
     if solver == "cpsat":
         assert "OPTIMAL" in r.stdout and "cpu:0  b[3,5)" in r.stdout
+        # each improving schedule on stderr, the optimum last (with the bound known then)
+        last = r.stderr.splitlines()[-1].split("] ", 1)[1]
+        assert last.startswith("makespan 5 (bound ") and float(last[18:-1]) <= 5
+    else:
+        assert r.stderr == ""  # the heuristics are instant
 
 
 def test_validate_reports_a_broken_schedule_with_exit_1(graph, tmp_path):

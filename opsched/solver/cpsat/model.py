@@ -254,7 +254,7 @@ class CpsatModel:
             p.use_timetable_edge_finding_in_cumulative = True
             p.use_hard_precedences_in_cumulative = True
         self.solver = solver
-        callback = None if on_solution is None else _Improvements(on_solution)
+        callback = None if on_solution is None else Improvements(on_solution)
         self.status = solver.solve(self.model, callback)
         return self.status
 
@@ -287,7 +287,7 @@ class CpsatModel:
         }
 
 
-class _Improvements(cp_model.CpSolverSolutionCallback):
+class Improvements(cp_model.CpSolverSolutionCallback):
     """Hands each improving solution's objective and best bound to a function."""
 
     def __init__(self, report: Callable[[float, float], None]) -> None:
