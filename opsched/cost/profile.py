@@ -7,7 +7,8 @@ through the specs; a transferred one may list a same-chip GPU's curve per kind o
 ``siblings``, :mod:`opsched.cost.sibling`) and the fixed overhead of each timing method, and
 the GPU's kernel floor
 (``kernel_floor``: no prediction of an op that launches a kernel is below it; see
-:mod:`opsched.cost.floor`).
+:mod:`opsched.cost.floor`) and the convolutions' higher ones (``family_floors``). A document
+is checked when it is read (:mod:`opsched.cost.profile_check`).
 
 Examples
 --------
