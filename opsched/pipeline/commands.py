@@ -66,6 +66,7 @@ def register(main: click.Group) -> None:
         show_default=True,
         help="CP-SAT seconds.",
     )
+    @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr (CP-SAT).")
     @cap_option
     @click.option(
         "-o",
@@ -90,6 +91,7 @@ def register(main: click.Group) -> None:
         solver: str,
         formulation: str,
         time_limit: float,
+        quiet: bool,
         memory_cap: str | None,
         output: Path | None,
         graph_out: Path | None,
@@ -100,7 +102,7 @@ def register(main: click.Group) -> None:
         Reports the latency of one input and the initiation interval (throughput); the
         schedule is one of the unrolled graph (ops named OP@M) and is validated.
         """
-        from opsched._clikit import machine_from_options
+        from opsched._clikit import machine_from_options, progress_lines
         from opsched.importers import read_graph
         from opsched.ir.jsonio import write_graph_json
         from opsched.pipeline import check_stages, pipeline_cpsat, pipeline_heuristic
@@ -109,9 +111,9 @@ def register(main: click.Group) -> None:
 
         problem = Problem(read_graph(graph), machine_from_options(units, memory_cap, None))
         if solver == "cpsat":
-            res = pipeline_cpsat(
-                problem, stages, microbatches, formulation=formulation, time_limit=time_limit
-            )
+            say = None if quiet or as_json else progress_lines()
+            res = pipeline_cpsat(problem, stages, microbatches, formulation=formulation,
+                                 time_limit=time_limit, progress=say)  # fmt: skip
         else:
             res = pipeline_heuristic(problem, stages, microbatches)
         report = validate(res.problem, res.schedule) if res.schedule.has_schedule else None

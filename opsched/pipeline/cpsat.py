@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -99,13 +99,21 @@ def _heads_tails(problem: Problem, d: list[int]) -> tuple[list[int], list[int]]:
     return head, tail
 
 
-def _solve(model: Any, time_limit: float, workers: int) -> Any:
+def _solve(
+    model: Any,
+    time_limit: float,
+    workers: int,
+    on_solution: Callable[[float, float], None] | None = None,
+) -> Any:
     from ortools.sat.python import cp_model
+
+    from opsched.solver.cpsat.model import Improvements
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
     solver.parameters.num_workers = workers
-    return solver, solver.solve(model)
+    callback = None if on_solution is None else Improvements(on_solution)
+    return solver, solver.solve(model, callback)
 
 
 def _stage_literals(
@@ -169,6 +177,7 @@ def pipeline_cpsat(
     assignment: Sequence[int] | None = None,
     time_limit: float = 10.0,
     num_workers: int = 2,
+    progress: Callable[[str], None] | None = None,
 ) -> PipelineResult:
     """Pipeline ``problem.graph`` exactly (see the module docstring for both formulations).
 
@@ -186,6 +195,9 @@ def pipeline_cpsat(
         Fix the stage of every op instead of choosing it.
     time_limit, num_workers
         CP-SAT settings (the modulo search shares the time over its periods).
+    progress
+        Called with a line at each improving unrolled schedule (its makespan and CP-SAT's
+        bound), or for each period the modulo search settles.
 
     Returns
     -------
@@ -204,9 +216,9 @@ def pipeline_cpsat(
         formulation = "unrolled" if small else "modulo"
     caps = stage_capacities(problem.machine.units, stages)
     heur = pipeline_heuristic(problem, stages, microbatches, assignment=assignment)
-    if formulation == "unrolled":
-        return _unrolled(problem, caps, microbatches, assignment, heur, time_limit, num_workers, t0)
-    return _modulo(problem, caps, microbatches, assignment, heur, time_limit, num_workers, t0)
+    say = progress or (lambda _: None)
+    args = (problem, caps, microbatches, assignment, heur, time_limit, num_workers, t0, say)
+    return _unrolled(*args) if formulation == "unrolled" else _modulo(*args)
 
 
 def _unrolled(
@@ -218,6 +230,7 @@ def _unrolled(
     time_limit: float,
     workers: int,
     t0: float,
+    say: Callable[[str], None],
 ) -> PipelineResult:
     from ortools.sat.python import cp_model
 
@@ -263,7 +276,11 @@ def _unrolled(
                 model.add_hint(x[v][s], heur.assignment[v] == s)
         for i, o in enumerate(heur.schedule.ops):
             model.add_hint(start[i // n][i % n], round(o.start * sc.time_scale))
-    solver, status = _solve(model, time_limit - (time.perf_counter() - t0), workers)
+
+    def report(value: float, bound: float) -> None:
+        say(f"makespan {sc.to_time(value):g} (bound {sc.to_time(bound):g})")
+
+    solver, status = _solve(model, time_limit - (time.perf_counter() - t0), workers, report)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _fallback(heur, "cpsat-unrolled", f"CP-SAT: {solver.status_name(status)}", t0)
     assign = [next(s for s in range(stages) if solver.value(x[v][s])) for v in range(n)]
@@ -299,6 +316,7 @@ def _modulo(
     time_limit: float,
     workers: int,
     t0: float,
+    say: Callable[[str], None],
 ) -> PipelineResult:
     from ortools.sat.python import cp_model
 
@@ -355,8 +373,11 @@ def _modulo(
         solver, status = _solve(model, left, workers)
         tried.append(ii)
         if status == cp_model.INFEASIBLE:
+            say(f"period {sc.to_time(ii):g}: infeasible")
             ii += 1
             continue
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            say(f"period {sc.to_time(ii):g}: feasible, latency {sc.to_time(solver.value(lat)):g}")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
         assign = [next(s for s in range(stages) if solver.value(x[v][s])) for v in range(n)]

@@ -198,3 +198,24 @@ def test_cli_pipeline_bad_input_exits_2(tmp_path) -> None:
     )
     assert r.exit_code == 2 and "cannot hold 3 stages" in r.output
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("formulation", ["unrolled", "modulo"])
+def test_cpsat_progress_lines(formulation: str) -> None:
+    # each improving unrolled schedule, or each period the modulo search settles
+    lines: list[str] = []
+    res = pipeline_cpsat(Problem(chain(), Machine(units=2)), 2, 3, formulation=formulation,
+                         time_limit=5, progress=lines.append)  # fmt: skip
+    assert lines
+    if formulation == "unrolled":
+        assert all(line.startswith("makespan ") for line in lines)
+        assert lines[-1].startswith(f"makespan {res.schedule.makespan:g} (bound ")
+    else:
+        assert lines[-1] == (f"period {res.schedule.info['ii']:g}: feasible, "
+                             f"latency {res.schedule.info['latency']:g}")  # fmt: skip
+        assert all(line.endswith(": infeasible") for line in lines[:-1])
+    r = CliRunner().invoke(main, ["pipeline", "datasets/stg/50/rand0000.stg", "--stages", "2",
+                                  "--microbatches", "2", "--solver", "cpsat", "--time-limit",
+                                  "3", "--formulation", formulation])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.stderr.count("] ") >= 1 and "valid: makespan" in r.stdout
