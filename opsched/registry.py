@@ -93,8 +93,8 @@ SOLVERS: dict[str, SolverInfo] = {
         SolverInfo("memory-list", "k units under a cap: min-memory order as list priority, "
                    "memory-feasible placement", False, lambda p, **_: memory_list(p)),
         SolverInfo("lns", "portfolio, then CP-SAT re-optimises windows (time_limit, seed)",
-                   False, lambda p, time_limit=10.0, seed=0, **_: lns(p, time_limit=time_limit,
-                                                                     seed=seed)),
+                   False, lambda p, time_limit=10.0, seed=0, progress=None, **_: lns(
+                       p, time_limit=time_limit, seed=seed, progress=progress)),
     ]
 }  # fmt: skip
 

@@ -163,7 +163,7 @@ OBJECTIVES = {
 )
 @click.option("--deterministic", is_flag=True, help="Same result on every run (CP-SAT).")
 @click.option("--log", is_flag=True, help="Print CP-SAT's search log.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr (CP-SAT).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr (cpsat, lns).")
 @click.option(
     "--output",
     "-o",
@@ -215,7 +215,8 @@ def solve(
 
     PSPLIB files bring their resource capacities; --resources overrides them. With
     --devices the machine is heterogeneous (opsched.hetero). CP-SAT prints each improving
-    schedule and its bound on stderr (not with --quiet, --json or --log).
+    schedule and its bound on stderr, lns each improvement (not with --quiet, --json or
+    --log).
     """
     say = None if quiet or as_json or log else progress_lines()
     if devices is not None:
@@ -249,7 +250,7 @@ def solve(
         if say is not None:
             opts.update(progress=say)
     if solver == "lns":
-        opts.update(time_limit=time_limit)
+        opts.update(time_limit=time_limit, progress=say)
     result = info.fn(problem, **opts)
     report = check(problem, result)
     if not report.valid:  # a solver bug: never hand out an invalid schedule

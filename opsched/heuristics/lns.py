@@ -25,6 +25,7 @@ Examples
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -116,11 +117,13 @@ def lns(
     window: int = 40,
     seed: int = 0,
     start: Schedule | None = None,
+    progress: Callable[[str], None] | None = None,
     **_: object,
 ) -> Schedule:
     """Improve ``start`` (default: the portfolio's schedule) for ``time_limit`` seconds.
 
-    ``info`` records ``iterations``, ``improvements`` and the starting makespan.
+    ``info`` records ``iterations``, ``improvements`` and the starting makespan;
+    ``progress``, if given, is called with a line at the start and at each improvement.
     """
     from opsched.solver.scaling import choose_scaling
 
@@ -147,6 +150,9 @@ def lns(
     lb = base.lower_bound
     iters = improvements = 0
     w = max(1, min(window, g.num_ops))
+    say = progress or (lambda _: None)
+    say(f"makespan {span:g} ({base.solver}; lower bound {lb:g})" if lb is not None
+        else f"makespan {span:g} ({base.solver})")  # fmt: skip
     while time.perf_counter() - t0 < time_limit:
         if lb is not None and span <= lb + 1e-9:
             break
@@ -165,6 +171,7 @@ def lns(
         if new_span <= span + 1e-9:
             if new_span < span - 1e-9:
                 improvements += 1
+                say(f"makespan {new_span:g} (iteration {iters})")
             starts, span = new_starts, new_span
             units = new_units
     if iters == 0 or improvements == 0:

@@ -77,10 +77,15 @@ def test_reaches_the_published_optimum_where_list_does_not(name: str, procs: int
     assert lb == opt
     start = list_schedule(p)
     assert _ms(start) > opt
-    s = lns(p, time_limit=10, seed=0, start=start)
+    lines: list[str] = []
+    s = lns(p, time_limit=10, seed=0, start=start, progress=lines.append)
     assert s.makespan == opt
     assert validate(p, s).valid
     assert s.info["improvements"] >= 1 and (s.wall_time_s or 0.0) < 10 + 1  # stopped at the bound
+    # the start, then one line per improvement, the last at the optimum
+    assert lines[0] == f"makespan {_ms(start):g} (list; lower bound {lb:g})"
+    assert len(lines) == 1 + s.info["improvements"]
+    assert lines[-1].startswith(f"makespan {opt:g} (iteration ")
 
 
 def test_stops_at_once_when_the_start_meets_its_lower_bound() -> None:
