@@ -140,12 +140,10 @@ def fit_model(
     masks = {f: np.ones(len(fd.t), bool) if train is None else train[f]
              for f, fd in data.families.items()}  # fmt: skip
     # a GPU left out (leave-one-GPU-out) has no floor of its own: it transfers (floor_of)
-    model.floors = fit_floors((fd.t[masks[f]], fd.roof[masks[f]], fd.gpu[masks[f]],
-                               fd.method[masks[f]]) for f, fd in data.families.items()
-                              if f not in FLOORLESS_FAMILIES)  # fmt: skip
-    model.family_floors = fit_family_floors(
-        {f: (fd.t[masks[f]], fd.roof[masks[f]], fd.gpu[masks[f]], fd.method[masks[f]])
-         for f, fd in data.families.items()})  # fmt: skip
+    rows = {f: (fd.t[m], fd.roof[m], fd.gpu[m], fd.method[m])
+            for f, fd in data.families.items() for m in (masks[f],)}  # fmt: skip
+    model.floors = fit_floors(r for f, r in rows.items() if f not in FLOORLESS_FAMILIES)
+    model.family_floors = fit_family_floors(rows)
     donors = fit_donor(data, masks, per_gpu)
     for fam in BORROWER_FAMILIES if donors else ():
         bfd = data.families.get(fam)

@@ -85,13 +85,18 @@ class Profile:
     trees
         Residual trees per family (:mod:`opsched.cost.boost`); None loads the shipped ones,
         ``{}`` uses the curves alone.
+    where
+        What the document is called in the error a malformed one raises
+        (:mod:`opsched.cost.profile_check`); :func:`load_profile` gives its file.
     """
 
     def __init__(
-        self, doc: Mapping[str, Any], trees: Mapping[str, TreeEnsemble] | None = None
+        self,
+        doc: Mapping[str, Any],
+        trees: Mapping[str, TreeEnsemble] | None = None,
+        where: str = "profile",
     ) -> None:
-        self.spec: GpuSpec = check_profile(doc, f"profile {doc.get('gpu', '?')!r}"
-                                           if isinstance(doc, Mapping) else "profile")  # fmt: skip
+        self.spec: GpuSpec = check_profile(doc, where)
         self.gpu: str = doc["gpu"]
         self.curves: dict[str, dict[str, Any]] = {
             fam: {cls: _read_curve(c) for cls, c in by.items()} for fam, by in doc["curves"].items()
@@ -377,8 +382,7 @@ def _load(key: str, folder: str) -> Profile:
         raise InputError(f"no profile for {key} in {folder}; run `opsched cost fit`") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"not a profile ({e})", path) from None
-    check_profile(doc, path)  # named by its file, not its GPU
-    return Profile(doc, _load_trees(folder))
+    return Profile(doc, _load_trees(folder), where=path)
 
 
 def _measured(curve: Mapping[str, Any] | None, method: str | None) -> bool:

@@ -143,7 +143,7 @@ def solve_hetero_cpsat(
     """
     from ortools.sat.python import cp_model
 
-    from opsched.solver.cpsat.model import Improvements
+    from opsched.solver.cpsat.model import Improvements, makespan_lines
 
     t0 = time.perf_counter()
     check_seconds(time_limit)
@@ -246,8 +246,7 @@ def solve_hetero_cpsat(
         p.interleave_search = True
     improvements = None
     if progress is not None:  # each improving makespan and CP-SAT's bound, in time units
-        improvements = Improvements(lambda v, bound: progress(f"makespan {v / scale:g} "
-                                                        f"(bound {bound / scale:g})"))  # fmt: skip
+        improvements = Improvements(makespan_lines(progress, lambda t: t / scale))
     code = solver.solve(m, improvements)
     name = solver.status_name(code)
     info["cpsat_status"] = name

@@ -58,6 +58,7 @@ from opsched.pipeline.model import (
 from opsched.pipeline.partition import balanced_partition
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
+from opsched.solver.cpsat.model import Improvements, makespan_lines
 from opsched.solver.defaults import check_seconds
 from opsched.solver.scaling import choose_scaling
 
@@ -106,8 +107,6 @@ def _solve(
     on_solution: Callable[[float, float], None] | None = None,
 ) -> Any:
     from ortools.sat.python import cp_model
-
-    from opsched.solver.cpsat.model import Improvements
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
@@ -216,8 +215,7 @@ def pipeline_cpsat(
         formulation = "unrolled" if small else "modulo"
     caps = stage_capacities(problem.machine.units, stages)
     heur = pipeline_heuristic(problem, stages, microbatches, assignment=assignment)
-    say = progress or (lambda _: None)
-    args = (problem, caps, microbatches, assignment, heur, time_limit, num_workers, t0, say)
+    args = (problem, caps, microbatches, assignment, heur, time_limit, num_workers, t0, progress)
     return _unrolled(*args) if formulation == "unrolled" else _modulo(*args)
 
 
@@ -230,7 +228,7 @@ def _unrolled(
     time_limit: float,
     workers: int,
     t0: float,
-    say: Callable[[str], None],
+    say: Callable[[str], None] | None,
 ) -> PipelineResult:
     from ortools.sat.python import cp_model
 
@@ -276,10 +274,7 @@ def _unrolled(
                 model.add_hint(x[v][s], heur.assignment[v] == s)
         for i, o in enumerate(heur.schedule.ops):
             model.add_hint(start[i // n][i % n], round(o.start * sc.time_scale))
-
-    def report(value: float, bound: float) -> None:
-        say(f"makespan {sc.to_time(value):g} (bound {sc.to_time(bound):g})")
-
+    report = None if say is None else makespan_lines(say, sc.to_time)
     solver, status = _solve(model, time_limit - (time.perf_counter() - t0), workers, report)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _fallback(heur, "cpsat-unrolled", f"CP-SAT: {solver.status_name(status)}", t0)
@@ -316,7 +311,7 @@ def _modulo(
     time_limit: float,
     workers: int,
     t0: float,
-    say: Callable[[str], None],
+    say: Callable[[str], None] | None,
 ) -> PipelineResult:
     from ortools.sat.python import cp_model
 
@@ -373,10 +368,11 @@ def _modulo(
         solver, status = _solve(model, left, workers)
         tried.append(ii)
         if status == cp_model.INFEASIBLE:
-            say(f"period {sc.to_time(ii):g}: infeasible")
+            if say is not None:
+                say(f"period {sc.to_time(ii):g}: infeasible")
             ii += 1
             continue
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if say is not None and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             say(f"period {sc.to_time(ii):g}: feasible, latency {sc.to_time(solver.value(lat)):g}")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break

@@ -287,6 +287,20 @@ class CpsatModel:
         }
 
 
+def makespan_lines(
+    progress: Callable[[str], None], to_time: Callable[[float], float]
+) -> Callable[[float, float], None]:
+    """The ``on_solution`` function of a makespan objective: a line for ``progress`` with
+    the makespan and CP-SAT's bound, ticks turned into time by ``to_time``.
+
+    >>> lines = []
+    >>> makespan_lines(lines.append, lambda t: t / 2)(13, 11)
+    >>> lines
+    ['makespan 6.5 (bound 5.5)']
+    """
+    return lambda value, bound: progress(f"makespan {to_time(value):g} (bound {to_time(bound):g})")
+
+
 class Improvements(cp_model.CpSolverSolutionCallback):
     """Hands each improving solution's objective and best bound to a function."""
 

@@ -22,7 +22,13 @@ from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
-from opsched.solver.cpsat.model import CpsatModel, Params, assign_units, tick_problem
+from opsched.solver.cpsat.model import (
+    CpsatModel,
+    Params,
+    assign_units,
+    makespan_lines,
+    tick_problem,
+)
 from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds
 from opsched.solver.scaling import Scaling, choose_scaling
 from opsched.solver.serial import (
@@ -343,14 +349,11 @@ def _reporter(
 ) -> Callable[[float, float], None]:
     """A stage's improving solutions as lines for ``progress``, in real units."""
     if kind == "makespan":
+        return makespan_lines(progress, scaling.to_time)
+    base, q = problem.graph.persistent_bytes, scaling.memory_quantum
 
-        def line(value: float, bound: float) -> str:
-            return f"makespan {scaling.to_time(value):g} (bound {scaling.to_time(bound):g})"
-    else:
-        base, q = problem.graph.persistent_bytes, scaling.memory_quantum
+    def line(value: float, bound: float) -> None:
+        least = base + math.ceil(bound - 1e-9) * q
+        progress(f"peak memory {base + round(value) * q} (bound {least})")
 
-        def line(value: float, bound: float) -> str:
-            least = base + math.ceil(bound - 1e-9) * q
-            return f"peak memory {base + round(value) * q} (bound {least})"
-
-    return lambda value, bound: progress(line(value, bound))
+    return line
