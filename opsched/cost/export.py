@@ -88,7 +88,7 @@ def fit_profiles(
     with the built-in ones. Nothing is written unless the fit succeeds. Deterministic: the same
     data gives byte-identical files. Profiles written elsewhere are used by setting
     ``OPSCHED_PROFILES`` to their folder (:func:`opsched.cost.specs.profiles_dir`).
-    ``progress``, if given, is called with a line at each stage (about 35 s in all on 2 cores).
+    ``progress``, if given, is called with a line at each stage (about 60 s in all on 2 cores).
     """
     import gzip
     import json

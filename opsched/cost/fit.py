@@ -37,7 +37,6 @@ from opsched.cost.fitdata import (
     FIT_FILES,
     FamilyData,
     FitData,
-    cap_rows,
     fit_rows,
     load_fit_data,
     median_overheads,
@@ -128,7 +127,9 @@ def fit_model(
     With ``trees`` (needs scikit-learn), each family with at least :data:`MIN_TREE_ROWS`
     training rows of :data:`MIN_TREE_SHAPES` shapes also gets residual trees
     (:mod:`opsched.cost.boost`) fitted on the log ratio of measured time to the curve's
-    prediction, on the same capped rows of the timing methods in ``tree_methods(family)``. The
+    prediction, on every training row of the timing methods in ``tree_methods(family)`` (the
+    curves use a capped sample, :func:`~opsched.cost.fitdata.cap_rows`; the trees gain from all
+    of them: docs/cost-model.md, nineteenth round). The
     trees correct only fitted curves, a GPU's own or a same-chip sibling's
     (:mod:`opsched.cost.sibling`): a GPU that transfers the pooled curve through its specs
     keeps it as it is (trees there raised the leave-one-GPU-out error, e.g. A100-PCIe-40GB
@@ -190,7 +191,7 @@ def fit_model(
         trees = False
     if trees:
         for fam, fd in sorted(data.families.items()):
-            sel = cap_rows(fd, masks[fam]) & np.isin(fd.method, list(tree_methods(fam)))
+            sel = masks[fam] & np.isin(fd.method, list(tree_methods(fam)))
             if sel.sum() < MIN_TREE_ROWS or np.unique(fd.group[sel]).size < MIN_TREE_SHAPES:
                 continue
             say(f"fitting the residual trees of {fam} ({int(sel.sum()):,} rows)")

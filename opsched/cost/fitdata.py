@@ -189,8 +189,9 @@ def shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
     return kind + "|" + "|".join(f"{k}={a[k]}" for k in sorted(a))
 
 
-#: Rows per (GPU, timing method, dtype class) a fit uses at most (a fixed random subset):
-#: more add little to a curve of ~20 parameters and slow the fit down.
+#: Rows per (GPU, timing method, dtype class) a curve's fit uses at most (a fixed random
+#: subset): more add little to a curve of ~20 parameters and slow the fit down. The residual
+#: trees, which have thousands of leaves to fill, learn from every row.
 MAX_ROWS_PER_SLOT = 3000
 
 

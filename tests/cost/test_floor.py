@@ -68,7 +68,7 @@ def test_tiny_ops_sit_on_the_floor_big_ops_unchanged(gpu):
     # (float32) and had once fallen to ~0.01 us
     tiny = p.predict("matmul", TINY_MM)
     assert p.kernel_floor <= tiny <= p.predict("matmul", TINY_MM | PAD_64) * (1 + 1e-9) < 6.0
-    assert p.predict("matmul", {"M": 2, "N": 2, "K": 2}) < 15.0
+    assert p.predict("matmul", {"M": 2, "N": 2, "K": 2}) < 20.0
     assert bare.predict("conv2d", TINY_CONV) < 0.5 * p.kernel_floor  # the floor's reason
     assert p.predict("conv2d", TINY_CONV) == p.family_floors["conv2d"] > p.kernel_floor
     assert p.predict("elementwise", {"numel": 4, "dtype": "float16"}) >= p.kernel_floor
