@@ -23,7 +23,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,10 +119,13 @@ def fit_model(
     per_gpu: bool = True,
     trees: bool = True,
     progress: Callable[[str], None] | None = None,
+    tree_families: Collection[str] | None = None,
 ) -> Model:
     """Fit pooled and (if ``per_gpu``) per-GPU curves on rows where ``train[family]`` holds.
 
     ``progress``, if given, is called with a line at each stage (curves, then trees).
+    ``tree_families`` limits the trees to those families (default: every family); a family's
+    trees change the predictions of that family alone.
 
     With ``trees`` (needs scikit-learn), each family with at least :data:`MIN_TREE_ROWS`
     training rows of :data:`MIN_TREE_SHAPES` shapes also gets residual trees
@@ -191,6 +194,8 @@ def fit_model(
         trees = False
     if trees:
         for fam, fd in sorted(data.families.items()):
+            if tree_families is not None and fam not in tree_families:
+                continue
             sel = masks[fam] & np.isin(fd.method, list(tree_methods(fam)))
             if sel.sum() < MIN_TREE_ROWS or np.unique(fd.group[sel]).size < MIN_TREE_SHAPES:
                 continue

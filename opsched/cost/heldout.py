@@ -80,9 +80,11 @@ def leave_one_gpu_out(
     out: dict[str, dict[str, np.ndarray]] = {}
     for gpu in gpus:
         train = {f: fd.gpu != gpu for f, fd in data.families.items()}
-        # without a same-chip GPU the per-GPU curves (and trees) would change nothing
-        model = fit_model(data, train, per_gpu=sibling and bool(siblings(gpu, load_specs())),
-                          trees=trees)  # fmt: skip
+        # without a same-chip GPU the per-GPU curves (and trees) would change nothing, and
+        # trees of a family the GPU has no rows of price none of them
+        held = {f for f, t in train.items() if not t.all()}
+        per_gpu = sibling and bool(siblings(gpu, load_specs()))
+        model = fit_model(data, train, per_gpu=per_gpu, trees=trees, tree_families=held)
         out[gpu] = {}
         for f, fd in data.families.items():
             pred = np.full(len(fd.t), np.nan)

@@ -226,3 +226,11 @@ def test_norm_prices_grow_with_rows_on_every_gpu(dtype):
             t = [p.predict(kind, {"rows": r, "cols": cols, "dtype": dtype}) for r in rows]
             for small, big, a, b in zip(rows, rows[1:], t, t[1:], strict=False):
                 assert b >= 0.8 * a, (gpu, kind, small, a, big, b)
+
+
+def test_fit_model_fits_trees_only_for_the_families_asked():
+    # leave-one-GPU-out asks for the trees of the left-out GPU's families alone
+    data = _toy_data()
+    assert "elementwise_unary" in fit_model(data).trees
+    assert fit_model(data, tree_families=set()).trees == {}
+    assert "elementwise_unary" in fit_model(data, tree_families={"elementwise_unary"}).trees
