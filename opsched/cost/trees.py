@@ -45,7 +45,8 @@ TREES_FORMAT = "opsched-cost-trees/1"
 PREDICT_BLOCK = 512
 
 #: Trees per unit of :func:`opsched._jit.compiled`'s size: a block of rows x trees walks
-#: compiled from 100 such units (e.g. 100 rows of 300 trees), numpy's vector walk below.
+#: compiled from 100 such units (e.g. 50 rows of a large family's 600 trees), numpy's vector
+#: walk below.
 COMPILED_WALK_TREES = 300
 
 
