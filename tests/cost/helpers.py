@@ -1,4 +1,5 @@
-"""Shared by the cost tests: the shipped profile documents, and profiles with parts removed."""
+"""Shared by the cost tests: the shipped profile documents, profiles with parts removed, and
+stored trees in the older list form."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from importlib import resources
 
 from opsched.cost.profile import Profile
+from opsched.cost.trees import _unpack
 
 
 def shipped_doc(gpu: str) -> dict:
@@ -22,3 +24,8 @@ def profile_without(gpu: str, *keys: str) -> Profile:
     for key in keys:
         doc.pop(key)
     return Profile(doc)
+
+
+def as_lists(ensemble: dict) -> dict:
+    """A stored tree ensemble with its node arrays as JSON lists (trees file format 1)."""
+    return {k: v if k == "baseline" else _unpack(v).tolist() for k, v in ensemble.items()}

@@ -17,6 +17,7 @@ from opsched.cost.fitdata import FIT_FILES
 from opsched.cost.specs import load_specs
 from opsched.cost.trees import TreeEnsemble
 from opsched.datasets import dataset_path
+from tests.cost.helpers import as_lists
 
 
 def test_tree_inputs_carry_the_gpus_specs():
@@ -55,12 +56,18 @@ def test_stored_trees_predict_what_the_fitted_ones_do():
     y = np.sin(5 * x[:, 0]) + np.nan_to_num(x[:, 2])
     ens = fit_trees(x, y)
     doc = json.loads(json.dumps(ens.to_dict()))
+    # every node array is stored as the base64 of its bytes (format 2)
+    assert all(set(v) == {"dtype", "b64"} for k, v in doc.items() if k != "baseline")
+    back = TreeEnsemble.from_dict(doc)
     inner = ~ens.leaf
     # only what predict reads is stored: leaves keep no threshold, inner nodes no value
-    assert all(v == 0 for v, i in zip(doc["value"], inner, strict=True) if i)
-    assert all(t == 0 for t, i in zip(doc["threshold"], inner, strict=True) if not i)
-    back = TreeEnsemble.from_dict(doc)
+    assert (back.value[inner] == 0).all() and (back.threshold[~inner] == 0).all()
+    assert (back.value[~inner] == ens.value[~inner]).all()
+    assert (back.threshold[inner] == ens.threshold[inner]).all()
     assert np.array_equal(back.predict(x), ens.predict(x))
+    # the lists of format 1 read back to the same trees
+    listed = TreeEnsemble.from_dict(as_lists(doc))
+    assert np.array_equal(listed.predict(x), ens.predict(x))
 
 
 def test_cost_fit_writes_the_same_bytes_twice(tmp_path):
@@ -79,7 +86,7 @@ def test_cost_fit_writes_the_same_bytes_twice(tmp_path):
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     doc = json.loads(gzip.decompress((a / "trees.json.gz").read_bytes()))
-    assert doc["format"] == "opsched-cost-trees/1" and doc["families"]
+    assert doc["format"] == "opsched-cost-trees/2" and doc["families"]
 
 
 def test_prediction_in_blocks_matches_one_pass(monkeypatch):
@@ -102,7 +109,18 @@ def test_trees_files_read_gzipped_or_plain_and_reject_anything_else():
     x = np.array([[10.0], [250.0]])
     for raw in (doc, gzip.compress(doc)):
         assert np.array_equal(read_trees(raw, "t")["matmul"].predict(x), ens.predict(x))
-    with pytest.raises(InputError, match=r"t\.json: not an opsched-cost-trees/1 document"):
+    with pytest.raises(InputError, match=r"t\.json: not an opsched-cost-trees/2 document"):
         read_trees(b'{"format": "other"}', "t.json")
+    # a file of format 1 (node arrays as JSON lists) still reads
+    old = {"format": "opsched-cost-trees/1", "families": {"matmul": as_lists(ens.to_dict())}}
+    got = read_trees(json.dumps(old).encode(), "t")["matmul"]
+    assert np.array_equal(got.predict(x), ens.predict(x))
+    # a damaged binary array is named, never read as other numbers
+    for field, bad in (("b64", "not base64!"), ("b64", "AAA="), ("dtype", "<f2")):
+        fam = ens.to_dict()
+        fam["left"] = fam["left"] | {field: bad}
+        raw = json.dumps({"format": TREES_FORMAT, "families": {"matmul": fam}}).encode()
+        with pytest.raises(InputError, match=r"t\.json: families\['matmul'\]: malformed tree"):
+            read_trees(raw, "t.json")
     with pytest.raises(InputError, match="unreadable trees file"):
         read_trees(b"\x1f\x8b not gzip", "t.json.gz")

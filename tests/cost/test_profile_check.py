@@ -20,7 +20,7 @@ from opsched.cost.profile_check import check_profile
 from opsched.cost.specs import _load_specs, known_gpus, load_specs, profiles_dir, profiles_from
 from opsched.cost.trees import read_trees
 from opsched.errors import InputError
-from tests.cost.helpers import shipped_doc
+from tests.cost.helpers import as_lists, shipped_doc
 
 OPS = (("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"}),
        ("conv2d", {"N": 1, "C": 16, "H": 7, "W": 7, "K": 16, "R": 3, "S": 3}),
@@ -167,8 +167,10 @@ def test_random_corruptions_load_and_price_or_fail_cleanly():
 
 
 def _trees_doc() -> dict:
+    """The shipped trees, their node arrays as lists (format 1) so a test can edit them."""
     raw = (Path(profiles_dir()) / TREES_FILE).read_bytes()
-    return json.loads(gzip.decompress(raw))
+    doc = json.loads(gzip.decompress(raw))
+    return doc | {"families": {f: as_lists(e) for f, e in doc["families"].items()}}
 
 
 def test_malformed_trees_named(tmp_path: Path) -> None:
