@@ -12,7 +12,8 @@ Prices the same ops with one GPU's shipped profile several ways, side by side in
 Workloads: 20,000 random GEMMs (16-8191 per dimension), small GEMMs (1-199, also priced by
 their paddings), 3x3 convolutions, elementwise ops, and a batch of every zoo network 20
 times over in float16 (repeated shapes, stated FLOP and byte counts, as ``apply`` sees a
-large graph); then ``apply`` on that batch as one graph. Each cell is the best of three
+large graph); then ``apply`` on that batch as one graph, and reading the trees file (as
+shipped, and the same trees in the older list format). Each cell is the best of three
 runs; the ratio to ``neither`` is what carries over between machines. All ways give
 the same prices (``tests/cost/test_batch.py``).
 
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
+import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -34,8 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from opsched.cost import apply, load_profile
-from opsched.cost.profile import Profile
-from opsched.cost.trees import read_trees
+from opsched.cost.profile import TREES_FILE, Profile
+from opsched.cost.specs import profiles_dir
+from opsched.cost.trees import NODE_ARRAYS, read_trees
 from opsched.ir import OpGraph
 from opsched.zoo.models import MODELS, build
 
@@ -148,8 +152,25 @@ def main() -> None:
     print(f"\napply() on one graph of every zoo network {a.zoo_times} times over "
           f"({graph.num_ops:,} ops, float16, {a.gpu}): {took:.2f} s, "
           f"{took / graph.num_ops * 1e6:.1f} us per op")  # fmt: skip
+    _trees_read()
     print("\nreproduce: OMP_NUM_THREADS=1 python benchmarks/bench_cost_predict.py "
           f"--gpu {a.gpu} --ops {a.ops} --dtype {a.dtype} --zoo-times {a.zoo_times}")  # fmt: skip
+
+
+def _trees_read() -> None:
+    """Time reading the shipped trees file, and the same trees with their node arrays as
+    JSON lists (the trees file format 1)."""
+    raw = (Path(profiles_dir()) / TREES_FILE).read_bytes()
+    doc = json.loads(gzip.decompress(raw))
+    trees = read_trees(raw, TREES_FILE)
+    lists = {f: {"baseline": e.baseline} | {k: getattr(e, k).tolist() for k in NODE_ARRAYS}
+             for f, e in trees.items()}  # fmt: skip
+    old = {"format": "opsched-cost-trees/1", "families": lists}
+    raw1 = gzip.compress(json.dumps(old, separators=(",", ":")).encode(), mtime=0)
+    t2, t1 = _best(lambda: read_trees(raw, "")), _best(lambda: read_trees(raw1, ""))
+    print(f"\nreading the shipped trees ({doc['format']}, {len(raw) / 1e6:.1f} MB): "
+          f"{t2:.2f} s; the same trees as JSON lists (format 1, {len(raw1) / 1e6:.1f} MB): "
+          f"{t1:.2f} s")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from opsched._jit import compiled, kernel
 from opsched.errors import InputError
 
 __all__ = [
+    "NODE_ARRAYS",
     "PREDICT_BLOCK",
     "TREES_FORMAT",
     "TREES_FORMATS",
@@ -48,16 +49,22 @@ __all__ = [
 
 #: The ``format`` field of a trees file (``opsched cost fit`` writes it gzipped). Version 2
 #: stores each node array as ``{"dtype": ..., "b64": ...}``, the base64 of its little-endian
-#: bytes, which loads about 4x faster than version 1's lists of JSON numbers (0.13 against
-#: 0.56 s for the shipped trees); both are read, and an array may take either form.
+#: bytes, which reads about 4x faster than version 1's lists of JSON numbers (0.12 against
+#: 0.45 s for the shipped trees, ``benchmarks/bench_cost_predict.py``); both are read, and an
+#: array may take either form.
 TREES_FORMAT = "opsched-cost-trees/2"
 
 #: Trees file formats :func:`read_trees` reads.
 TREES_FORMATS = ("opsched-cost-trees/1", TREES_FORMAT)
 
 #: The binary type each node array is stored as (version 2).
-_ARRAY_DTYPES = {"roots": "<i4", "feature": "<i4", "threshold": "<f8", "left": "<i4",
-                 "right": "<i4", "value": "<f8", "leaf": "|u1", "missing_left": "|u1"}  # fmt: skip
+_ARRAY_DTYPES: dict[str, str] = {
+    "roots": "<i4", "feature": "<i4", "threshold": "<f8", "left": "<i4", "right": "<i4",
+    "value": "<f8", "leaf": "|u1", "missing_left": "|u1",
+}  # fmt: skip
+
+#: The node arrays of a :class:`TreeEnsemble`, as a trees file names them.
+NODE_ARRAYS = tuple(_ARRAY_DTYPES)
 
 
 def _pack(values: np.ndarray, dtype: str) -> dict[str, str]:
@@ -182,25 +189,14 @@ class TreeEnsemble:
         InputError
             Arrays of different lengths or a child index outside the node table.
         """
+        kinds = {"<i4": np.int64, "<f8": float, "|u1": bool}  # as each array is used
         try:
-            feature = _unpack(doc["feature"]).astype(np.int64)
-            n = len(feature)
-            arrays = {k: _unpack(doc[k]) for k in ("threshold", "left", "right", "value",
-                                                   "leaf", "missing_left")}  # fmt: skip
-            ens = cls(
-                baseline=float(doc["baseline"]),
-                feature=feature,
-                threshold=arrays["threshold"].astype(float),
-                left=arrays["left"].astype(np.int64),
-                right=arrays["right"].astype(np.int64),
-                value=arrays["value"].astype(float),
-                leaf=arrays["leaf"].astype(bool),
-                missing_left=arrays["missing_left"].astype(bool),
-                roots=_unpack(doc["roots"]).astype(np.int64),
-            )
+            arrays = {k: _unpack(doc[k]).astype(kinds[dt]) for k, dt in _ARRAY_DTYPES.items()}
+            ens = cls(baseline=float(doc["baseline"]), **arrays)
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"malformed tree ensemble ({e})") from None
-        if any(a.size != n for a in arrays.values()):
+        n = ens.feature.size
+        if any(a.size != n for k, a in arrays.items() if k != "roots"):
             raise InputError("malformed tree ensemble: node arrays differ in length")
         for a in (ens.left, ens.right, ens.roots):
             if a.size and (a.min() < 0 or a.max() >= max(n, 1)):
