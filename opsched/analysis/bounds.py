@@ -14,6 +14,7 @@ import numpy as np
 
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, live_memory_bound
 from opsched.analysis.paths import b_level, earliest_starts
+from opsched.analysis.ramp import ENERGY_HEADS_MAX_OPS, energy_heads, ramp_bound
 from opsched.analysis.topo import topo_indices
 from opsched.ir.graph import OpGraph
 
@@ -155,6 +156,10 @@ class LowerBounds:
     ``critical_path``: the longest path. ``work``: total unit-time over ``units``.
     ``serial``: serial work plus the rest over ``units`` (see :class:`Amdahl`).
     ``energy``: per named resource, the sum of duration x demand over its capacity.
+    ``ramp``: per resource (``"units"`` and the named ones), the least makespan whose idle
+    capacity holds what the ops' heads and tails force idle at the start and the end of every
+    schedule, the heads and tails raised by the work of each op's ancestors and descendants
+    (:mod:`opsched.analysis.ramp`; at least each op's head + duration + tail).
     When every duration is an integer, each bound is rounded up to an integer.
     """
 
@@ -162,16 +167,19 @@ class LowerBounds:
     work: float
     serial: float
     energy: dict[str, float] = field(default_factory=dict)
+    ramp: dict[str, float] = field(default_factory=dict)
 
     @property
     def value(self) -> float:
-        return max([self.critical_path, self.work, self.serial, *self.energy.values()])
+        return max([self.critical_path, self.work, self.serial, *self.energy.values(),
+                    *self.ramp.values()])  # fmt: skip
 
     @property
     def binding(self) -> str:
         """Name of the bound that gives :attr:`value`."""
         best = {"critical_path": self.critical_path, "work": self.work, "serial": self.serial}
         best.update({f"energy:{r}": v for r, v in self.energy.items()})
+        best.update({f"ramp:{r}": v for r, v in self.ramp.items()})
         return max(best, key=lambda k: best[k])
 
     def to_dict(self) -> dict[str, object]:
@@ -182,8 +190,12 @@ def lower_bounds(
     graph: OpGraph,
     units: int | None = None,
     capacities: Mapping[str, int | None] | None = None,
+    ramp: bool = True,
 ) -> LowerBounds:
     """Makespan lower bounds for ``units`` compute units and resource ``capacities``.
+
+    ``ramp=False`` leaves out the ramp bounds (:mod:`opsched.analysis.ramp`), to measure
+    what they are worth.
 
     ``capacities`` defaults to the graph's ``resources``; a resource with a capacity of 0 that
     some op of positive duration demands makes the problem infeasible, which
@@ -198,6 +210,14 @@ def lower_bounds(
     >>> lb = lower_bounds(read_stg(dataset_path("stg/50/rand0000.stg")), units=4)
     >>> lb.critical_path, lb.work, lb.value, lb.binding
     (55.0, 66.0, 66.0, 'work')
+
+    The ramp bound: STG 300 ``rand0080`` on 8 processors, work 1,644: the work bound is 206,
+    but the graph's start and end force more idle time than 8 x 206 - 1,644 = 4, and the
+    optimum is 207:
+
+    >>> lb = lower_bounds(read_stg(dataset_path("stg/300/rand0080.stg")), units=8)
+    >>> lb.work, lb.ramp, lb.binding
+    (206.0, {'units': 207.0}, 'ramp:units')
     """
     d = graph.durations
     integral = bool(np.all(d == np.round(d)))
@@ -218,11 +238,31 @@ def lower_bounds(
     else:
         work_lb = serial_lb = up(float(d[serial_ops(graph)].sum()))
     energy: dict[str, float] = {}
+    loads = [(unit_dem, float(units))] if units else []
+    loads += [(graph.demand_array(r), float(c)) for r, c in caps.items() if r != "units" and c]
     for r, cap in caps.items():
-        if r == "units" or not cap:
-            continue
-        energy[r] = up(float((d * graph.demand_array(r)).sum()) / cap)
-    return LowerBounds(up(cp), work_lb, serial_lb, energy)
+        if r != "units" and cap:
+            energy[r] = up(float((d * graph.demand_array(r)).sum()) / cap)
+    ramps: dict[str, float] = {}
+    if ramp and loads and graph.num_ops:
+        heads, tails = _heads_tails(graph, loads, integral)
+        names = (["units"] if units else []) + [r for r, c in caps.items() if r != "units" and c]
+        for name, (dem, c) in zip(names, loads, strict=True):
+            ramps[name] = up(ramp_bound(heads, tails, d, dem, c, integral))
+    return LowerBounds(up(cp), work_lb, serial_lb, energy, ramps)
+
+
+def _heads_tails(
+    graph: OpGraph, loads: list[tuple[np.ndarray, float]], integral: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ramp bound's heads and tails: raised by the work before (after) each op on each
+    resource (:func:`~opsched.analysis.ramp.energy_heads`) up to
+    :data:`~opsched.analysis.ramp.ENERGY_HEADS_MAX_OPS` ops, else the plain ones."""
+    d = graph.durations
+    if graph.num_ops > ENERGY_HEADS_MAX_OPS:
+        return earliest_starts(graph), b_level(graph) - d
+    order = topo_indices(graph).tolist()
+    return energy_heads(d, graph.pred_ptr, graph.pred_idx, order, loads, integral)
 
 
 def min_memory_bound(graph: OpGraph, cut: bool | None = None) -> tuple[int, str]:

@@ -50,7 +50,8 @@ class Params:
     the greedy schedule; ``strong_cumulative`` turns on CP-SAT's overload checker, timetable
     edge finding and precedence reasoning in cumulative constraints. ``domains`` (heads, tails
     and lower bounds in the variable domains), ``lifetimes`` (each tensor interval at least
-    its output's least lifetime, ``opsched.analysis.min_lifetimes``), ``tails`` (redundant
+    its output's least lifetime, ``opsched.analysis.min_lifetimes``), ``ramp`` (the ramp
+    bounds of :mod:`opsched.analysis.ramp` in the makespan's domain), ``tails`` (redundant
     tail constraints) and
     ``greedy_horizon`` (the greedy makespan as horizon) exist to measure what each idea is
     worth (``benchmarks/bench_ablation.py``); leave them on. ``subsolvers`` names CP-SAT's
@@ -78,6 +79,7 @@ class Params:
     strong_cumulative: bool = True
     domains: bool = True
     lifetimes: bool = True
+    ramp: bool = True
     tails: bool = True
     greedy_horizon: bool = True
     subsolvers: tuple[str, ...] = DEFAULT_SUBSOLVERS
@@ -179,6 +181,7 @@ class CpsatModel:
             self.tick.graph,
             domains=params.domains,
             lifetimes=params.lifetimes,
+            ramp=params.ramp,
             tails=params.tails,
             memory_model=params.memory_model,
             orders=tuple(orders),

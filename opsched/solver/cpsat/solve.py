@@ -215,7 +215,7 @@ def solve_cpsat(
     if makespan_limit is not None and makespan_limit < lb - 1e-9:
         info["reason"] = (
             f"makespan limit {makespan_limit:g} is below the lower bound {lb:g} "
-            f"(critical path, work and resource bounds)"
+            f"(critical path, work, resource and ramp bounds)"
         )
         return Schedule.empty(problem, solver="cpsat", status=Status.INFEASIBLE, info=info,
                               wall_time_s=time.perf_counter() - t0)  # fmt: skip

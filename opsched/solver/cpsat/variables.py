@@ -53,6 +53,7 @@ class Variables:
     makespan_lb: int = 0
     domains: bool = True  #: heads, tails and lower bounds in the domains (off: ablation only)
     lifetimes: bool = True  #: tensor intervals at least the outputs' least lifetimes
+    ramp: bool = True  #: the ramp bounds (opsched.analysis.ramp) in the makespan's domain
     tails: bool = True  #: redundant makespan >= start + tail constraints
     memory_model: str = "cumulative"  #: or "reservoir" (under a cap; measured, see docs)
     #: ``(i, j)``: ``i`` ends before ``j`` starts, forced by the memory cap
@@ -69,7 +70,7 @@ class Variables:
         n = g.num_ops
         self.head = [int(x) for x in earliest_starts(g)]
         self.tail = [int(x) for x in b_level(g)]
-        lb = lower_bounds(g, self.problem.machine.units, self.problem.capacities)
+        lb = lower_bounds(g, self.problem.machine.units, self.problem.capacities, self.ramp)
         self.makespan_lb = int(lb.value) if self.domains else 0
         h = self.horizon
         self.makespan = m.new_int_var(self.makespan_lb, max(h, self.makespan_lb), "makespan")
