@@ -7,6 +7,7 @@ Every bound here holds for every valid schedule under the problem model
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
@@ -225,7 +226,8 @@ def lower_bounds(
     def up(x: float) -> float:
         return float(math.ceil(x - 1e-9)) if integral else x
 
-    cp = float(b_level(graph).max()) if graph.num_ops else 0.0
+    levels = b_level(graph) if graph.num_ops else np.zeros(0)
+    cp = float(levels.max()) if graph.num_ops else 0.0
     caps = dict(graph.resources) if capacities is None else dict(capacities)
     unit_dem = graph.demand_array("units")
     unit_work = float((d * unit_dem).sum())
@@ -237,32 +239,48 @@ def lower_bounds(
         serial_lb = up(float(d[serial_mask].sum()) + (unit_work - s_work) / units)
     else:
         work_lb = serial_lb = up(float(d[serial_ops(graph)].sum()))
-    energy: dict[str, float] = {}
-    loads = [(unit_dem, float(units))] if units else []
-    loads += [(graph.demand_array(r), float(c)) for r, c in caps.items() if r != "units" and c]
-    for r, cap in caps.items():
-        if r != "units" and cap:
-            energy[r] = up(float((d * graph.demand_array(r)).sum()) / cap)
+    # (name, demands, capacity) of every resource with a finite capacity
+    loads = [("units", unit_dem, float(units))] if units else []
+    loads += [(r, graph.demand_array(r), float(c)) for r, c in caps.items() if r != "units" and c]
+    energy = {r: up(float((d * dem).sum()) / c) for r, dem, c in loads if r != "units"}
     ramps: dict[str, float] = {}
     if ramp and loads and graph.num_ops:
-        heads, tails = _heads_tails(graph, loads, integral)
-        names = (["units"] if units else []) + [r for r, c in caps.items() if r != "units" and c]
-        for name, (dem, c) in zip(names, loads, strict=True):
-            ramps[name] = up(ramp_bound(heads, tails, d, dem, c, integral))
+        heads, tails = _heads_tails(graph, loads, levels, integral)
+        ramps = {r: up(ramp_bound(heads, tails, d, dem, c, integral)) for r, dem, c in loads}
     return LowerBounds(up(cp), work_lb, serial_lb, energy, ramps)
 
 
+#: Energy heads and tails per graph and resource capacities (graphs are immutable): the
+#: heuristics and the solver ask for the same graph's bounds again and again.
+_HeadsKey = tuple[tuple[str, float], ...]
+_HEADS: weakref.WeakKeyDictionary[OpGraph, dict[_HeadsKey, tuple[np.ndarray, np.ndarray]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _heads_tails(
-    graph: OpGraph, loads: list[tuple[np.ndarray, float]], integral: bool
+    graph: OpGraph,
+    loads: list[tuple[str, np.ndarray, float]],
+    levels: np.ndarray,
+    integral: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ramp bound's heads and tails: raised by the work before (after) each op on each
     resource (:func:`~opsched.analysis.ramp.energy_heads`) up to
-    :data:`~opsched.analysis.ramp.ENERGY_HEADS_MAX_OPS` ops, else the plain ones."""
+    :data:`~opsched.analysis.ramp.ENERGY_HEADS_MAX_OPS` ops, else the longest-path ones
+    (``levels``: the b-levels)."""
     d = graph.durations
     if graph.num_ops > ENERGY_HEADS_MAX_OPS:
-        return earliest_starts(graph), b_level(graph) - d
-    order = topo_indices(graph).tolist()
-    return energy_heads(d, graph.pred_ptr, graph.pred_idx, order, loads, integral)
+        return earliest_starts(graph), levels - d
+    key = tuple((r, c) for r, _, c in loads)
+    per_graph = _HEADS.setdefault(graph, {})
+    if key not in per_graph:
+        order = topo_indices(graph).tolist()
+        found = energy_heads(d, graph.pred_ptr, graph.pred_idx, order,
+                             [(dem, c) for _, dem, c in loads], integral)  # fmt: skip
+        for a in found:
+            a.flags.writeable = False
+        per_graph[key] = found
+    return per_graph[key]
 
 
 def min_memory_bound(graph: OpGraph, cut: bool | None = None) -> tuple[int, str]:

@@ -116,18 +116,20 @@ def energy_heads(
             succs[u].append(v)
 
     def sweep(seq: Sequence[int], before: Sequence[Sequence[int]]) -> np.ndarray:
-        reach = np.zeros((n, n), bool) if len(rates) else None
+        need = np.zeros(n)  # the most work on one resource before v, over its capacity
+        if len(rates):
+            reach = np.zeros((n, n), bool)  # reach[v, u]: u comes before v
+            for v in seq:
+                if before[v]:
+                    np.any(reach[before[v]], axis=0, out=reach[v])
+                    reach[v, before[v]] = True
+            for i in range(0, n, 512):  # in blocks: a float copy of the matrix is 8 n^2 bytes
+                need[i : i + 512] = (reach[i : i + 512].astype(float) @ rates.T).max(axis=1)
+            if integral:
+                need = np.ceil(need - 1e-9)
         out = np.zeros(n)
         for v in seq:
-            out[v] = max((out[u] + d[u] for u in before[v]), default=0.0)
-            if reach is None or not len(before[v]):
-                continue
-            row = reach[v]
-            for u in before[v]:
-                row |= reach[u]
-                row[u] = True
-            need = float((rates @ row).max())
-            out[v] = max(out[v], math.ceil(need - 1e-9) if integral else need)
+            out[v] = max(max((out[u] + d[u] for u in before[v]), default=0.0), need[v])
         return out
 
     heads = sweep(list(order), preds)
@@ -140,13 +142,16 @@ class _Ramp:
 
     def __init__(self, starts: np.ndarray, dur: np.ndarray, w: np.ndarray, cap: float) -> None:
         self.cap = cap
-        o = np.argsort(starts, kind="stable")
+        o = np.argsort(starts)
         self.s, self.sw, self.sws = self._prefix(starts[o], w[o])
         ends = starts + dur
-        o = np.argsort(ends, kind="stable")
+        o = np.argsort(ends)
         self.e, self.ew, self.ews = self._prefix(ends[o], w[o])
-        # the breakpoints, where the maximum over a window can lie, and f's prefix maximum
-        self.points = np.unique(np.concatenate([[0.0], starts, ends]))
+        # the breakpoints, where the maximum over a window can lie (two sorted runs merged),
+        # and f's prefix maximum
+        points = np.concatenate([[0.0], self.s, self.e])
+        points.sort(kind="stable")
+        self.points = points[np.r_[True, points[1:] != points[:-1]]]
         self.values = self(self.points)
         self.best = np.maximum.accumulate(self.values)
 
