@@ -35,6 +35,7 @@ VARIANTS = {
     "no tail constraints": Params(tails=False),
     "no least tensor lifetimes": Params(lifetimes=False),
     "no ramp bound": Params(ramp=False),
+    "no nested heads": Params(nested=False),
     "horizon = serial time": Params(greedy_horizon=False),
     "memory as a reservoir": Params(memory_model="reservoir"),
     "+ objective lower-bound search worker": Params(

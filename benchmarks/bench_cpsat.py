@@ -71,6 +71,9 @@ def main() -> None:
     ap.add_argument("--no-full-search", action="store_true",
                     help="let CP-SAT give threads to neighbourhood searches (the old default, "
                          "with --workers 4 --subsolvers '')")  # fmt: skip
+    ap.add_argument("--no-nested", action="store_true",
+                    help="without the nested heads (opsched.analysis.ramp.nested_heads), to "
+                         "compare")  # fmt: skip
     ap.add_argument("--open-only", action="store_true", help="only instances the table leaves open")
     ap.add_argument("--csv", type=Path, default=None, help="also write one row per instance")
     ap.add_argument(
@@ -85,6 +88,7 @@ def main() -> None:
     t0 = time.perf_counter()
     for k, p, known in instances(a.set, a.limit, a.open_only):
         params = Params(num_workers=a.workers, full_search=not a.no_full_search,
+                        nested=not a.no_nested,
                         subsolvers=tuple(x for x in a.subsolvers.split(",") if x))  # fmt: skip
         r = solve_cpsat(p, time_limit=a.time_limit, params=params)
         rep = validate(p, r)
@@ -95,7 +99,8 @@ def main() -> None:
         print(f"\r{done} solved, {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr)
     print(file=sys.stderr)
 
-    print(f"\nCP-SAT on {a.set}, time limit {a.time_limit:g} s, {a.workers} workers\n")
+    print(f"\nCP-SAT on {a.set}, time limit {a.time_limit:g} s, {a.workers} workers"
+          f"{', without the nested heads' if a.no_nested else ''}\n")  # fmt: skip
     print(
         "| units | instances | proven optimal | = published opt | < published LB | "
         "mean s | median s | max s |"

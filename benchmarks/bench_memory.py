@@ -45,6 +45,8 @@ def main() -> None:
                     help="without the orders the memory cap forces, to compare")  # fmt: skip
     ap.add_argument("--no-serial-check", action="store_true",
                     help="without the one-unit check of the cap, to compare")  # fmt: skip
+    ap.add_argument("--no-nested", action="store_true",
+                    help="without the nested heads, to compare")  # fmt: skip
     ap.add_argument("--per-graph", action="store_true",
                     help="also print one row per graph and cap: status, time, how it was "
                          "decided, the one-unit check's states")  # fmt: skip
@@ -71,6 +73,7 @@ def main() -> None:
                     lifetimes=not a.no_lifetimes,
                     cap_orders=not a.no_cap_orders,
                     serial_check=not a.no_serial_check,
+                    nested=not a.no_nested,
                 )
                 r = solve_cpsat(p, a.objective, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -116,6 +119,7 @@ def main() -> None:
         + (" --no-lifetimes" if a.no_lifetimes else "")
         + (" --no-cap-orders" if a.no_cap_orders else "")
         + (" --no-serial-check" if a.no_serial_check else "")
+        + (" --no-nested" if a.no_nested else "")
         + (f" --objective {a.objective}" if a.objective != "makespan" else "")
         + (" --per-graph" if a.per_graph else "")
     )

@@ -10,9 +10,15 @@ makespan and the time; last, how long ``lower_bounds`` took per graph.
 Reproduce (2 cores, about 10 minutes):
     python benchmarks/bench_ramp.py --time-limit 10
 
+With ``--nested``, the same for the 9 pairs still open with the ramp bound and its energy
+heads, with the solver's defaults and with ``Params(nested=False)`` (the nested heads,
+:func:`opsched.analysis.ramp.nested_heads`, in the makespan's bound and the start domains):
+    python benchmarks/bench_ramp.py --nested --time-limit 60
+
 With ``--raised`` it only counts, over STG 50 / 100 / 300 on 2-16 processors and J30, the
-instances whose bound the ramp bound raises above every other bound, and checks that it lies
-at or below every known optimum or best schedule (about 15 s):
+instances whose bound the ramp bound raises above every other bound, and those the nested
+heads raise further, and checks that it lies at or below every known optimum or best
+schedule (about 3 minutes):
     python benchmarks/bench_ramp.py --raised
 """
 
@@ -41,30 +47,76 @@ OPEN_BEFORE = (
     + [(f"rand{i:04d}", 8) for i in (26, 52, 54, 80, 92, 96, 99, 100, 145, 146)]
 )
 
+#: pairs still open with the energy heads, before the nested heads (ramp.nested_heads)
+OPEN_BEFORE_NESTED = [(f"rand{i:04d}", 4) for i in (0, 4, 18, 24, 28, 122, 133)] + [
+    ("rand0052", 8),
+    ("rand0054", 8),
+]
+
 
 def raised() -> None:
-    """Per set: instances, those the ramp bound raises, and a check against every optimum."""
-    print("| set | instances | raised by the ramp bound |\n|---|---|---|")
+    """Per set: instances, those the ramp bound raises (and the nested heads raise further),
+    and a check of both against every optimum or best schedule known."""
+    print("| set | instances | raised by the ramp bound | raised further by nesting |\n"
+          "|---|---|---|---|")  # fmt: skip
     for size in (50, 100, 300):
-        n = up = 0
+        n = up = more = 0
         for k in (2, 4, 8, 16):
             for name, (_, best) in sorted(stg_optima(k, size=size).items()):
                 g = read_stg(dataset_path(f"stg/{size}/{name}.stg"))
-                lb = lower_bounds(g, units=k)
-                if lb.value > best:
-                    sys.exit(f"ramp bound {lb.value:g} above {best} for {name} on {k}")
+                lb, nested = lower_bounds(g, units=k), lower_bounds(g, units=k, nested=True)
+                if nested.value > best:
+                    sys.exit(f"ramp bound {nested.value:g} above {best} for {name} on {k}")
                 n += 1
                 up += lb.value > max(lb.critical_path, lb.work, lb.serial)
-        print(f"| STG {size}, p = 2/4/8/16 | {n} | {up} |")
-    n = up = 0
+                more += nested.value > lb.value
+        print(f"| STG {size}, p = 2/4/8/16 | {n} | {up} | {more} |", flush=True)
+    n = up = more = 0
     for name, opt in sorted(psplib_optima().items()):
-        lb = lower_bounds(read_psplib(dataset_path(f"psplib/j30/{name}.sm")))
-        if lb.value > opt:
-            sys.exit(f"ramp bound {lb.value:g} above the optimum {opt} of {name}")
+        g = read_psplib(dataset_path(f"psplib/j30/{name}.sm"))
+        lb, nested = lower_bounds(g), lower_bounds(g, nested=True)
+        if nested.value > opt:
+            sys.exit(f"ramp bound {nested.value:g} above the optimum {opt} of {name}")
         n += 1
         up += lb.value > max(lb.critical_path, *lb.energy.values())
-    print(f"| J30 | {n} | {up} |")
+        more += nested.value > lb.value
+    print(f"| J30 | {n} | {up} | {more} |")
     print("\nno bound above a known optimum or best schedule")
+
+
+def side_by_side(pairs: list[tuple[str, int]], off: Params, label: str, limit: float,
+                 workers: int) -> None:  # fmt: skip
+    """Solve each pair with the defaults and with ``off``; print both and the counts."""
+    head = "| graph | P | other bounds | ramp bound | nested | with: status, bound..makespan, time"
+    print(f"{head} | {label}: status, bound..makespan, time |\n|---|---|---|---|---|---|---|")
+    proven = {True: 0, False: 0}
+    took: list[float] = []  # lower_bounds, ramp bound included, per graph
+    for name, k in pairs:
+        g = read_stg(dataset_path(f"stg/300/{name}.stg"))
+        t0 = time.perf_counter()
+        lb = lower_bounds(g, units=k)
+        took.append(time.perf_counter() - t0)
+        nested = lower_bounds(g, units=k, nested=True).ramp["units"]
+        cells = []
+        for on in (True, False):
+            p = Problem(g, Machine(units=k))
+            params = Params(time_limit=limit, num_workers=workers) if on else off
+            r = solve_cpsat(p, params=params)
+            if not r.has_schedule or not validate(p, r).valid:
+                sys.exit(f"no valid schedule for {name} on {k}")
+            ok = r.status.value == "OPTIMAL"
+            proven[on] += ok
+            # CP-SAT's own bound (the reported lower bound also holds the ramp bound)
+            own = r.info["stages"][0].get("objective_bound")
+            shown = f"{own:g}" if own is not None else "-"
+            cells.append(f"{r.status.value} {shown}..{r.makespan:g} {r.wall_time_s:.1f} s")
+        others = max(lb.critical_path, lb.work, lb.serial)
+        print(f"| {name} | {k} | {others:g} | {lb.ramp['units']:g} | {nested:g} | {cells[0]} | "
+              f"{cells[1]} |", flush=True)  # fmt: skip
+    n = len(pairs)
+    print(f"\nproven within {limit:g} s: with the defaults {proven[True]} / {n}, {label} "
+          f"{proven[False]} / {n}; lower_bounds (without nesting) took {1e3 * min(took):.0f}-"
+          f"{1e3 * max(took):.0f} ms a graph")  # fmt: skip
 
 
 def main() -> None:
@@ -73,39 +125,17 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     ap.add_argument("--raised", action="store_true",
                     help="only count the instances whose bound it raises (no solving)")  # fmt: skip
+    ap.add_argument("--nested", action="store_true",
+                    help="the 9 pairs open before nesting, with and without it")  # fmt: skip
     a = ap.parse_args()
     if a.raised:
         raised()
-        return
-    print("| graph | P | other bounds | ramp bound | with: status, bound..makespan, time | "
-          "without: status, bound..makespan, time |\n|---|---|---|---|---|---|")  # fmt: skip
-    proven = {True: 0, False: 0}
-    took: list[float] = []  # lower_bounds, ramp bound included, per graph
-    for name, k in OPEN_BEFORE:
-        g = read_stg(dataset_path(f"stg/300/{name}.stg"))
-        t0 = time.perf_counter()
-        lb = lower_bounds(g, units=k)
-        took.append(time.perf_counter() - t0)
-        cells = []
-        for ramp in (True, False):
-            p = Problem(g, Machine(units=k))
-            r = solve_cpsat(p, params=Params(time_limit=a.time_limit, num_workers=a.workers,
-                                             ramp=ramp))  # fmt: skip
-            if not r.has_schedule or not validate(p, r).valid:
-                sys.exit(f"no valid schedule for {name} on {k}")
-            ok = r.status.value == "OPTIMAL"
-            proven[ramp] += ok
-            # CP-SAT's own bound (the reported lower bound also holds the ramp bound)
-            own = r.info["stages"][0].get("objective_bound")
-            shown = f"{own:g}" if own is not None else "-"
-            cells.append(f"{r.status.value} {shown}..{r.makespan:g} {r.wall_time_s:.1f} s")
-        others = max(lb.critical_path, lb.work, lb.serial)
-        print(f"| {name} | {k} | {others:g} | {lb.ramp['units']:g} | {cells[0]} | {cells[1]} |",
-              flush=True)  # fmt: skip
-    n = len(OPEN_BEFORE)
-    print(f"\nproven within {a.time_limit:g} s: with the ramp bound {proven[True]} / {n}, "
-          f"without {proven[False]} / {n}; lower_bounds took {1e3 * min(took):.0f}-"
-          f"{1e3 * max(took):.0f} ms a graph")  # fmt: skip
+    elif a.nested:
+        off = Params(time_limit=a.time_limit, num_workers=a.workers, nested=False)
+        side_by_side(OPEN_BEFORE_NESTED, off, "without nesting", a.time_limit, a.workers)
+    else:
+        off = Params(time_limit=a.time_limit, num_workers=a.workers, ramp=False)
+        side_by_side(OPEN_BEFORE, off, "without the ramp", a.time_limit, a.workers)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,8 @@ def main() -> None:
                     help="without the orders the memory cap forces, to compare")  # fmt: skip
     ap.add_argument("--no-serial-check", action="store_true",
                     help="without the one-unit check of the cap, to compare")  # fmt: skip
+    ap.add_argument("--no-nested", action="store_true",
+                    help="without the nested heads, to compare")  # fmt: skip
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
@@ -150,6 +152,7 @@ def main() -> None:
                     lifetimes=not a.no_lifetimes,
                     cap_orders=not a.no_cap_orders,
                     serial_check=not a.no_serial_check,
+                    nested=not a.no_nested,
                 )
                 r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -179,7 +182,8 @@ def main() -> None:
         f"time limit {a.time_limit:g} s, {a.workers} workers, {how}"
         f"{', without least tensor lifetimes' if a.no_lifetimes else ''}"
         f"{', without the orders the cap forces' if a.no_cap_orders else ''}"
-        f"{', without the one-unit check' if a.no_serial_check else ''}\n"
+        f"{', without the one-unit check' if a.no_serial_check else ''}"
+        f"{', without the nested heads' if a.no_nested else ''}\n"
     )
     print(
         "| model | piece | ops | units | cap | status | time s | makespan | bound | "

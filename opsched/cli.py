@@ -167,7 +167,8 @@ def analyze(
     for r, v in lb["energy"].items():
         click.echo(f"  energy bound of {r}: {v:g}")
     for r, v in lb["ramp"].items():
-        click.echo(f"  ramp bound of {r}: {v:g} (idle forced at the start and the end)")
+        click.echo(f"  ramp bound of {r}: {v:g} (idle forced at the start, the end, and "
+                   f"while each op's ancestors drain)")  # fmt: skip
     click.echo(f"parallelism: max {a['max_parallelism']}, average {a['average_parallelism']:.3f}")
     click.echo(
         f"Amdahl: serial fraction {am['serial_fraction']:.3f}, speedup bound "

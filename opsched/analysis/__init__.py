@@ -12,6 +12,7 @@ from opsched.analysis.bounds import (
     lower_bounds,
     min_memory_bound,
     parallelism_profile,
+    ramp_heads,
     serial_ops,
 )
 from opsched.analysis.cap_orders import CapOrders, cap_orders
@@ -46,6 +47,7 @@ __all__ = [
     "min_lifetimes",
     "min_memory_bound",
     "parallelism_profile",
+    "ramp_heads",
     "serial_ops",
     "slack",
     "t_level",

@@ -15,7 +15,13 @@ import numpy as np
 
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, live_memory_bound
 from opsched.analysis.paths import b_level, earliest_starts
-from opsched.analysis.ramp import ENERGY_HEADS_MAX_OPS, energy_heads, ramp_bound
+from opsched.analysis.ramp import (
+    ENERGY_HEADS_MAX_OPS,
+    NESTED_HEADS_MAX_OPS,
+    energy_heads,
+    nested_heads,
+    ramp_bound,
+)
 from opsched.analysis.topo import topo_indices
 from opsched.ir.graph import OpGraph
 
@@ -26,6 +32,7 @@ __all__ = [
     "lower_bounds",
     "min_memory_bound",
     "parallelism_profile",
+    "ramp_heads",
     "serial_ops",
 ]
 
@@ -160,7 +167,8 @@ class LowerBounds:
     ``ramp``: per resource (``"units"`` and the named ones), the least makespan whose idle
     capacity holds what the ops' heads and tails force idle at the start and the end of every
     schedule, the heads and tails raised by the work of each op's ancestors and descendants
-    (:mod:`opsched.analysis.ramp`; at least each op's head + duration + tail).
+    (:mod:`opsched.analysis.ramp`; at least each op's head + duration + tail), and with
+    ``nested=True`` by the ramp bound of each op's ancestors (descendants).
     When every duration is an integer, each bound is rounded up to an integer.
     """
 
@@ -192,11 +200,16 @@ def lower_bounds(
     units: int | None = None,
     capacities: Mapping[str, int | None] | None = None,
     ramp: bool = True,
+    nested: bool = False,
 ) -> LowerBounds:
     """Makespan lower bounds for ``units`` compute units and resource ``capacities``.
 
     ``ramp=False`` leaves out the ramp bounds (:mod:`opsched.analysis.ramp`), to measure
-    what they are worth.
+    what they are worth. ``nested=True`` raises their heads and tails by the ramp bound of
+    each op's ancestors and descendants (:func:`~opsched.analysis.ramp.nested_heads`), on
+    graphs of up to :data:`~opsched.analysis.ramp.NESTED_HEADS_MAX_OPS` ops: stronger, and
+    slower (0.04-0.08 s at 300 ops, about 0.2 s at 1,000, once per graph and capacities), so the
+    solver and ``opsched analyze`` ask for it and the heuristics' reported bound does not.
 
     ``capacities`` defaults to the graph's ``resources``; a resource with a capacity of 0 that
     some op of positive duration demands makes the problem infeasible, which
@@ -219,6 +232,13 @@ def lower_bounds(
     >>> lb = lower_bounds(read_stg(dataset_path("stg/300/rand0080.stg")), units=8)
     >>> lb.work, lb.ramp, lb.binding
     (206.0, {'units': 207.0}, 'ramp:units')
+
+    The nested heads: ``rand0122`` on 4 processors, open at 699..708 with the energy heads;
+    with them the bound is 708, the best schedule known, so that is the optimum:
+
+    >>> g = read_stg(dataset_path("stg/300/rand0122.stg"))
+    >>> lower_bounds(g, units=4).ramp, lower_bounds(g, units=4, nested=True).ramp
+    ({'units': 699.0}, {'units': 708.0})
     """
     d = graph.durations
     integral = bool(np.all(d == np.round(d)))
@@ -239,20 +259,63 @@ def lower_bounds(
         serial_lb = up(float(d[serial_mask].sum()) + (unit_work - s_work) / units)
     else:
         work_lb = serial_lb = up(float(d[serial_ops(graph)].sum()))
-    # (name, demands, capacity) of every resource with a finite capacity
-    loads = [("units", unit_dem, float(units))] if units else []
-    loads += [(r, graph.demand_array(r), float(c)) for r, c in caps.items() if r != "units" and c]
+    loads = _loads(graph, units, caps)
     energy = {r: up(float((d * dem).sum()) / c) for r, dem, c in loads if r != "units"}
     ramps: dict[str, float] = {}
     if ramp and loads and graph.num_ops:
-        heads, tails = _heads_tails(graph, loads, levels, integral)
+        heads, tails = _heads_tails(graph, loads, levels, integral, nested)
         ramps = {r: up(ramp_bound(heads, tails, d, dem, c, integral)) for r, dem, c in loads}
     return LowerBounds(up(cp), work_lb, serial_lb, energy, ramps)
 
 
+def _loads(
+    graph: OpGraph, units: int | None, caps: Mapping[str, int | None]
+) -> list[tuple[str, np.ndarray, float]]:
+    """(name, demands, capacity) of every resource with a finite capacity."""
+    loads = [("units", graph.demand_array("units"), float(units))] if units else []
+    loads += [(r, graph.demand_array(r), float(c)) for r, c in caps.items() if r != "units" and c]
+    return loads
+
+
+def ramp_heads(
+    graph: OpGraph,
+    units: int | None = None,
+    capacities: Mapping[str, int | None] | None = None,
+    nested: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each op's head (earliest start) and tail (least time after its end) in every schedule.
+
+    The ramp bound's heads and tails: the longest paths, raised by the work of each op's
+    ancestors (descendants) on every resource, and with ``nested`` by their ramp bound
+    (:mod:`opsched.analysis.ramp`), within the size limits of those. With integer durations
+    they are rounded up, so they hold in every schedule with integer starts (as the CP-SAT
+    model's are, and as some optimal schedule's always are). The solver's start domains end
+    at its horizon minus these tails and the op's duration.
+
+    Examples
+    --------
+    A fork on 2 units: a root of 2, then four leaves of 2. The root is followed by 8 units
+    of work, 4 time units on 2 units:
+
+    >>> from opsched.ir import Op, OpGraph
+    >>> g = OpGraph((Op("r", 2), *(Op(f"l{i}", 2, deps=("r",)) for i in range(4))))
+    >>> heads, tails = ramp_heads(g, units=2)
+    >>> heads.tolist(), tails.tolist()
+    ([0.0, 2.0, 2.0, 2.0, 2.0], [4.0, 0.0, 0.0, 0.0, 0.0])
+    """
+    d = graph.durations
+    integral = bool(np.all(d == np.round(d)))
+    levels = b_level(graph) if graph.num_ops else np.zeros(0)
+    caps = dict(graph.resources) if capacities is None else dict(capacities)
+    loads = _loads(graph, units, caps)
+    if not loads or not graph.num_ops:
+        return earliest_starts(graph), levels - d
+    return _heads_tails(graph, loads, levels, integral, nested)
+
+
 #: Energy heads and tails per graph and resource capacities (graphs are immutable): the
 #: heuristics and the solver ask for the same graph's bounds again and again.
-_HeadsKey = tuple[tuple[str, float], ...]
+_HeadsKey = tuple[tuple[tuple[str, float], ...], bool]
 _HEADS: weakref.WeakKeyDictionary[OpGraph, dict[_HeadsKey, tuple[np.ndarray, np.ndarray]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -263,20 +326,32 @@ def _heads_tails(
     loads: list[tuple[str, np.ndarray, float]],
     levels: np.ndarray,
     integral: bool,
+    nested: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ramp bound's heads and tails: raised by the work before (after) each op on each
     resource (:func:`~opsched.analysis.ramp.energy_heads`) up to
     :data:`~opsched.analysis.ramp.ENERGY_HEADS_MAX_OPS` ops, else the longest-path ones
-    (``levels``: the b-levels)."""
+    (``levels``: the b-levels); when ``nested``, then by the ramp bound of the ops before
+    (after) each op (:func:`~opsched.analysis.ramp.nested_heads`) up to
+    :data:`~opsched.analysis.ramp.NESTED_HEADS_MAX_OPS` ops."""
     d = graph.durations
     if graph.num_ops > ENERGY_HEADS_MAX_OPS:
         return earliest_starts(graph), levels - d
-    key = tuple((r, c) for r, _, c in loads)
+    nested = nested and graph.num_ops <= NESTED_HEADS_MAX_OPS
+    key = (tuple((r, c) for r, _, c in loads), nested)
     per_graph = _HEADS.setdefault(graph, {})
     if key not in per_graph:
         order = topo_indices(graph).tolist()
-        found = energy_heads(d, graph.pred_ptr, graph.pred_idx, order,
-                             [(dem, c) for _, dem, c in loads], integral)  # fmt: skip
+        caps = [(dem, c) for _, dem, c in loads]
+        if nested:
+            heads, tails = _heads_tails(graph, loads, levels, integral)
+            ptr, idx = graph.pred_ptr, graph.pred_idx
+            preds = [idx[ptr[v] : ptr[v + 1]].tolist() for v in range(graph.num_ops)]
+            succs = graph.consumers()
+            found = (nested_heads(d, preds, order, caps, heads, integral),
+                     nested_heads(d, succs, order[::-1], caps, tails, integral))  # fmt: skip
+        else:
+            found = energy_heads(d, graph.pred_ptr, graph.pred_idx, order, caps, integral)
         for a in found:
             a.flags.writeable = False
         per_graph[key] = found

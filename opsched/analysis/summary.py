@@ -34,7 +34,7 @@ def analyze(
     cp = critical_path(graph)
     _, running = parallelism_profile(graph)
     am = amdahl(graph, units)
-    lb = lower_bounds(graph, units, capacities)
+    lb = lower_bounds(graph, units, capacities, nested=True)
     mem, who = min_memory_bound(graph)
     return {
         "name": graph.name,

@@ -51,7 +51,10 @@ class Params:
     edge finding and precedence reasoning in cumulative constraints. ``domains`` (heads, tails
     and lower bounds in the variable domains), ``lifetimes`` (each tensor interval at least
     its output's least lifetime, ``opsched.analysis.min_lifetimes``), ``ramp`` (the ramp
-    bounds of :mod:`opsched.analysis.ramp` in the makespan's domain), ``tails`` (redundant
+    bounds of :mod:`opsched.analysis.ramp` in the makespan's domain), ``nested`` (their heads
+    and tails raised by the ramp bound of each op's ancestors and descendants,
+    :func:`opsched.analysis.ramp.nested_heads`, and those tails in the start domains),
+    ``tails`` (redundant
     tail constraints) and
     ``greedy_horizon`` (the greedy makespan as horizon) exist to measure what each idea is
     worth (``benchmarks/bench_ablation.py``); leave them on. ``subsolvers`` names CP-SAT's
@@ -80,6 +83,7 @@ class Params:
     domains: bool = True
     lifetimes: bool = True
     ramp: bool = True
+    nested: bool = True
     tails: bool = True
     greedy_horizon: bool = True
     subsolvers: tuple[str, ...] = DEFAULT_SUBSOLVERS
@@ -182,6 +186,7 @@ class CpsatModel:
             domains=params.domains,
             lifetimes=params.lifetimes,
             ramp=params.ramp,
+            nested=params.nested,
             tails=params.tails,
             memory_model=params.memory_model,
             orders=tuple(orders),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from opsched.analysis.bounds import lower_bounds, min_memory_bound
+from opsched.analysis.bounds import lower_bounds, min_memory_bound, ramp_heads
 from opsched.analysis.paths import b_level, earliest_starts, min_lifetimes
 from opsched.ir.graph import OpGraph
 from opsched.problem import Problem
@@ -54,6 +54,8 @@ class Variables:
     domains: bool = True  #: heads, tails and lower bounds in the domains (off: ablation only)
     lifetimes: bool = True  #: tensor intervals at least the outputs' least lifetimes
     ramp: bool = True  #: the ramp bounds (opsched.analysis.ramp) in the makespan's domain
+    #: ... raised by opsched.analysis.ramp.nested_heads, whose tails cut the start domains
+    nested: bool = True
     tails: bool = True  #: redundant makespan >= start + tail constraints
     memory_model: str = "cumulative"  #: or "reservoir" (under a cap; measured, see docs)
     #: ``(i, j)``: ``i`` ends before ``j`` starts, forced by the memory cap
@@ -69,8 +71,15 @@ class Variables:
         d = self.scaling.durations
         n = g.num_ops
         self.head = [int(x) for x in earliest_starts(g)]
-        self.tail = [int(x) for x in b_level(g)]
-        lb = lower_bounds(g, self.problem.machine.units, self.problem.capacities, self.ramp)
+        if self.ramp and self.nested:
+            # tails that hold in every schedule with integer starts, the model's. The nested
+            # heads hold too, but in the domains they slowed the search (docs/cpsat-model.md)
+            _, tails = ramp_heads(g, self.problem.machine.units, self.problem.capacities)
+            self.tail = [int(x) for x in tails + g.durations]
+        else:
+            self.tail = [int(x) for x in b_level(g)]
+        lb = lower_bounds(g, self.problem.machine.units, self.problem.capacities, self.ramp,
+                          nested=self.nested)  # fmt: skip
         self.makespan_lb = int(lb.value) if self.domains else 0
         h = self.horizon
         self.makespan = m.new_int_var(self.makespan_lb, max(h, self.makespan_lb), "makespan")
