@@ -210,6 +210,7 @@ def nested_heads(
     n = len(durations)
     d = np.asarray(durations, float)
     out = np.array(heads, float)
+    weights = [(np.asarray(w, float), float(cap)) for w, cap in loads if cap]
     # path[v, u]: the longest path from u's start to v's start (-inf: u is not before v)
     path = np.full((n, n), -np.inf)
     for v in order:
@@ -223,10 +224,10 @@ def nested_heads(
         mask = path[v] > -np.inf
         mask[v] = False
         gap = path[v, mask] - d[mask]
-        for w, cap in loads:
-            dem = np.asarray(w, float)[mask]
+        for w, cap in weights:
+            dem = w[mask]
             # ancestors that fit side by side need no more than their paths, already counted
-            if cap and dem.sum() > cap:
+            if dem.sum() > cap:
                 found = ramp_bound(out[mask], gap, d[mask], dem, cap, integral,
                                    at_least=float(out[v]))  # fmt: skip
                 out[v] = max(out[v], found)
