@@ -12,7 +12,9 @@ median of each shape's median error), which a trace repeating one shape hundreds
 cannot dominate.
 
 Run: ``python benchmarks/bench_cost_model.py [--k 5] [--seed 0] [--gpus V100-PCIe,T4,...]
-[--skip-logo] [--by-gpu H200] [--detail conv2d_bwd_data]``.
+[--skip-logo] [--no-drift] [--by-gpu H200] [--detail conv2d_bwd_data]``.
+``--no-drift`` fits NeuSight's convolution calls as measured, to compare with the shipped fit,
+which takes their run drift out (:mod:`opsched.cost.drift`).
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ def main() -> None:
                     "Titan-X-Pascal,Titan-Xp,M40,Titan-X-Maxwell")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="draw of the shape folds")
     ap.add_argument("--skip-logo", action="store_true")
+    ap.add_argument("--no-drift", action="store_true",
+                    help="fit NeuSight's convolutions as measured, with their run drift "
+                         "(opsched.cost.drift)")  # fmt: skip
     ap.add_argument("--by-gpu", default="H200",
                     help="also print this GPU's rows per family and method")  # fmt: skip
     ap.add_argument("--detail", default=None,
@@ -79,8 +84,9 @@ def main() -> None:
     data = load_fit_data()
     print(f"loaded in {time.perf_counter() - t0:.0f} s")
     t0 = time.perf_counter()
-    curve = crossval(data, k=args.k, seed=args.seed, trees=False)
-    hybrid = crossval(data, k=args.k, seed=args.seed, trees=True)
+    drift = not args.no_drift
+    curve = crossval(data, k=args.k, seed=args.seed, trees=False, drift=drift)
+    hybrid = crossval(data, k=args.k, seed=args.seed, trees=True, drift=drift)
     print(f"\n{args.k}-fold grouped cross-validation ({time.perf_counter() - t0:.0f} s)\n")
     print(_head("family", ["hybrid", "curve"]))
     for fam, fd in sorted(data.families.items()):
@@ -112,8 +118,8 @@ def main() -> None:
         return
     t0 = time.perf_counter()
     gpus = args.gpus.split(",")
-    logo = leave_one_gpu_out(data, gpus)
-    pooled = leave_one_gpu_out(data, gpus, sibling=False)
+    logo = leave_one_gpu_out(data, gpus, drift=drift)
+    pooled = leave_one_gpu_out(data, gpus, sibling=False, drift=drift)
     print(f"\nleave-one-GPU-out ({time.perf_counter() - t0:.0f} s): what a GPU without timings "
           "gets; ours = a same-chip GPU's curve for the same kind of timing where one exists "
           "(with the trees), else the pooled curve through the GPU's specs; pooled = the "

@@ -32,6 +32,7 @@ import numpy as np
 from opsched.cost.boost import fit_trees, tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
+from opsched.cost.drift import dedrift
 from opsched.cost.features import HALF_FP32_MATH, SAMPLE_ATTRS, elementwise_cap, feature_matrix
 from opsched.cost.fitdata import (
     FIT_FILES,
@@ -120,6 +121,7 @@ def fit_model(
     trees: bool = True,
     progress: Callable[[str], None] | None = None,
     tree_families: Collection[str] | None = None,
+    drift: bool = True,
 ) -> Model:
     """Fit pooled and (if ``per_gpu``) per-GPU curves on rows where ``train[family]`` holds.
 
@@ -137,6 +139,11 @@ def fit_model(
     (:mod:`opsched.cost.sibling`): a GPU that transfers the pooled curve through its specs
     keeps it as it is (trees there raised the leave-one-GPU-out error, e.g. A100-PCIe-40GB
     softmax 11 -> 79 %), so ``per_gpu=False`` (no per-GPU curves at all) fits no trees.
+
+    With ``drift``, the trees of a run whose per-call times drift along it (NeuSight's
+    convolutions, :mod:`opsched.cost.drift`) learn from its times with the drift (estimated
+    on its training rows) taken out; the curves always fit the times as measured.
+    ``drift=False``: the trees learn from the measured times too.
     """
     say = progress or (lambda _: None)
     say(f"fitting the curves of {len(data.families)} op families")
@@ -193,6 +200,8 @@ def fit_model(
                       "fitting the curves without residual trees", stacklevel=2)  # fmt: skip
         trees = False
     if trees:
+        # what the trees learn from: the drift taken out (the curves fit the times as measured)
+        target = dedrift(data, masks, say) if drift else data
         for fam, fd in sorted(data.families.items()):
             if tree_families is not None and fam not in tree_families:
                 continue
@@ -206,7 +215,8 @@ def fit_model(
             feats = tree_features(
                 fd.x[idx], fd.gpu[idx], fd.tree_cls()[idx], fd.method[idx], _specs()
             )
-            model.trees[fam] = fit_trees(feats, np.log(fd.t[idx] / base[ok]))
+            t = target.families[fam].t[idx]
+            model.trees[fam] = fit_trees(feats, np.log(t / base[ok]))
     return model
 
 

@@ -79,6 +79,9 @@ class FamilyData:
     #: nothing); a small op is priced at most as its paddings
     #: (:func:`opsched.cost.fit.predict_family`)
     x_pads: tuple[np.ndarray, ...] = ()
+    #: each row's place in its timing run, in [0, 1), for the runs whose per-call times drift
+    #: (:data:`opsched.cost.drift.DRIFT_RUNS`); NaN for every other row; None: no such rows
+    run_pos: np.ndarray | None = None
 
     def tree_cls(self) -> np.ndarray:
         """Per row, the dtype class of the tree features."""
@@ -136,6 +139,7 @@ def load_fit_data(
                     schema,
                     shape_key(r["kind"], r["attrs"]),
                     tree_class(r["attrs"]["dtype"]),
+                    Path(name).name,
                 )
             )
     out: dict[str, FamilyData] = {}
@@ -162,8 +166,28 @@ def load_fit_data(
             method=np.array([r[3] for r in rows]), cls=np.array([r[4] for r in rows]),
             source=np.array([r[5] for r in rows]), group=np.array([r[6] for r in rows]),
             tcls=np.array([r[7] for r in rows]), x_pads=tuple(pads),
+            run_pos=_run_positions(fam, rows),
         )  # fmt: skip
     return FitData(out)
+
+
+def _run_positions(fam: str, rows: list[tuple[Any, ...]]) -> np.ndarray | None:
+    """Places in their run (:func:`opsched.cost.drift.run_positions`; a run = one table's rows
+    of one GPU and timing method, in the table's order) of the rows of drifting runs."""
+    from opsched.cost.drift import DRIFT_RUNS, run_positions
+
+    table = np.array([r[8] for r in rows])
+    method = np.array([r[3] for r in rows])
+    drifting = np.zeros(len(rows), bool)
+    for name, family, m in DRIFT_RUNS:
+        if family == fam:
+            drifting |= (table == name) & (method == m)
+    if not drifting.any():
+        return None
+    pos = np.full(len(rows), np.nan)
+    gpus = np.array([r[2] for r in rows])
+    pos[drifting] = run_positions(np.char.add(np.char.add(table, "|"), gpus)[drifting])
+    return pos
 
 
 #: Math-mode dtypes (:mod:`opsched.cost.mathmode`) -> the dtype of the tensors.

@@ -49,15 +49,18 @@ def fold_of(data: FitData, k: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
-def crossval(data: FitData, k: int = 5, seed: int = 0, trees: bool = True) -> dict[str, np.ndarray]:
+def crossval(
+    data: FitData, k: int = 5, seed: int = 0, trees: bool = True, drift: bool = True
+) -> dict[str, np.ndarray]:
     """k-fold held-out predictions: family -> predicted time of every row (fold-wise fits).
 
-    Folds are grouped by shape (:func:`fold_of`); ``trees`` adds the residual trees.
+    Folds are grouped by shape (:func:`fold_of`); ``trees`` adds the residual trees;
+    ``drift=False`` fits drifting runs as measured (:func:`~opsched.cost.fit.fit_model`).
     """
     folds = fold_of(data, k, seed)
     pred = {f: np.full(len(fd.t), np.nan) for f, fd in data.families.items()}
     for i in range(k):
-        model = fit_model(data, {f: folds[f] != i for f in folds}, trees=trees)
+        model = fit_model(data, {f: folds[f] != i for f in folds}, trees=trees, drift=drift)
         for f, fd in data.families.items():
             sel = folds[f] == i
             pred[f][sel] = predict_family(model, f, fd, sel)
@@ -65,7 +68,11 @@ def crossval(data: FitData, k: int = 5, seed: int = 0, trees: bool = True) -> di
 
 
 def leave_one_gpu_out(
-    data: FitData, gpus: Iterable[str], trees: bool = True, sibling: bool = True
+    data: FitData,
+    gpus: Iterable[str],
+    trees: bool = True,
+    sibling: bool = True,
+    drift: bool = True,
 ) -> dict[str, dict[str, np.ndarray]]:
     """For each GPU: fit without its rows, predict them as a GPU without timings is priced.
 
@@ -73,7 +80,7 @@ def leave_one_gpu_out(
     timing where one exists (:mod:`opsched.cost.sibling`; with ``trees`` corrected by the
     residual trees, as that GPU's own curve would be), else the pooled curve.
     ``sibling=False`` fits no per-GPU curves, so every left-out GPU gets the pooled curve
-    (and ``trees`` then changes nothing).
+    (and ``trees`` then changes nothing). ``drift`` as in :func:`crossval`.
 
     Returns gpu -> family -> predictions of that GPU's rows (NaN for rows of other GPUs).
     """
@@ -84,7 +91,9 @@ def leave_one_gpu_out(
         # trees of a family the GPU has no rows of price none of them
         held = {f for f, t in train.items() if not t.all()}
         per_gpu = sibling and bool(siblings(gpu, load_specs()))
-        model = fit_model(data, train, per_gpu=per_gpu, trees=trees, tree_families=held)
+        model = fit_model(
+            data, train, per_gpu=per_gpu, trees=trees, tree_families=held, drift=drift
+        )
         out[gpu] = {}
         for f, fd in data.families.items():
             pred = np.full(len(fd.t), np.nan)
