@@ -11,8 +11,8 @@ per-call times carry a host-side cost that grows along that run:
   an additive cost, not a factor (removing it as a factor gains nothing);
 - the same shape's residuals on different GPUs are correlated (0.7-0.9), because it sits at
   the same place in every GPU's run; no feature of the shape predicts them;
-- NeuSight's GEMM, elementwise and norm runs show no such trend, nor do our H200's
-  convolutions timed with NeuSight's shapes (a run of 186), DeepBench or the profiler rows.
+- NeuSight's GEMM and norm runs show no such trend, nor do our H200's convolutions timed
+  with NeuSight's shapes in a fresh process (a run of 186).
 
 The drift is a property of that collection, not of the op, and a new timing's row says
 nothing about its place in a run. The residual trees, which have the capacity to learn each
