@@ -47,6 +47,10 @@ def main() -> None:
                     help="without the one-unit check of the cap, to compare")  # fmt: skip
     ap.add_argument("--no-nested", action="store_true",
                     help="without the nested heads, to compare")  # fmt: skip
+    ap.add_argument("--no-downsets", action="store_true",
+                    help="without the down-set search, to compare")  # fmt: skip
+    ap.add_argument("--no-split", action="store_true",
+                    help="without the split at cut ops, to compare")  # fmt: skip
     ap.add_argument("--per-graph", action="store_true",
                     help="also print one row per graph and cap: status, time, how it was "
                          "decided, the one-unit check's states")  # fmt: skip
@@ -74,6 +78,8 @@ def main() -> None:
                     cap_orders=not a.no_cap_orders,
                     serial_check=not a.no_serial_check,
                     nested=not a.no_nested,
+                    downsets=not a.no_downsets,
+                    split=not a.no_split,
                 )
                 r = solve_cpsat(p, a.objective, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -120,13 +126,19 @@ def main() -> None:
         + (" --no-cap-orders" if a.no_cap_orders else "")
         + (" --no-serial-check" if a.no_serial_check else "")
         + (" --no-nested" if a.no_nested else "")
+        + (" --no-downsets" if a.no_downsets else "")
+        + (" --no-split" if a.no_split else "")
         + (f" --objective {a.objective}" if a.objective != "makespan" else "")
         + (" --per-graph" if a.per_graph else "")
     )
 
 
 def _decided_by(info: dict[str, object]) -> str:
-    """Which proof settled an infeasible cap (from the reason), or the search."""
+    """Which proof settled a cap: the down-set search's optimum, or for an infeasible cap
+    the reason given, else the search."""
+    found = info.get("downsets")
+    if isinstance(found, dict) and found.get("proven"):
+        return "down-set search"
     reason = str(info.get("reason", ""))
     if not reason or "time limit" in reason:
         return "-"

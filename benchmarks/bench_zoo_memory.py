@@ -125,6 +125,10 @@ def main() -> None:
                     help="without the one-unit check of the cap, to compare")  # fmt: skip
     ap.add_argument("--no-nested", action="store_true",
                     help="without the nested heads, to compare")  # fmt: skip
+    ap.add_argument("--no-downsets", action="store_true",
+                    help="without the down-set search, to compare")  # fmt: skip
+    ap.add_argument("--no-split", action="store_true",
+                    help="without the split at cut ops, to compare")  # fmt: skip
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
@@ -153,6 +157,8 @@ def main() -> None:
                     cap_orders=not a.no_cap_orders,
                     serial_check=not a.no_serial_check,
                     nested=not a.no_nested,
+                    downsets=not a.no_downsets,
+                    split=not a.no_split,
                 )
                 r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -183,7 +189,9 @@ def main() -> None:
         f"{', without least tensor lifetimes' if a.no_lifetimes else ''}"
         f"{', without the orders the cap forces' if a.no_cap_orders else ''}"
         f"{', without the one-unit check' if a.no_serial_check else ''}"
-        f"{', without the nested heads' if a.no_nested else ''}\n"
+        f"{', without the nested heads' if a.no_nested else ''}"
+        f"{', without the down-set search' if a.no_downsets else ''}"
+        f"{', without the split at cut ops' if a.no_split else ''}\n"
     )
     print(
         "| model | piece | ops | units | cap | status | time s | makespan | bound | "

@@ -19,7 +19,8 @@ True
 >>> p.predict("view", {"numel": 10})
 0.0
 >>> tiny = p.predict("matmul", {"M": 2, "N": 2, "K": 2, "dtype": "float16"})
->>> p.kernel_floor <= tiny <= p.predict("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"})
+>>> pad = p.predict("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"})
+>>> p.kernel_floor <= tiny <= pad + 1e-9  # the bound is priced in a batch: equal up to rounding
 True
 
 A small GEMM, norm or convolution is priced at most as its paddings

@@ -71,6 +71,13 @@ class Params:
     ``serial_check``: under a memory cap the greedy schedules break, decide the cap on one
     unit first (:func:`opsched.solver.serial.serial_cap_check`): refute it before any search
     when no one-unit order fits, else start from the order that does.
+    ``downsets``: under such a cap, with a makespan to minimise on at most
+    :data:`~opsched.solver.downsets.MAX_UNITS` units, first try the exact down-set search
+    (:func:`opsched.solver.downsets.downset_search`); when it finishes, its optimum is the
+    makespan's floor and its schedule the hint, and CP-SAT proves it at once.
+    ``split``: a makespan under a memory cap is solved phase by phase where cut ops (ops
+    every other op precedes or follows, :func:`opsched.solver.split.cut_ops`) split the
+    graph into independent phases.
     """
 
     time_limit: float = 10.0
@@ -92,6 +99,8 @@ class Params:
     linearization_level: int | None = None
     cap_orders: bool = True
     serial_check: bool = True
+    downsets: bool = True
+    split: bool = True
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
@@ -145,6 +154,8 @@ class CpsatModel:
         the cap (instead of searching for one).
     peak_floor
         A proven least peak in quanta (the ``peak`` variable starts there).
+    makespan_floor
+        A proven least makespan in ticks (the ``makespan`` variable starts there).
     """
 
     def __init__(
@@ -161,6 +172,7 @@ class CpsatModel:
         orders: Sequence[tuple[int, int]] = (),
         memory_order: np.ndarray | None = None,
         peak_floor: int = 0,
+        makespan_floor: int = 0,
     ) -> None:
         params = params or Params()
         self.memory_order = memory_order
@@ -191,6 +203,7 @@ class CpsatModel:
             memory_model=params.memory_model,
             orders=tuple(orders),
             peak_floor=peak_floor,
+            makespan_floor=makespan_floor,
         )
         self.vars.build()
         Constraints(self.vars).add_constraints()

@@ -30,6 +30,7 @@ from opsched.solver.cpsat.model import (
     tick_problem,
 )
 from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds
+from opsched.solver.downsets import downset_stage
 from opsched.solver.scaling import Scaling, choose_scaling
 from opsched.solver.serial import (
     SerialCheck,
@@ -37,15 +38,19 @@ from opsched.solver.serial import (
     serial_cap_check,
     serial_state_budget,
 )
+from opsched.solver.split import solve_phases, split_points
 from opsched.units import format_bytes
 
-__all__ = ["CAP_ORDER_SHARE", "SERIAL_SHARE", "solve_cpsat"]
+__all__ = ["CAP_ORDER_SHARE", "DOWNSET_SHARE", "SERIAL_SHARE", "solve_cpsat"]
 
 #: Share of the time limit the orders a memory cap forces may take (as a flow count).
 CAP_ORDER_SHARE = 0.1
 
 #: Share of the time limit the one-unit check of a memory cap may take (as a state count).
 SERIAL_SHARE = 0.2
+
+#: Share of the time limit the down-set search may take (as down-set and label counts).
+DOWNSET_SHARE = 0.4
 
 #: Most states the one-unit check keeps, whatever the time limit (about 1 GB of memory).
 SERIAL_MAX_STATES = 500_000
@@ -128,6 +133,15 @@ def solve_cpsat(
             problem, solver="cpsat", status=Status.INFEASIBLE, info={"reason": reason},
             wall_time_s=time.perf_counter() - t0,
         )  # fmt: skip
+    if params.split and obj is Objective.MAKESPAN and problem.memory_cap is not None:
+        cuts = split_points(problem.graph)
+        if cuts:  # independent phases, each solved on its own (opsched.solver.split)
+            inner = replace(params, split=False)
+
+            def phase(p: Problem, seconds: float) -> Schedule:
+                return solve_cpsat(p, obj, time_limit=seconds, params=inner, progress=progress)
+
+            return solve_phases(problem, cuts, phase, time_limit, progress)
     scaling = choose_scaling(problem.graph, problem.memory_cap)
     sum_ticks = int(sum(scaling.durations))
     info: dict[str, Any] = {"objective": obj.value, "scaling": scaling.to_dict(), "stages": []}
@@ -175,6 +189,18 @@ def solve_cpsat(
             horizon = bound  # makespan_then_memory: keep the optimal makespan
         if limit_ticks is not None:
             horizon = limit_ticks if horizon is None else min(horizon, limit_ticks)
+        floor = 0
+        if kind == "makespan" and params.downsets and (tick.memory_cap is not None or bound):
+            # a tight cap (the memory cap, or the least peak of memory_then_makespan)
+            cap = bound if peak_bounded and bound is not None else tick.memory_cap
+            found = downset_stage(tick.with_machine(memory_cap=cap), DOWNSET_SHARE * time_limit)
+            if found is not None:
+                info["downsets"] = found.to_info()
+                if progress is not None:
+                    progress(found.describe(scaling.to_time))
+                if found.proven and found.makespan is not None:
+                    hint_starts, floor = found.starts, found.makespan
+                    horizon = found.makespan
         model = CpsatModel(
             problem,
             with_memory=problem.memory_cap is not None or with_peak,
@@ -187,6 +213,7 @@ def solve_cpsat(
             orders=orders,
             memory_order=memory_order,
             peak_floor=peak_floor if with_peak else 0,
+            makespan_floor=floor,
         )
         if kind == "makespan":
             if peak_bounded and bound is not None:

@@ -11,9 +11,10 @@ Per op ``v`` (times in ticks, sizes in quanta, see :mod:`opsched.solver.scaling`
   output's least lifetime (:func:`opsched.analysis.paths.min_lifetimes`; the b-level for a
   graph output).
 
-Plus ``makespan`` in ``[LB, H]`` and, for memory objectives, ``peak`` (quanta above the
-persistent bytes) from the least peak of :func:`opsched.analysis.min_memory_bound` (or a
-proven least peak passed as ``peak_floor``) up.
+Plus ``makespan`` in ``[LB, H]`` (``LB`` raised to a proven least makespan passed as
+``makespan_floor``) and, for memory objectives, ``peak`` (quanta above the persistent
+bytes) from the least peak of :func:`opsched.analysis.min_memory_bound` (or a proven least
+peak passed as ``peak_floor``) up.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ class Variables:
     #: a proven least peak (quanta), e.g. of the best one-unit order
     #: (:func:`opsched.heuristics.memory.min_memory_order_result`), raising ``peak``'s floor
     peak_floor: int = 0
+    #: a proven least makespan (ticks), e.g. of the down-set search
+    #: (:func:`opsched.solver.downsets.downset_search`), raising ``makespan``'s floor
+    makespan_floor: int = 0
 
     def build(self) -> None:
         m = self.model
@@ -80,7 +84,7 @@ class Variables:
             self.tail = [int(x) for x in b_level(g)]
         lb = lower_bounds(g, self.problem.machine.units, self.problem.capacities, self.ramp,
                           nested=self.nested)  # fmt: skip
-        self.makespan_lb = int(lb.value) if self.domains else 0
+        self.makespan_lb = max(int(lb.value) if self.domains else 0, self.makespan_floor)
         h = self.horizon
         self.makespan = m.new_int_var(self.makespan_lb, max(h, self.makespan_lb), "makespan")
         for v in range(n):

@@ -1,0 +1,413 @@
+"""The label sweep of the down-set search (:mod:`opsched.solver.downsets`).
+
+Array loops (see :mod:`opsched._jit`). A label is a decision point: the row ``D`` of the
+started ops (in the table of :mod:`opsched.solver._downset_table`), the ops ``R`` still
+running (sorted by index) with the time ``c`` each has left, and the time ``t``; a unit is
+free. Labels are made layer by layer (layer ``L``: ``|D| = L``); within a layer, those with
+more running ops first, since waiting for an end only removes running ops.
+
+Labels are stored in flat arrays, each with its parent and the op it started (-1 for a
+wait), so the schedule of the best final label is read back by walking to the root.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from opsched._jit import kernel
+from opsched.solver._downset_table import eligible, has, lookup
+
+
+@kernel
+def _grow(a: np.ndarray, need: int) -> np.ndarray:
+    if need <= len(a):
+        return a
+    b = np.empty(max(need, 2 * len(a)), dtype=a.dtype)
+    b[: len(a)] = a
+    return b
+
+
+@kernel
+def _select(cur: np.ndarray, ncur: int, lnr: np.ndarray, nr: int) -> np.ndarray:
+    """The labels of ``cur[:ncur]`` with ``nr`` running ops."""
+    cnt = 0
+    for q in range(ncur):
+        if lnr[cur[q]] == nr:
+            cnt += 1
+    sel = np.empty(cnt, dtype=np.int64)
+    cnt = 0
+    for q in range(ncur):
+        if lnr[cur[q]] == nr:
+            sel[cnt] = cur[q]
+            cnt += 1
+    return sel
+
+
+@kernel
+def _undominated(
+    sel: np.ndarray,
+    nr: int,
+    s: int,
+    n: int,
+    lrow: np.ndarray,
+    lt: np.ndarray,
+    lr: np.ndarray,
+    lc: np.ndarray,
+) -> np.ndarray:
+    """1 for each label of ``sel`` that no other of the same row and running ops dominates
+    (frees its unit no later and ends each running op no later; ties keep the first)."""
+    cnt = len(sel)
+    key = np.empty(cnt, dtype=np.int64)
+    sumc = np.empty(cnt, dtype=np.int64)
+    base = n + 1
+    for q in range(cnt):
+        i = sel[q]
+        kv = np.int64(lrow[i])
+        sc = 0
+        for a in range(s):
+            kv = kv * base + (lr[i, a] if a < nr else n)
+            if a < nr:
+                sc += lc[i, a]
+        key[q] = kv
+        sumc[q] = sc
+    # by group, then time, then the summed remaining times
+    o = np.argsort(sumc, kind="mergesort")
+    o = o[np.argsort(lt[sel[o]], kind="mergesort")]
+    o = o[np.argsort(key[o], kind="mergesort")]
+    alive = np.zeros(cnt, dtype=np.int8)
+    g0 = 0
+    while g0 < cnt:
+        g1 = g0
+        while g1 < cnt and key[o[g1]] == key[o[g0]]:
+            g1 += 1
+        if nr <= 1:
+            low = -1  # least t + c among those kept (t ascends within the group)
+            for q in range(g0, g1):
+                i = sel[o[q]]
+                end = lt[i] + (lc[i, 0] if nr == 1 else 0)
+                if low < 0 or end < low:
+                    alive[o[q]] = 1
+                    low = end
+        else:
+            for q in range(g0, g1):
+                i = sel[o[q]]
+                dominated = False
+                for p in range(g0, q):
+                    j = sel[o[p]]
+                    if not alive[o[p]] or lt[j] > lt[i]:
+                        continue
+                    worse = True
+                    for a in range(nr):
+                        if lt[j] + lc[j, a] > lt[i] + lc[i, a]:
+                            worse = False
+                            break
+                    if worse:
+                        dominated = True
+                        break
+                if not dominated:
+                    alive[o[q]] = 1
+        g0 = g1
+    return alive
+
+
+@kernel
+def _memory(
+    i: int,
+    nr: int,
+    row: int,
+    keys: np.ndarray,
+    nw: int,
+    live: np.ndarray,
+    lr: np.ndarray,
+    pred_ptr: np.ndarray,
+    pred_idx: np.ndarray,
+    rm: np.ndarray,
+    out: np.ndarray,
+    ws: np.ndarray,
+    kept: np.ndarray,
+    held: np.ndarray,
+    dem: np.ndarray,
+    use: np.ndarray,
+    done: np.ndarray,
+) -> int:
+    """Bytes live at label ``i`` (row ``row``), with ``done`` set to its ended ops and
+    ``use`` to the named resources its running ops hold.
+
+    The one-unit live bytes of ``D`` (its ops all ended), less what the running ops keep,
+    plus their outputs and workspaces, plus the inputs only they still read.
+    """
+    for w in range(nw):
+        done[w] = keys[row, w]
+    mem = live[row]
+    use[:] = 0
+    for a in range(nr):
+        r = lr[i, a]
+        done[r >> 6] &= ~(np.int64(1) << np.int64(r & 63))
+        mem += out[r] + ws[r] - kept[r]
+        for b in range(dem.shape[0]):
+            use[b] += dem[b, r]
+    for a in range(nr):
+        r = lr[i, a]
+        for p in range(pred_ptr[r], pred_ptr[r + 1]):
+            u = pred_idx[p]
+            if held[u]:
+                continue
+            seen = False  # an input shared with an earlier running op, counted there
+            for a2 in range(a):
+                r2 = lr[i, a2]
+                for p2 in range(pred_ptr[r2], pred_ptr[r2 + 1]):
+                    if pred_idx[p2] == u:
+                        seen = True
+            if seen:
+                continue
+            inside = True
+            for w in range(nw):
+                if rm[u, w] & ~keys[row, w]:
+                    inside = False
+                    break
+            if inside:
+                mem += out[u]
+    return mem
+
+
+@kernel
+def _to_next_end(m: int, rr: np.ndarray, cc: np.ndarray) -> tuple[int, int]:
+    """Move time on to the next end of the ``m`` running ops ``rr`` (remaining ``cc``):
+    returns the step and how many still run (compacted in place)."""
+    delta = cc[0]
+    for a in range(1, m):
+        delta = min(delta, cc[a])
+    m2 = 0
+    for a in range(m):
+        if cc[a] > delta:
+            rr[m2] = rr[a]
+            cc[m2] = cc[a] - delta
+            m2 += 1
+    return delta, m2
+
+
+@kernel
+def _bound(
+    t: int,
+    m: int,
+    rr: np.ndarray,
+    cc: np.ndarray,
+    done_work: int,
+    total: int,
+    k: int,
+    tail: int,
+    succ_tail: np.ndarray,
+) -> int:
+    """A lower bound on the makespan of any schedule that completes a label: the work left
+    over the units, the longest tail of an op not started, each running op's end plus the
+    longest tail after it."""
+    left = total - done_work
+    lb = t + tail
+    for a in range(m):
+        left += cc[a]
+        lb = max(lb, t + cc[a] + succ_tail[rr[a]])
+    return max(lb, t + (left + k - 1) // k)
+
+
+@kernel
+def label_search(
+    n: int,
+    nw: int,
+    k: int,
+    keys: np.ndarray,
+    table: np.ndarray,
+    live: np.ndarray,
+    work: np.ndarray,
+    good: np.ndarray,
+    tmax: np.ndarray,
+    pm: np.ndarray,
+    rm: np.ndarray,
+    pred_ptr: np.ndarray,
+    pred_idx: np.ndarray,
+    dur: np.ndarray,
+    out: np.ndarray,
+    ws: np.ndarray,
+    kept: np.ndarray,
+    held: np.ndarray,
+    dem: np.ndarray,
+    rcap: np.ndarray,
+    succ_tail: np.ndarray,
+    total: int,
+    free: int,
+    ub: int,
+    max_labels: int,
+    beam: int,
+) -> tuple[int, int, int, int, np.ndarray, np.ndarray, np.ndarray]:
+    """Best makespan below ``ub`` over the labels on ``k`` units (module docstring).
+
+    Memory is checked when an op of positive duration starts (its output and workspace
+    join) and before time moves on; an instant op may pass over the cap for a moment,
+    since another instant op started at the same time may free what it read. ``beam > 0``
+    keeps only that many labels per layer, those of least lower bound (a heuristic).
+
+    Returns the best makespan (``ub`` if none below it), its final label (-1 if none), the
+    labels made, a status (0 done, 1 the label budget ran out), and per label its time, its
+    parent label and the op it started (-1 for a wait).
+    """
+    s = max(k - 1, 1)
+    # about 37 bytes a label on 2 units, 57 on 4 (op indices fit int16: at most 1,000 ops)
+    lrow = np.empty(max_labels, dtype=np.int32)
+    lt = np.empty(max_labels, dtype=np.int64)
+    lnr = np.empty(max_labels, dtype=np.int8)
+    lr = np.empty((max_labels, s), dtype=np.int16)
+    lc = np.empty((max_labels, s), dtype=np.int64)
+    lpar = np.empty(max_labels, dtype=np.int32)
+    lop = np.empty(max_labels, dtype=np.int16)
+    llb = np.zeros(max_labels if beam > 0 else 1, dtype=np.int64)
+    nres = len(rcap)
+    cur = np.empty(1024, dtype=np.int64)  # labels of this layer
+    nxt = np.empty(1024, dtype=np.int64)  # labels of the next one
+    words = np.zeros(nw, dtype=np.int64)
+    done = np.zeros(nw, dtype=np.int64)
+    rr = np.zeros(k + 1, dtype=np.int64)
+    cc = np.zeros(k + 1, dtype=np.int64)
+    use = np.zeros(max(nres, 1), dtype=np.int64)
+    best = ub
+    best_label = -1
+    lrow[0] = 0  # the root: nothing started, nothing running, time 0
+    lt[0] = 0
+    lnr[0] = 0
+    lpar[0] = -1
+    lop[0] = -1
+    nl = 1
+    cur[0] = 0
+    ncur = 1
+    nnxt = 0
+    for layer in range(n + 1):
+        if beam > 0 and ncur > beam:
+            here = cur[:ncur]
+            order = np.argsort(lt[here], kind="mergesort")
+            order = order[np.argsort(llb[here[order]], kind="mergesort")]
+            cur[:beam] = here[order[:beam]].copy()
+            ncur = beam
+        for nr in range(min(s, k - 1), -1, -1):
+            sel = _select(cur, ncur, lnr, nr)
+            if len(sel) == 0:
+                continue
+            alive = _undominated(sel, nr, s, n, lrow, lt, lr, lc)
+            for q in range(len(sel)):
+                if not alive[q]:
+                    continue
+                i = sel[q]
+                row = lrow[i]
+                t = lt[i]
+                mem = _memory(i, nr, row, keys, nw, live, lr, pred_ptr, pred_idx, rm, out, ws,
+                              kept, held, dem, use, done)  # fmt: skip
+                over = mem > free  # only an instant op that frees memory can help now
+                if layer == n:  # every op started: the makespan is the last end
+                    if nr > 0 and over:
+                        continue
+                    end = t
+                    for a in range(nr):
+                        end = max(end, t + lc[i, a])
+                    if end < best:
+                        best = end
+                        best_label = i
+                    continue
+                for j in range(n):
+                    if has(keys[row], j) or not eligible(pm, j, done, nw):
+                        continue
+                    if dur[j] > 0:
+                        if over or mem + out[j] + ws[j] > free:
+                            continue
+                        fits = True
+                        for a in range(nres):
+                            if use[a] + dem[a, j] > rcap[a]:
+                                fits = False
+                                break
+                        if not fits:
+                            continue
+                    for w in range(nw):
+                        words[w] = keys[row, w]
+                    words[j >> 6] |= np.int64(1) << np.int64(j & 63)
+                    row2 = lookup(keys, table, words, nw)
+                    if row2 < 0 or not good[row2]:
+                        continue  # no one-unit order finishes from there
+                    m = 0  # the running ops after the start, by index
+                    placed = dur[j] == 0
+                    for a in range(nr):
+                        if not placed and j < lr[i, a]:
+                            rr[m] = j
+                            cc[m] = dur[j]
+                            m += 1
+                            placed = True
+                        rr[m] = lr[i, a]
+                        cc[m] = lc[i, a]
+                        m += 1
+                    if not placed:
+                        rr[m] = j
+                        cc[m] = dur[j]
+                        m += 1
+                    t2 = t
+                    if m == k:  # every unit busy: on to the next end
+                        delta, m = _to_next_end(m, rr, cc)
+                        t2 = t + delta
+                    lb = _bound(t2, m, rr, cc, work[row2], total, k, tmax[row2], succ_tail)
+                    if lb >= best:
+                        continue
+                    if nl == max_labels:
+                        return best, best_label, nl, 1, lt[:nl], lpar[:nl], lop[:nl]
+                    _store(nl, row2, t2, m, rr, cc, i, j, lb, lrow, lt, lnr, lr, lc, lpar,
+                           lop, llb)  # fmt: skip
+                    nxt = _grow(nxt, nnxt + 1)
+                    nxt[nnxt] = nl
+                    nnxt += 1
+                    nl += 1
+                if nr > 0 and not over:  # wait for the next end
+                    for a in range(nr):
+                        rr[a] = lr[i, a]
+                        cc[a] = lc[i, a]
+                    delta, m = _to_next_end(nr, rr, cc)
+                    lb = _bound(t + delta, m, rr, cc, work[row], total, k, tmax[row], succ_tail)
+                    if lb >= best:
+                        continue
+                    if nl == max_labels:
+                        return best, best_label, nl, 1, lt[:nl], lpar[:nl], lop[:nl]
+                    _store(nl, row, t + delta, m, rr, cc, i, -1, lb, lrow, lt, lnr, lr, lc,
+                           lpar, lop, llb)  # fmt: skip
+                    cur = _grow(cur, ncur + 1)
+                    cur[ncur] = nl
+                    ncur += 1
+                    nl += 1
+        cur, nxt = nxt, cur
+        ncur = nnxt
+        nnxt = 0
+    return best, best_label, nl, 0, lt[:nl], lpar[:nl], lop[:nl]
+
+
+@kernel
+def _store(
+    nl: int,
+    row: int,
+    t: int,
+    m: int,
+    rr: np.ndarray,
+    cc: np.ndarray,
+    parent: int,
+    op: int,
+    lb: int,
+    lrow: np.ndarray,
+    lt: np.ndarray,
+    lnr: np.ndarray,
+    lr: np.ndarray,
+    lc: np.ndarray,
+    lpar: np.ndarray,
+    lop: np.ndarray,
+    llb: np.ndarray,
+) -> None:
+    """Write label ``nl``."""
+    lrow[nl] = row
+    lt[nl] = t
+    lnr[nl] = m
+    for a in range(m):
+        lr[nl, a] = rr[a]
+        lc[nl, a] = cc[a]
+    lpar[nl] = parent
+    lop[nl] = op
+    if len(llb) > 1:
+        llb[nl] = lb

@@ -1,0 +1,170 @@
+"""Splitting at cut ops (opsched.solver.split): the definition, and exactness of the phases.
+
+Cut ops are checked against their definition (ancestors and descendants cover the graph,
+no edge from one to the other), computed with networkx. The phases are checked against the
+brute force on the whole graph: solving each phase exactly and putting them end to end must
+give the least makespan of the whole, under every memory cap, with a validated schedule.
+"""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import pytest
+
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.schedule import Status
+from opsched.solver import solve_brute_force, solve_cpsat
+from opsched.solver.cpsat import Params
+from opsched.solver.split import cut_ops, phases, solve_phases, split_points
+from opsched.validate import validate
+
+
+def _blocks(rng: random.Random, blocks: int, width: int, p: float = 0.5) -> OpGraph:
+    """Blocks of 1..``width`` ops, each block reading the op before it and read by the op
+    after it (candidate cut ops), with random edges inside and a few jumping over."""
+    ops: list[Op] = []
+    prev: str | None = None
+    for b in range(blocks + 1):
+        name = f"x{b}"
+        inner: list[str] = []
+        if prev is not None:
+            for i in range(rng.randint(1, width)):
+                deps = [prev] + [o for o in inner if rng.random() < p]
+                if ops and rng.random() < 0.1:  # sometimes an edge from further back
+                    deps.append(rng.choice(ops).name)
+                inner.append(f"b{b}_{i}")
+                ops.append(_op(rng, inner[-1], sorted(set(deps))))
+        deps = inner if inner else ([prev] if prev else [])
+        ops.append(_op(rng, name, deps, last=b == blocks))
+        prev = name
+    return OpGraph(tuple(ops), persistent_bytes=rng.choice([0, 0, 2]))
+
+
+def _op(rng: random.Random, name: str, deps: list[str], last: bool = False) -> Op:
+    return Op(name, rng.choice([0, 1, 2, 3]), deps=tuple(deps),
+              output_bytes=rng.choice([0, 1, 2, 4, 6]), workspace_bytes=rng.choice([0, 0, 2]),
+              output=last and rng.random() < 0.5)  # fmt: skip
+
+
+def _definition(g: OpGraph) -> list[int]:
+    G = g.to_networkx()
+    out = []
+    for v, op in enumerate(g.ops):
+        anc, desc = nx.ancestors(G, op.name), nx.descendants(G, op.name)
+        if len(anc) + len(desc) != g.num_ops - 1:
+            continue
+        if any(a in anc and b in desc for a, b in G.edges):
+            continue
+        out.append(v)
+    return out
+
+
+def test_cut_ops_match_the_definition() -> None:
+    rng = random.Random(11)
+    found = 0
+    for _ in range(300):
+        if rng.random() < 0.5:
+            g = _blocks(rng, rng.randint(1, 5), 3)
+        else:  # any DAG
+            n = rng.randint(1, 12)
+            g = OpGraph(tuple(Op(f"o{i}", 1, deps=tuple(f"o{j}" for j in range(i)
+                                                         if rng.random() < 0.3))
+                              for i in range(n)))  # fmt: skip
+        got = cut_ops(g)
+        assert sorted(got) == _definition(g), g.to_dict()
+        found += len(got)
+    assert found >= 300
+
+
+def _brute(p: Problem, seconds: float):  # type: ignore[no-untyped-def]
+    return solve_brute_force(p, "makespan")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_phases_equal_the_whole(seed: int) -> None:
+    """Solving the phases exactly gives the whole graph's least makespan, at caps from the
+    least peak up, on 1-3 units; the combined schedule passes the validator."""
+    rng = random.Random(500 + seed)
+    checked = infeasible = 0
+    for _ in range(40):
+        g = _blocks(rng, rng.randint(2, 3), 2)
+        cuts = [c for c in cut_ops(g) if 0 < c < g.num_ops - 1]
+        if g.num_ops > 9 or not cuts:
+            continue
+        base = Problem(g, Machine(units=rng.randint(1, 3)))
+        low = solve_brute_force(base, "peak_memory").peak_memory
+        high = solve_brute_force(base, "makespan").peak_memory
+        assert low is not None and high is not None
+        for cap in sorted({low - 1, low, (low + high) // 2, high} - {-1}):
+            p = base.with_machine(memory_cap=cap)
+            whole = solve_brute_force(p, "makespan")
+            split = solve_phases(p, cuts, _brute, 10.0)
+            where = (g.to_dict(), p.machine.units, cap)
+            if whole.status is Status.INFEASIBLE:
+                assert split.status is Status.INFEASIBLE, where
+                infeasible += 1
+                continue
+            assert split.status is Status.OPTIMAL, where
+            assert split.makespan == whole.makespan, (split.makespan, whole.makespan, where)
+            report = validate(p, split)
+            assert report.valid, (report.summary(), where)
+            assert split.lower_bound == split.makespan
+            checked += 1
+    assert checked >= 30 and infeasible >= 3, (checked, infeasible)
+
+
+def test_phase_problems() -> None:
+    """A chain of two blocks: the second phase starts with the cut op, whose inputs are
+    zero-time inputs; the inner cut op ends the first phase and starts the second."""
+    g = OpGraph(
+        (
+            Op("a", 2, output_bytes=3),
+            Op("b", 1, deps=("a",), output_bytes=2),
+            Op("c", 1, deps=("a",), output_bytes=2),
+            Op("x", 1, deps=("b", "c"), output_bytes=5),
+            Op("d", 2, deps=("x",), output_bytes=1),
+            Op("e", 2, deps=("x",), output_bytes=1),
+            Op("y", 1, deps=("d", "e"), output=True),
+        )
+    )
+    assert [g.ops[v].name for v in cut_ops(g)] == ["a", "x", "y"]
+    first, second = phases(Problem(g, Machine(units=2)), [3])
+    assert first.problem.graph.names == ["a", "b", "c", "x"]
+    assert second.problem.graph.names == ["b", "c", "x", "d", "e", "y"]
+    assert [second.problem.graph[v].duration for v in ("b", "c")] == [0, 0]
+    assert second.ops == (-1, -1, 3, 4, 5, 6)
+    p = Problem(g, Machine(units=2, memory_cap=9))
+    s = solve_cpsat(p, time_limit=10, params=Params(num_workers=1))
+    assert s.status is Status.OPTIMAL
+    # on 2 units: a, then b beside c, x, then d beside e, y: 2 + 1 + 1 + 2 + 1
+    assert s.makespan == solve_brute_force(p, "makespan").makespan == 7
+    assert validate(p, s).valid
+
+
+def test_solver_splits_under_a_cap() -> None:
+    """solve_cpsat splits a makespan under a memory cap into phases when cut ops give
+    phases of at least MIN_PHASE_OPS ops; same optimum as the unsplit model."""
+    rng = random.Random(3)
+    split_runs = 0
+    for _ in range(30):
+        g = _blocks(rng, 4, 5, p=0.3)
+        if not split_points(g):
+            continue
+        base = Problem(g, Machine(units=2))
+        free = solve_cpsat(base, "peak_memory", time_limit=10, params=Params(num_workers=1))
+        if free.peak_memory is None:
+            continue
+        p = base.with_machine(memory_cap=free.peak_memory)
+        a = solve_cpsat(p, time_limit=20, params=Params(num_workers=1))
+        b = solve_cpsat(p, time_limit=20, params=Params(num_workers=1, split=False))
+        assert a.status is b.status is Status.OPTIMAL, (a.info, b.info)
+        assert a.makespan == b.makespan
+        assert validate(p, a).valid
+        assert "split" in a.info and "split" not in b.info
+        split_runs += 1
+        if split_runs == 5:
+            break
+    assert split_runs == 5
