@@ -35,7 +35,13 @@ from opsched.importers import read_graph, read_psplib, read_stg
 from opsched.ir import Op, OpGraph, read_graph_json, write_graph_json
 from opsched.problem import Machine, Objective, Problem
 from opsched.schedule import Schedule, ScheduledOp, Status
-from opsched.solver import pareto_front, serial_cap_check, solve_brute_force, solve_cpsat
+from opsched.solver import (
+    pareto_front,
+    serial_cap_check,
+    solve_brute_force,
+    solve_cpsat,
+    solve_downsets,
+)
 from opsched.transforms import dependency_edges, derive_deps, rename_buffers
 from opsched.validate import execute_orders, simulate, validate
 
@@ -83,6 +89,7 @@ __all__ = [
     "slack",
     "solve_brute_force",
     "solve_cpsat",
+    "solve_downsets",
     "t_level",
     "topological_order",
     "validate",

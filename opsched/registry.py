@@ -9,7 +9,7 @@ Examples
 >>> run("greedy", seed_problem(units=2)).makespan
 6.0
 >>> sorted(SOLVERS)[:3]
-['brute-force', 'cpsat', 'greedy']
+['brute-force', 'cpsat', 'downsets']
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from opsched.heuristics.portfolio import portfolio
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule
 from opsched.solver import solve_brute_force, solve_cpsat
+from opsched.solver.downsets import solve_downsets
 
 __all__ = ["SOLVERS", "SolverInfo", "get_solver", "run"]
 
@@ -57,6 +58,8 @@ SOLVERS: dict[str, SolverInfo] = {
                    True, _cpsat),
         SolverInfo("brute-force", "enumerates semi-active schedules; graphs of <= 10 ops",
                    True, _brute),
+        SolverInfo("downsets", "least makespan under a tight memory cap, exact search over "
+                   "down-sets; <= 4 units", True, solve_downsets),
         SolverInfo("serial", "all ops one after another on one unit, topological order",
                    False, lambda p, **_: serial(p)),
         SolverInfo("greedy", "event-driven ready-set scheduling, FIFO priority (seed loop)",

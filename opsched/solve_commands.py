@@ -249,7 +249,7 @@ def solve(
         )
         if say is not None:
             opts.update(progress=say)
-    if solver == "lns":
+    if solver in ("lns", "downsets"):
         opts.update(time_limit=time_limit, progress=say)
     result = info.fn(problem, **opts)
     report = check(problem, result)

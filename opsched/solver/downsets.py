@@ -51,7 +51,8 @@ from opsched.analysis.topo import topo_indices
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
 from opsched.ir.graph import OpGraph
-from opsched.problem import Problem
+from opsched.problem import Objective, Problem
+from opsched.schedule import Schedule, Status
 from opsched.solver._downset_labels import label_search
 from opsched.solver._downset_table import downset_table, tail_max
 
@@ -67,6 +68,7 @@ __all__ = [
     "downset_search",
     "downset_search_applies",
     "downset_stage",
+    "solve_downsets",
 ]
 
 #: Most compute units the search handles (labels grow fast with the running ops they carry,
@@ -146,6 +148,83 @@ class DownsetResult:
         if self.proven:
             return f"down-set search: no schedule below the bound it was given ({size})"
         return f"down-set search: stopped by the {self.reason} ({size})"
+
+
+def solve_downsets(
+    problem: Problem,
+    objective: Objective | str | None = None,
+    *,
+    time_limit: float = 10.0,
+    beam: int = 2_000,
+    **_: Any,
+) -> Schedule:
+    """The down-set search as a solver of its own: least makespan under a memory cap.
+
+    The problem is turned into integers as for CP-SAT (:mod:`opsched.solver.scaling`), and
+    searched with :func:`downset_budget` of ``time_limit``. OPTIMAL when the search
+    finishes and the scaling is exact, INFEASIBLE when it finds that no schedule fits;
+    where the budget runs out, a beam run (``beam`` labels per layer) gives a schedule
+    (FEASIBLE, with the lower bound of :func:`opsched.analysis.lower_bounds`).
+
+    Examples
+    --------
+    >>> from opsched.ir import Op, OpGraph
+    >>> from opsched.problem import Machine
+    >>> g = OpGraph((Op("a", 2, output_bytes=4), Op("b", 2, output_bytes=4),
+    ...              Op("c", 1, deps=("a",)), Op("d", 1, deps=("b",))))
+    >>> s = solve_downsets(Problem(g, Machine(units=2, memory_cap=4)))
+    >>> s.status.value, s.makespan, s.lower_bound
+    ('OPTIMAL', 6.0, 6.0)
+    """
+    from opsched.analysis.bounds import lower_bounds
+    from opsched.solver.cpsat.model import assign_units, tick_problem
+    from opsched.solver.scaling import choose_scaling
+
+    t0 = time.perf_counter()
+    obj = Objective(objective if objective is not None else Objective.MAKESPAN)
+    if obj is not Objective.MAKESPAN:
+        raise ProblemError(f"the down-set search minimises the makespan, not {obj.value}")
+    if problem.memory_cap is None:
+        raise ProblemError("the down-set search needs a memory cap (--memory-cap)")
+    reason = problem.infeasibility_reason(cut=True)
+    if reason is not None:
+        return Schedule.empty(problem, solver="downsets", status=Status.INFEASIBLE,
+                              info={"reason": reason},
+                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    scaling = choose_scaling(problem.graph, problem.memory_cap)
+    tick = tick_problem(problem, scaling)
+    why = downset_search_applies(tick)
+    if why is not None:
+        raise ProblemError(f"the down-set search does not apply: {why}")
+    rows, labels = downset_budget(time_limit)
+    found = downset_search(tick, max_downsets=rows, max_labels=labels)
+    info: dict[str, Any] = {"downsets": found.to_info(), "scaling": scaling.to_dict()}
+    if found.proven and found.makespan is None:
+        info["reason"] = "no schedule fits the memory cap (the down-set search is exhaustive)"
+        status = Status.INFEASIBLE if scaling.memory_exact else Status.UNKNOWN
+        return Schedule.empty(problem, solver="downsets", status=status, info=info,
+                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
+    if not found.proven:  # the beam keeps beam labels a layer: its own, smaller budget
+        found = downset_search(tick, max_downsets=rows, max_labels=max(labels, 64 * beam),
+                               beam=beam)  # fmt: skip
+        info["beam"] = found.to_info()
+    if found.starts is None:
+        info["reason"] = "the search's budget ran out before any schedule"
+        return Schedule.empty(problem, solver="downsets", status=Status.UNKNOWN, info=info,
+                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    ticks = found.starts
+    ends = [t + d for t, d in zip(ticks, scaling.durations, strict=True)]
+    units = assign_units([float(t) for t in ticks], [float(e) for e in ends],
+                         problem.graph.demand_array("units").tolist())  # fmt: skip
+    proven = found.proven and scaling.exact
+    if found.proven and scaling.time_exact and found.makespan is not None:
+        lb = max(lb, scaling.to_time(found.makespan))
+    return Schedule.build(
+        problem, [scaling.to_time(t) for t in ticks], units, solver="downsets",
+        status=Status.OPTIMAL if proven else Status.FEASIBLE, lower_bound=lb,
+        wall_time_s=time.perf_counter() - t0, info=info,
+    )  # fmt: skip
 
 
 def downset_stage(problem: Problem, seconds: float) -> DownsetResult | None:

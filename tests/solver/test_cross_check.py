@@ -131,6 +131,12 @@ def _cross_check(g: OpGraph, k: int, cap: int | None, seen: Counter[str]) -> Non
         else:
             assert c.info["peak_lower_bound"] == lex_mem[1], (obj, where)
             assert c.lower_bound is not None and c.lower_bound <= lex_time[0]
+        if "downsets" in c.info:  # the down-set search proved it: CP-SAT's own search too
+            seen["down-set search"] += 1
+            alone = solve_cpsat(p, obj, time_limit=10, params=Params(num_workers=1,
+                                                                     downsets=False))  # fmt: skip
+            assert alone.status is Status.OPTIMAL and "downsets" not in alone.info, where
+            assert (alone.makespan, alone.peak_memory) == got, (obj, where)
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -229,3 +231,47 @@ def test_randwire_stage3_tightest_cap() -> None:
     assert r.starts is not None and validate(p, _schedule(p, r.starts)).valid
     assert r.downsets == (35_674, 162_342)
     assert math.isclose(_schedule(p, r.starts).makespan or 0, 275)
+
+
+def test_as_a_solver_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``solve_downsets`` (registry name ``downsets``): the optimum in real time units, the
+    scaling as CP-SAT's, a beam schedule where the budget runs out, one-line refusals."""
+    import json
+
+    from click.testing import CliRunner
+
+    from opsched.cli import main
+    from opsched.errors import ProblemError
+    from opsched.ir import write_graph_json
+    from opsched.registry import SOLVERS
+    from opsched.solver import downsets as ds
+
+    p = _greedy_trap()
+    s = ds.solve_downsets(p)
+    assert (s.status, s.makespan, s.lower_bound) == (Status.OPTIMAL, 6.0, 6.0)
+    assert validate(p, s).valid and SOLVERS["downsets"].exact
+    half = Problem(p.graph.replace_ops([replace(op, duration=op.duration / 2)
+                                        for op in p.graph.ops]), p.machine)  # fmt: skip
+    h = ds.solve_downsets(half)
+    assert h.status is Status.OPTIMAL and h.makespan == 3.0 and validate(half, h).valid
+    assert h.info["scaling"]["time_scale"] == 10
+    none = ds.solve_downsets(p.with_machine(memory_cap=5))  # below the least peak
+    assert none.status is Status.INFEASIBLE and not none.ops
+    with pytest.raises(ProblemError, match="needs a memory cap"):
+        ds.solve_downsets(p.with_machine(memory_cap=None))
+    with pytest.raises(ProblemError, match="minimises the makespan"):
+        ds.solve_downsets(p, "peak_memory")
+    monkeypatch.setattr(ds, "downset_budget", lambda seconds: (10_000, 20))
+    b = ds.solve_downsets(p)
+    assert b.status is Status.FEASIBLE and b.info["downsets"]["reason"] == "label budget"
+    assert b.makespan is not None and b.makespan >= 6 and validate(p, b).valid
+    monkeypatch.undo()
+    path = tmp_path / "trap.json"
+    write_graph_json(p.graph, path)
+    args = ["solve", str(path), "--solver", "downsets", "-k", "2", "--memory-cap", "10"]
+    r = CliRunner().invoke(main, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["status"] == "OPTIMAL" and json.loads(r.output)["makespan"] == 6
+    r = CliRunner().invoke(main, ["solve", str(path), "--solver", "downsets", "-k", "2"])
+    assert r.exit_code == 2 and "needs a memory cap" in r.output
+    assert len(r.output.strip().splitlines()) == 1
