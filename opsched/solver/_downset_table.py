@@ -123,7 +123,9 @@ def downset_table(
     Returns ``keys`` (row words), ``table`` (hash slots), the row count, ``start`` (first row
     of each layer, ``n + 2`` entries), ``live`` (bytes held once a row's ops have run),
     ``work`` (their summed duration), ``good`` (1 where a one-unit order within ``free`` can
-    still run every other op) and a status: 0 done, 1 the row budget ran out.
+    still run every other op) and a status: 0 done, 1 the row budget ran out, or the rows
+    made grew past twice their even share of it (``max_rows`` times the layers done over
+    ``n``) once past an eighth of it.
     """
     size = 1
     while size < 2 * max_rows:
@@ -158,6 +160,10 @@ def downset_table(
                 work[rows] = work[row] + dur[j]
                 rows += 1
         start[layer + 2] = rows
+        if 8 * rows > max_rows and rows * n > 2 * max_rows * (layer + 2):
+            # twice its even share of the budget after these layers: the budget would run
+            # out (the counts of a wide graph grow layer on layer), so stop now
+            return keys, table, rows, start, live, work, np.zeros(0, np.int8), 1
     good = np.zeros(rows, dtype=np.int8)
     if start[n + 1] > start[n]:  # the set of every op was reached
         good[start[n]] = 1
@@ -179,7 +185,9 @@ def downset_table(
 
 
 @kernel
-def tail_max(keys: np.ndarray, rows: int, nw: int, by_tail: np.ndarray, tail: np.ndarray):
+def tail_max(
+    keys: np.ndarray, rows: int, nw: int, by_tail: np.ndarray, tail: np.ndarray
+) -> np.ndarray:
     """For each row, the longest tail (b-level) among the ops not in it (0 if none)."""
     res = np.zeros(rows, dtype=np.int64)
     for row in range(rows):

@@ -10,10 +10,12 @@ a unit is free, the started ops form a set ``D`` (a down-set: closed under prede
 the ops of ``R`` (at most ``k - 1``) still run, with ``c_r`` time units left each, and every
 other op of ``D`` has ended. A move starts an op ``j`` whose predecessors have all ended
 (once every unit is busy, time moves on to the next end), or waits for the next end. Memory
-rises only when an op starts, so each start checks the memory of that instant: the outputs
-of ended ops that an unended op still reads (or graph outputs), plus the outputs and
-workspaces of ``R`` and ``j`` (:mod:`opsched.liveness`'s rule). Other resources are checked
-the same way.
+rises only when an op starts, so each start of positive duration checks the memory of that
+instant: the outputs of ended ops that an unended op still reads (or graph outputs), plus
+the outputs and workspaces of ``R`` and ``j`` (:mod:`opsched.liveness`'s rule); so does each
+move of time, which covers the outputs of instant ops (an instant op may be the last reader
+of what another one wrote at the same time, so they are not checked one by one). Other
+resources are checked at each start.
 
 **What makes it small.** Run any schedule's ops one at a time in start order and the peak
 never rises (:mod:`opsched.solver.serial`). So every ``D`` met on the way is a down-set that
@@ -86,8 +88,10 @@ DOWNSETS_PER_SECOND = 500_000
 #: Labels made per second of budget (measured here: 1.5-3 million per second on the same).
 LABELS_PER_SECOND = 1_500_000
 
-#: Most down-sets and labels a budget allows, whatever the time: about 0.5 GB and 2 GB.
-MAX_DOWNSETS = 8_000_000
+#: Most down-sets and labels a budget allows, whatever the time: about 0.3 GB and 2 GB. The
+#: labels bound what can be searched: the zoo's runs made 40-85 labels per down-set that
+#: can finish, and reached 5-6 down-sets per such one, so more down-sets rarely help.
+MAX_DOWNSETS = 4_000_000
 MAX_LABELS = 36_000_000
 
 
@@ -95,7 +99,7 @@ def downset_budget(seconds: float) -> tuple[int, int]:
     """Down-sets and labels the search may make in about ``seconds`` (the two budgets).
 
     >>> downset_budget(10.0)
-    (5000000, 15000000)
+    (4000000, 15000000)
     """
     return (
         min(MAX_DOWNSETS, max(10_000, int(seconds * DOWNSETS_PER_SECOND))),
@@ -161,10 +165,12 @@ def solve_downsets(
     """The down-set search as a solver of its own: least makespan under a memory cap.
 
     The problem is turned into integers as for CP-SAT (:mod:`opsched.solver.scaling`), and
-    searched with :func:`downset_budget` of ``time_limit``. OPTIMAL when the search
-    finishes and the scaling is exact, INFEASIBLE when it finds that no schedule fits;
-    where the budget runs out, a beam run (``beam`` labels per layer) gives a schedule
-    (FEASIBLE, with the lower bound of :func:`opsched.analysis.lower_bounds`).
+    searched with :func:`downset_budget` of ``time_limit`` (budgets in counts, so the time
+    is about that, not a hard limit). OPTIMAL when the search finishes and the scaling is
+    exact, INFEASIBLE when it finds that no schedule fits. Where the label budget runs out,
+    a beam run (``beam`` labels per layer) gives a schedule (FEASIBLE, with the lower bound
+    of :func:`opsched.analysis.lower_bounds`); where the down-sets do, there is none
+    (UNKNOWN: use ``cpsat``).
 
     Examples
     --------
@@ -265,7 +271,7 @@ def downset_search(
     problem: Problem,
     *,
     upper_bound: int | None = None,
-    max_downsets: int = 2_000_000,
+    max_downsets: int = MAX_DOWNSETS,
     max_labels: int = 10_000_000,
     beam: int = 0,
 ) -> DownsetResult:
@@ -280,15 +286,18 @@ def downset_search(
         Look only for schedules that end strictly before this (the makespan of a schedule
         the caller has); None: no limit.
     max_downsets, max_labels
-        Budgets: the search gives up (``proven`` false) when either runs out. Memory is about
-        ``8 * (words + 4)`` bytes per down-set and 60-90 bytes per label.
+        Budgets: the search gives up (``proven`` false) when either runs out, or when the
+        down-sets outgrow their budget early (see
+        :func:`~opsched.solver._downset_table.downset_table`). Memory is about
+        ``8 * words + 40`` bytes per down-set (``words = ceil(ops / 64)``) and 37 (2 units)
+        to 57 (4 units) bytes per label.
     beam
         Keep only this many labels per layer (0: all; the exact search).
 
     Examples
     --------
-    Two 4-byte producers, each read by a consumer; with 8 bytes only one tensor fits with
-    another op's output, so the pairs run one after the other on 2 units:
+    Two 4-byte producers, each read by a consumer: side by side on 2 units they end at 3,
+    but under a 4-byte cap one tensor fits at a time, so the pairs run one after the other:
 
     >>> from opsched.ir import Op, OpGraph
     >>> from opsched.problem import Machine
@@ -301,8 +310,8 @@ def downset_search(
     (6, True, [0, 3, 2, 5])
     """
     t0 = time.perf_counter()
-    why = downset_search_applies(problem.with_machine(memory_cap=problem.memory_cap or 0))
-    if why is not None and why != "no memory cap":
+    why = downset_search_applies(problem)
+    if why is not None and why != "no memory cap":  # no cap: every down-set, small graphs
         raise ProblemError(f"the down-set search does not apply: {why}")
     g = problem.graph
     n, k = g.num_ops, problem.machine.units
