@@ -60,6 +60,7 @@ from opsched.solver._downset_table import downset_table, tail_max
 
 __all__ = [
     "DOWNSETS_PER_SECOND",
+    "LABELS_PER_DOWNSET",
     "LABELS_PER_SECOND",
     "MAX_DOWNSETS",
     "MAX_LABELS",
@@ -87,6 +88,11 @@ DOWNSETS_PER_SECOND = 500_000
 
 #: Labels made per second of budget (measured here: 1.5-3 million per second on the same).
 LABELS_PER_SECOND = 1_500_000
+
+#: Labels the exact sweep makes at the least per down-set that can finish and per unit
+#: beyond the first (measured on RandWire's stages at their tightest and 80 % caps: 19-46);
+#: a sweep that would need more than its budget by this count is not started.
+LABELS_PER_DOWNSET = 15
 
 #: Most down-sets and labels a budget allows, whatever the time: about 0.3 GB and 2 GB. The
 #: labels bound what can be searched: the zoo's runs made 40-85 labels per down-set that
@@ -286,9 +292,11 @@ def downset_search(
         Look only for schedules that end strictly before this (the makespan of a schedule
         the caller has); None: no limit.
     max_downsets, max_labels
-        Budgets: the search gives up (``proven`` false) when either runs out, or when the
+        Budgets: the search gives up (``proven`` false) when either runs out, when the
         down-sets outgrow their budget early (see
-        :func:`~opsched.solver._downset_table.downset_table`). Memory is about
+        :func:`~opsched.solver._downset_table.downset_table`), or when the down-sets that can
+        finish, times :data:`LABELS_PER_DOWNSET` per unit beyond the first, exceed the
+        labels. Memory is about
         ``8 * words + 40`` bytes per down-set (``words = ceil(ops / 64)``) and 37 (2 units)
         to 57 (4 units) bytes per label.
     beam
@@ -334,6 +342,10 @@ def downset_search(
     counts = (int(good.sum()), int(rows))
     if not good[0]:  # no one-unit order fits: no schedule at all
         return DownsetResult(None, None, True, "", counts, 0, time.perf_counter() - t0)
+    if beam == 0 and counts[0] * LABELS_PER_DOWNSET * max(1, k - 1) > max_labels:
+        # the exact sweep would not fit its label budget: stop before making labels
+        return DownsetResult(None, None, False, "label budget", counts, 0,
+                             time.perf_counter() - t0)  # fmt: skip
     tails = arrays["tail"]
     by_tail = np.argsort(-tails, kind="stable").astype(np.int64)
     tmax = call(tail_max, size, keys, rows, nw, by_tail, tails)
