@@ -36,7 +36,8 @@ best labels of each layer: a fast heuristic, whose schedule is valid but not pro
 
 Integer durations and sizes (the problem CP-SAT solves: :func:`opsched.solver.cpsat.model.
 tick_problem`), at most :data:`MAX_UNITS` units each positive-duration op taking one, and at
-most :data:`MAX_OPS` ops.
+most :data:`MAX_OPS` ops. The kernels run compiled (numba) on graphs of more than
+:data:`INTERPRETED_OPS` ops; the first such call of an installation compiles them.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched._jit import call
+from opsched._jit import JIT_MIN_SIZE, call
 from opsched.analysis.topo import topo_indices
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
@@ -60,6 +61,7 @@ from opsched.solver._downset_table import downset_table, tail_max
 
 __all__ = [
     "DOWNSETS_PER_SECOND",
+    "INTERPRETED_OPS",
     "LABELS_PER_DOWNSET",
     "LABELS_PER_SECOND",
     "MAX_DOWNSETS",
@@ -68,9 +70,9 @@ __all__ = [
     "MAX_UNITS",
     "DownsetResult",
     "downset_budget",
+    "downset_candidate",
     "downset_search",
     "downset_search_applies",
-    "downset_stage",
     "solve_downsets",
 ]
 
@@ -80,6 +82,12 @@ MAX_UNITS = 4
 
 #: Most ops the search handles.
 MAX_OPS = 1_000
+
+#: Graphs of at most this many ops run the kernels as Python (at most 2**10 down-sets,
+#: well under a second); larger ones run them compiled, whatever their size, since the
+#: work grows with the down-sets. The first compiled call of an installation compiles
+#: them (about 20 s here); numba keeps them on disk for the next ones.
+INTERPRETED_OPS = 10
 
 #: Down-sets listed per second of budget. Measured here at 0.8-1.2 million per second on
 #: RandWire's stages (2-core machine, one thread, both passes); the lower figure leaves room
@@ -239,19 +247,13 @@ def solve_downsets(
     )  # fmt: skip
 
 
-def downset_stage(problem: Problem, seconds: float) -> DownsetResult | None:
-    """The search as a solver's first step under a tight cap, or None where it is not tried.
-
-    Tried when it applies (:func:`downset_search_applies`) and both greedy schedules break
-    the memory cap (where the cap is loose, down-sets abound and CP-SAT does well), with
-    :func:`downset_budget` of ``seconds``.
-    """
+def downset_candidate(problem: Problem) -> bool:
+    """Whether a solver should try the search on ``problem``: it applies
+    (:func:`downset_search_applies`) and both greedy schedules break the memory cap (where
+    the cap is loose, down-sets abound and CP-SAT does well)."""
     if downset_search_applies(problem) is not None:
-        return None
-    if any(greedy(problem, prio).has_schedule for prio in ("b-level", "fifo")):
-        return None
-    rows, labels = downset_budget(seconds)
-    return downset_search(problem, max_downsets=rows, max_labels=labels)
+        return False
+    return not any(greedy(problem, prio).has_schedule for prio in ("b-level", "fifo"))
 
 
 def downset_search_applies(problem: Problem) -> str | None:
@@ -318,11 +320,12 @@ def downset_search(
     (6, True, [0, 3, 2, 5])
     """
     t0 = time.perf_counter()
-    why = downset_search_applies(problem)
-    if why is not None and why != "no memory cap":  # no cap: every down-set, small graphs
+    # without a cap every down-set is one (fine on small graphs): the other conditions hold
+    why = downset_search_applies(problem.with_machine(memory_cap=problem.memory_cap or 0))
+    if why is not None:
         raise ProblemError(f"the down-set search does not apply: {why}")
     g = problem.graph
-    n, k = g.num_ops, problem.machine.units
+    n, k = g.num_ops, int(problem.machine.units or 0)
     nw = max(1, (n + 63) // 64)
     cap = problem.memory_cap
     free = (int(cap) if cap is not None else _everything(g)) - g.persistent_bytes
@@ -330,7 +333,8 @@ def downset_search(
         return DownsetResult(None, None, True, "", (0, 0), 0, time.perf_counter() - t0)
     arrays = _arrays(problem, nw)
     dur, out, ws = arrays["dur"], arrays["out"], arrays["ws"]
-    size = n + g.num_edges
+    # the work grows with the down-sets, not with the graph: compiled beyond toy sizes
+    size = JIT_MIN_SIZE if n > INTERPRETED_OPS else 0
     keys, table, rows, _, live, work, good, status = call(
         downset_table, size, n, nw, arrays["pm"], arrays["rm"], arrays["pred_ptr"],
         arrays["pred_idx"], dur, out, arrays["need"], arrays["kept"], arrays["held"], free,

@@ -180,23 +180,28 @@ def _greedy_trap() -> Problem:
 
 
 def test_solver_takes_its_optimum() -> None:
-    """Under a cap both greedy schedules break, solve_cpsat runs the search first: CP-SAT
-    then proves its optimum at once (the floor is the hint's makespan); without it CP-SAT
-    proves the same optimum by search."""
+    """Under a cap both greedy schedules break, solve_cpsat runs the search (here without
+    CP-SAT's short try first, which proves so small a problem itself): CP-SAT then proves
+    its optimum at once (the floor is the hint's makespan); without it CP-SAT proves the
+    same optimum by search."""
     p = _greedy_trap()
     assert solve_brute_force(p, "makespan").makespan == 6
-    r = solve_cpsat(p, time_limit=10)
+    first = Params(probe=False)
+    r = solve_cpsat(p, time_limit=10, params=first)
     assert r.status is Status.OPTIMAL and r.makespan == 6 and r.lower_bound == 6
     assert r.info["downsets"]["proven"] and r.info["downsets"]["makespan"] == 6
     assert validate(p, r).valid
     lines: list[str] = []
-    solve_cpsat(p, time_limit=10, progress=lines.append)
+    solve_cpsat(p, time_limit=10, params=first, progress=lines.append)
     assert lines[0].startswith("down-set search: makespan 6 optimal (")
     alone = solve_cpsat(p, time_limit=10, params=Params(downsets=False))
     assert alone.status is Status.OPTIMAL and alone.makespan == 6
     assert "downsets" not in alone.info
+    # with the short try, CP-SAT proves it before the search
+    assert "downsets" not in solve_cpsat(p, time_limit=10).info
     # a cap the greedy schedules meet: CP-SAT alone
-    assert "downsets" not in solve_cpsat(p.with_machine(memory_cap=20), time_limit=10).info
+    loose = solve_cpsat(p.with_machine(memory_cap=20), time_limit=10, params=first)
+    assert "downsets" not in loose.info
 
 
 def test_solver_least_peak_then_makespan() -> None:
@@ -208,7 +213,8 @@ def test_solver_least_peak_then_makespan() -> None:
         p = _random_problem(rng)
         if p.machine.units == 1 or downset_search_applies(p.with_machine(memory_cap=0)):
             continue
-        got = solve_cpsat(p, "memory_then_makespan", time_limit=10, num_workers=1)
+        got = solve_cpsat(p, "memory_then_makespan", time_limit=10,
+                          params=Params(num_workers=1, probe=False))  # fmt: skip
         ref = solve_cpsat(p, "memory_then_makespan", time_limit=10,
                           params=Params(num_workers=1, downsets=False))  # fmt: skip
         assert got.status is ref.status is Status.OPTIMAL
@@ -231,6 +237,14 @@ def test_randwire_stage3_tightest_cap() -> None:
     assert r.starts is not None and validate(p, _schedule(p, r.starts)).valid
     assert r.downsets == (35_674, 162_342)
     assert math.isclose(_schedule(p, r.starts).makespan or 0, 275)
+    # in the solver: CP-SAT's short try (1 s) proves nothing, the search does
+    s = solve_cpsat(p, time_limit=10)
+    assert (s.status, s.makespan, s.lower_bound) == (Status.OPTIMAL, 275, 275)
+    assert s.info["downsets"]["proven"] and s.info["downsets"]["probe"]["cpsat_status"] in (
+        "FEASIBLE",
+        "UNKNOWN",
+    )
+    assert validate(p, s).valid
 
 
 def test_as_a_solver_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

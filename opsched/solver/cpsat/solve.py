@@ -26,12 +26,12 @@ from opsched.solver.cpsat.model import (
     CpsatModel,
     Params,
     assign_units,
-    makespan_lines,
     tick_problem,
 )
+from opsched.solver.cpsat.results import greedy_fallback, no_schedule, reporter
 from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds
-from opsched.solver.downsets import downset_stage
-from opsched.solver.scaling import Scaling, choose_scaling
+from opsched.solver.downsets import downset_budget, downset_candidate, downset_search
+from opsched.solver.scaling import choose_scaling
 from opsched.solver.serial import (
     SerialCheck,
     least_peak_start,
@@ -39,9 +39,8 @@ from opsched.solver.serial import (
     serial_state_budget,
 )
 from opsched.solver.split import solve_phases, split_points
-from opsched.units import format_bytes
 
-__all__ = ["CAP_ORDER_SHARE", "DOWNSET_SHARE", "SERIAL_SHARE", "solve_cpsat"]
+__all__ = ["CAP_ORDER_SHARE", "DOWNSET_SHARE", "PROBE_SHARE", "SERIAL_SHARE", "solve_cpsat"]
 
 #: Share of the time limit the orders a memory cap forces may take (as a flow count).
 CAP_ORDER_SHARE = 0.1
@@ -51,6 +50,9 @@ SERIAL_SHARE = 0.2
 
 #: Share of the time limit the down-set search may take (as down-set and label counts).
 DOWNSET_SHARE = 0.4
+
+#: Share of the time limit CP-SAT has alone first, where the down-set search would run.
+PROBE_SHARE = 0.1
 
 #: Most states the one-unit check keeps, whatever the time limit (about 1 GB of memory).
 SERIAL_MAX_STATES = 500_000
@@ -154,7 +156,7 @@ def solve_cpsat(
         forced = cap_orders(tick.graph, scaling.cap, flow_budget(n, CAP_ORDER_SHARE * time_limit))
         if forced.conflict is not None:
             why = forced.describe_conflict(problem.graph)
-            return _no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0, proof=why)
+            return no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0, proof=why)
         orders = forced.edges
         info["cap_orders"] = {"orders": len(orders), "flows": forced.flows,
                               "complete": forced.complete}  # fmt: skip
@@ -166,7 +168,7 @@ def solve_cpsat(
             info["serial_check"] = {"fits": check.fits, "states": check.states}
             if check.fits is False:
                 proof = check.describe(problem.memory_cap)
-                return _no_schedule(problem, "INFEASIBLE", True, info, t0, proof=proof)
+                return no_schedule(problem, "INFEASIBLE", True, info, t0, proof=proof)
             memory_order = check.order
     limit_ticks = None
     if makespan_limit is not None:
@@ -180,27 +182,11 @@ def solve_cpsat(
         if limit_ticks is not None:
             peak_hint = None  # it may end after the limit
 
-    def stage(kind: str, bound: int | None, hint_starts: list[int] | None) -> CpsatModel:
-        """Solve one stage; ``bound`` caps the other criterion (makespan or peak)."""
+    def build(kind: str, bound: int | None, hint_starts: list[int] | None,
+              horizon: int | None, floor: int) -> CpsatModel:  # fmt: skip
+        """The model of one stage; ``bound`` caps the other criterion (makespan or peak)."""
         peak_bounded = kind == "makespan" and bound is not None  # memory_then_makespan
         with_peak = kind == "peak" or peak_bounded
-        horizon = sum_ticks if with_peak else None  # else: the greedy makespan
-        if kind == "peak" and bound is not None:
-            horizon = bound  # makespan_then_memory: keep the optimal makespan
-        if limit_ticks is not None:
-            horizon = limit_ticks if horizon is None else min(horizon, limit_ticks)
-        floor = 0
-        if kind == "makespan" and params.downsets and (tick.memory_cap is not None or bound):
-            # a tight cap (the memory cap, or the least peak of memory_then_makespan)
-            cap = bound if peak_bounded and bound is not None else tick.memory_cap
-            found = downset_stage(tick.with_machine(memory_cap=cap), DOWNSET_SHARE * time_limit)
-            if found is not None:
-                info["downsets"] = found.to_info()
-                if progress is not None:
-                    progress(found.describe(scaling.to_time))
-                if found.proven and found.makespan is not None:
-                    hint_starts, floor = found.starts, found.makespan
-                    horizon = found.makespan
         model = CpsatModel(
             problem,
             with_memory=problem.memory_cap is not None or with_peak,
@@ -225,11 +211,52 @@ def solve_cpsat(
             if limit_ticks is not None:
                 model.objective.makespan_at_most(limit_ticks)
             model.objective.minimise_peak()
-        report = None if progress is None else _reporter(kind, scaling, problem, progress)
-        status = model.solve(params, deadline, report)
-        info["stages"].append({"minimise": kind, **model.stats()})
+        return model
+
+    def run(model: CpsatModel, kind: str, until: float) -> Any:
+        report = None if progress is None else reporter(kind, scaling, problem, progress)
+        status = model.solve(params, until, report)
         if status == cp_model.MODEL_INVALID:
             raise RuntimeError(f"CP-SAT rejected the model: {model.model.validate()}")
+        return status
+
+    def stage(kind: str, bound: int | None, hint_starts: list[int] | None) -> CpsatModel:
+        """Solve one stage; ``bound`` caps the other criterion (makespan or peak)."""
+        peak_bounded = kind == "makespan" and bound is not None  # memory_then_makespan
+        with_peak = kind == "peak" or peak_bounded
+        horizon = sum_ticks if with_peak else None  # else: the greedy makespan
+        if kind == "peak" and bound is not None:
+            horizon = bound  # makespan_then_memory: keep the optimal makespan
+        if limit_ticks is not None:
+            horizon = limit_ticks if horizon is None else min(horizon, limit_ticks)
+        floor = 0
+        cap = bound if peak_bounded else tick.memory_cap  # or memory_then_makespan's least peak
+        dp = None if cap is None else tick.with_machine(memory_cap=cap)
+        if kind == "makespan" and params.downsets and dp is not None and downset_candidate(dp):
+            # a cap both greedy schedules break: CP-SAT alone for a while (it proves the
+            # looser of these caps at once), then the down-set search, then CP-SAT again
+            probed: dict[str, Any] = {}
+            if params.probe:
+                probe = build(kind, bound, hint_starts, horizon, 0)
+                until = min(deadline, time.perf_counter() + PROBE_SHARE * time_limit)
+                if run(probe, kind, until) == cp_model.OPTIMAL:
+                    info["stages"].append({"minimise": kind, **probe.stats()})
+                    return probe
+                probed = {"probe": probe.stats()}
+                if probe.status == cp_model.FEASIBLE and probe.solver is not None:
+                    hint_starts = probe.tick_starts()  # a better start than the greedy one
+                    horizon = round(probe.solver.objective_value)
+            rows, labels = downset_budget(DOWNSET_SHARE * time_limit)
+            found = downset_search(dp, max_downsets=rows, max_labels=labels)
+            info["downsets"] = {**found.to_info(), **probed}
+            if progress is not None:
+                progress(found.describe(scaling.to_time))
+            if found.proven and found.makespan is not None:
+                hint_starts, floor = found.starts, found.makespan
+                horizon = found.makespan
+        model = build(kind, bound, hint_starts, horizon, floor)
+        run(model, kind, deadline)
+        info["stages"].append({"minimise": kind, **model.stats()})
         return model
 
     order = {
@@ -255,9 +282,9 @@ def solve_cpsat(
         statuses.append(last)
         if last not in ("OPTIMAL", "FEASIBLE"):
             if best_ticks is None:  # the first stage found nothing
-                fallback = _greedy_fallback(model, last, makespan_limit)
+                fallback = greedy_fallback(model, last, makespan_limit)
                 if fallback is None:
-                    return _no_schedule(problem, last, scaling.exact, info, t0, makespan_limit)
+                    return no_schedule(problem, last, scaling.exact, info, t0, makespan_limit)
                 best_ticks = fallback
                 info["note_fallback"] = "time ran out: the greedy schedule CP-SAT started from"
             break  # keep the previous stage's schedule
@@ -309,78 +336,3 @@ def _serial_states(time_limit: float) -> int:
     """States either one-unit search may keep: :data:`SERIAL_SHARE` of the time limit's worth,
     at most :data:`SERIAL_MAX_STATES`."""
     return min(SERIAL_MAX_STATES, serial_state_budget(SERIAL_SHARE * time_limit))
-
-
-def _greedy_fallback(
-    model: CpsatModel, cp_status: str, makespan_limit: float | None
-) -> list[int] | None:
-    """The greedy schedule the model was hinted with, if time ran out and it is usable.
-
-    It respects units, resources and the memory cap (the greedy places ops memory-feasibly on
-    the integer problem), so it is a valid best-so-far; it is not used against a makespan
-    limit it breaks.
-    """
-    if cp_status != "UNKNOWN" or not model.hint_starts:
-        return None
-    ticks = list(model.hint_starts)
-    end = max((t + d for t, d in zip(ticks, model.scaling.durations, strict=True)), default=0)
-    if makespan_limit is not None and model.scaling.to_time(end) > makespan_limit + 1e-9:
-        return None
-    return ticks
-
-
-def _no_schedule(
-    problem: Problem,
-    cp_status: str,
-    exact: bool,
-    info: dict[str, Any],
-    t0: float,
-    makespan_limit: float | None = None,
-    proof: str | None = None,
-) -> Schedule:
-    """The result without a schedule; ``proof``: why none exists, found before the search."""
-    if cp_status == "INFEASIBLE" and exact:
-        cap = problem.memory_cap
-        if proof is not None:
-            info["reason"] = proof
-        elif makespan_limit is not None and cap is not None:
-            info["reason"] = (
-                f"CP-SAT proved that no schedule ends by {makespan_limit:g} within the memory "
-                f"cap of {format_bytes(cap)} ({cap} B)"
-            )
-        elif makespan_limit is not None:
-            info["reason"] = f"CP-SAT proved that no schedule ends by {makespan_limit:g}"
-        elif cap is not None:
-            need, who = min_memory_bound(problem.graph)
-            info["reason"] = (
-                f"CP-SAT proved that no schedule fits in {format_bytes(cap)} ({cap} B); "
-                f"the analysis bound is {format_bytes(need)} ({need} B), for {who}"
-            )
-        else:
-            info["reason"] = "CP-SAT proved the problem infeasible"
-        status = Status.INFEASIBLE
-    else:
-        info["reason"] = (
-            "time limit reached before any schedule was found"
-            if cp_status == "UNKNOWN"
-            else "the rounded model is infeasible (rounding was not exact)"
-        )
-        status = Status.UNKNOWN
-    return Schedule.empty(
-        problem, solver="cpsat", status=status, info=info, wall_time_s=time.perf_counter() - t0
-    )
-
-
-def _reporter(
-    kind: str, scaling: Scaling, problem: Problem, progress: Callable[[str], None]
-) -> Callable[[float, float], None]:
-    """A stage's improving solutions as lines for ``progress``, in real units."""
-    if kind == "makespan":
-        return makespan_lines(progress, scaling.to_time)
-    base, q = problem.graph.persistent_bytes, scaling.memory_quantum
-
-    def line(value: float, bound: float) -> None:
-        least = base + math.ceil(bound - 1e-9) * q
-        progress(f"peak memory {base + round(value) * q} (bound {least})")
-
-    return line
