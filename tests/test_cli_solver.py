@@ -309,7 +309,7 @@ def test_unknown_solver(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr == (
-        "opsched: error: unknown solver 'simplex'; known: cpsat, brute-force, "
+        "opsched: error: unknown solver 'simplex'; known: cpsat, brute-force, downsets, "
         + ", ".join(HEURISTICS)
         + "\n"
     )
@@ -364,13 +364,16 @@ HEURISTICS = [
 
 def test_solvers_json_lists_exact_flags() -> None:
     listed = invoke_json("solvers")
-    expected = {"cpsat": True, "brute-force": True} | {h: False for h in HEURISTICS}
+    expected = {"cpsat": True, "brute-force": True, "downsets": True} | {
+        h: False for h in HEURISTICS
+    }
     assert {name: s["exact"] for name, s in listed.items()} == expected
     assert listed["cpsat"]["description"].startswith("OR-Tools CP-SAT")
     assert "10 ops" in listed["brute-force"]["description"]
     text = invoke("solvers").stdout.splitlines()
     assert [line.split()[:2] for line in text] == [
-        ["cpsat", "exact"], ["brute-force", "exact"], *[[h, "heuristic"] for h in HEURISTICS]
+        ["cpsat", "exact"], ["brute-force", "exact"], ["downsets", "exact"],
+        *[[h, "heuristic"] for h in HEURISTICS]
     ]  # fmt: skip
 
 
