@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["JIT_MIN_SIZE", "call", "compiled", "kernel"]
+__all__ = ["JIT_MIN_SIZE", "call", "compiled", "kernel", "ready"]
 
 #: Inputs at least this large (ops + edges) run compiled when ``OPSCHED_JIT`` is unset.
 #: Interpreted, a kernel is ~1000x slower (NumPy scalar access), so only toy graphs stay so.
@@ -48,3 +48,21 @@ def compiled(size: int) -> bool:
 def call(fn: Callable[..., Any], size: int, *args: Any) -> Any:
     """Run kernel ``fn`` on ``args``, compiled if ``size`` is large (see module docstring)."""
     return fn(*args) if compiled(size) else fn.py_func(*args)  # type: ignore[attr-defined]
+
+
+def ready(fn: Callable[..., Any]) -> bool:
+    """Whether kernel ``fn`` can run compiled without compiling first.
+
+    True when it was compiled in this process, or when numba's on-disk cache holds machine
+    code built from its current source (loading that takes well under a second; compiling
+    a large kernel takes seconds). This reads numba's cache index, which is not public
+    API: on any surprise it answers False (the caller then plans for a compile).
+    """
+    if _numba is None:  # pragma: no cover
+        return False
+    try:
+        if fn.overloads:  # type: ignore[attr-defined]
+            return True
+        return bool(fn._cache._cache_file._load_index())  # type: ignore[attr-defined]
+    except Exception:  # pragma: no cover
+        return False

@@ -28,7 +28,7 @@ from opsched.heuristics.portfolio import portfolio
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule
 from opsched.solver import solve_brute_force, solve_cpsat
-from opsched.solver.downsets import solve_downsets
+from opsched.solver.downset_solver import solve_downsets
 
 __all__ = ["SOLVERS", "SolverInfo", "get_solver", "run"]
 

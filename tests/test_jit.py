@@ -283,3 +283,15 @@ def test_schedulers_give_the_same_result_compiled_and_interpreted(
             out.append([(o.start, o.unit) for o in s.ops] + [(o.start, o.unit) for o in j.ops])
         results[mode] = out
     assert results["1"] == results["0"]
+
+
+def test_ready_is_false_until_compiled_and_true_after() -> None:
+    numba = pytest.importorskip("numba")
+
+    def twice(x: int) -> int:
+        return 2 * x
+
+    fresh: Any = numba.njit(cache=False)(twice)  # no disk cache to find
+    assert not _jit.ready(fresh)
+    assert fresh(21) == 42
+    assert _jit.ready(fresh)

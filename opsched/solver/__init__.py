@@ -6,14 +6,16 @@ integer scaling was exact) for makespan, peak memory and their lexicographic com
 enumerates semi-active schedules of graphs with a handful of ops, as an independent check;
 :func:`serial_cap_check` decides whether any schedule fits a memory cap by searching the
 one-unit orders (which decide it for any number of units); :func:`downset_search` finds the
-least makespan under a tight memory cap exactly (:func:`solve_downsets` as a solver), and
+least makespan under a tight memory cap exactly (:func:`solve_downsets` as a solver;
+:func:`compile_kernels` compiles it once per installation), and
 :func:`cut_ops` the ops that split a schedule into independent phases.
 The model is documented in ``docs/cpsat-model.md``.
 """
 
 from opsched.solver.brute import solve_brute_force
 from opsched.solver.cpsat import solve_cpsat
-from opsched.solver.downsets import DownsetResult, downset_search, solve_downsets
+from opsched.solver.downset_solver import solve_downsets
+from opsched.solver.downsets import DownsetResult, compile_kernels, downset_search
 from opsched.solver.pareto import ParetoFront, ParetoPoint, pareto_front
 from opsched.solver.scaling import Scaling, choose_scaling
 from opsched.solver.serial import SerialCheck, least_peak_start, serial_cap_check
@@ -26,6 +28,7 @@ __all__ = [
     "Scaling",
     "SerialCheck",
     "choose_scaling",
+    "compile_kernels",
     "cut_ops",
     "downset_search",
     "least_peak_start",

@@ -37,7 +37,9 @@ best labels of each layer: a fast heuristic, whose schedule is valid but not pro
 Integer durations and sizes (the problem CP-SAT solves: :func:`opsched.solver.cpsat.model.
 tick_problem`), at most :data:`MAX_UNITS` units each positive-duration op taking one, and at
 most :data:`MAX_OPS` ops. The kernels run compiled (numba) on graphs of more than
-:data:`INTERPRETED_OPS` ops; the first such call of an installation compiles them.
+:data:`INTERPRETED_OPS` ops; the first such call of an installation compiles them (about
+:data:`COMPILE_S` seconds, once: numba keeps the machine code on disk). Callers with a time
+limit ask :func:`kernels_ready` first; :func:`compile_kernels` compiles them up front.
 """
 
 from __future__ import annotations
@@ -49,17 +51,17 @@ from typing import Any
 
 import numpy as np
 
-from opsched._jit import JIT_MIN_SIZE, call
+from opsched._jit import JIT_MIN_SIZE, call, ready
 from opsched.analysis.topo import topo_indices
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
-from opsched.ir.graph import OpGraph
-from opsched.problem import Objective, Problem
-from opsched.schedule import Schedule, Status
+from opsched.ir.graph import Op, OpGraph
+from opsched.problem import Machine, Problem
 from opsched.solver._downset_labels import label_search
 from opsched.solver._downset_table import downset_table, tail_max
 
 __all__ = [
+    "COMPILE_S",
     "DOWNSETS_PER_SECOND",
     "INTERPRETED_OPS",
     "LABELS_PER_DOWNSET",
@@ -69,11 +71,12 @@ __all__ = [
     "MAX_OPS",
     "MAX_UNITS",
     "DownsetResult",
+    "compile_kernels",
     "downset_budget",
     "downset_candidate",
     "downset_search",
     "downset_search_applies",
-    "solve_downsets",
+    "kernels_ready",
 ]
 
 #: Most compute units the search handles (labels grow fast with the running ops they carry,
@@ -88,6 +91,10 @@ MAX_OPS = 1_000
 #: work grows with the down-sets. The first compiled call of an installation compiles
 #: them (about 20 s here); numba keeps them on disk for the next ones.
 INTERPRETED_OPS = 10
+
+#: Seconds a caller plans for when the kernels are not compiled yet (measured here: 12.7 s
+#: for all of them in a fresh checkout; loading them from numba's cache takes 0.4 s).
+COMPILE_S = 20.0
 
 #: Down-sets listed per second of budget. Measured here at 0.8-1.2 million per second on
 #: RandWire's stages (2-core machine, one thread, both passes); the lower figure leaves room
@@ -119,6 +126,32 @@ def downset_budget(seconds: float) -> tuple[int, int]:
         min(MAX_DOWNSETS, max(10_000, int(seconds * DOWNSETS_PER_SECOND))),
         min(MAX_LABELS, max(30_000, int(seconds * LABELS_PER_SECOND))),
     )
+
+
+def kernels_ready() -> bool:
+    """Whether the search runs compiled at once: compiled in this process or cached on disk.
+
+    Where it is not, the first compiled search spends about :data:`COMPILE_S` seconds
+    compiling: :func:`opsched.solver.solve_cpsat` then skips the search when its share of
+    the time limit is shorter than that.
+    """
+    return all(ready(fn) for fn in (downset_table, tail_max, label_search))
+
+
+def compile_kernels() -> float:
+    """Compile the search's kernels now (or load them from numba's cache); the seconds taken.
+
+    Done once per installation; batch runs call it before they start their jobs, so no job
+    spends its time limit on it.
+
+    >>> compile_kernels() >= 0.0 and kernels_ready()
+    True
+    """
+    t0 = time.perf_counter()
+    pairs = [Op(f"p{i}", 2, output_bytes=4) for i in range(INTERPRETED_OPS // 2 + 1)]
+    pairs += [Op(f"c{i}", 1, deps=(f"p{i}",)) for i in range(len(pairs))]
+    downset_search(Problem(OpGraph(tuple(pairs)), Machine(units=2, memory_cap=8)))
+    return time.perf_counter() - t0
 
 
 @dataclass(frozen=True)
@@ -166,85 +199,6 @@ class DownsetResult:
         if self.proven:
             return f"down-set search: no schedule below the bound it was given ({size})"
         return f"down-set search: stopped by the {self.reason} ({size})"
-
-
-def solve_downsets(
-    problem: Problem,
-    objective: Objective | str | None = None,
-    *,
-    time_limit: float = 10.0,
-    beam: int = 2_000,
-    **_: Any,
-) -> Schedule:
-    """The down-set search as a solver of its own: least makespan under a memory cap.
-
-    The problem is turned into integers as for CP-SAT (:mod:`opsched.solver.scaling`), and
-    searched with :func:`downset_budget` of ``time_limit`` (budgets in counts, so the time
-    is about that, not a hard limit). OPTIMAL when the search finishes and the scaling is
-    exact, INFEASIBLE when it finds that no schedule fits. Where the label budget runs out,
-    a beam run (``beam`` labels per layer) gives a schedule (FEASIBLE, with the lower bound
-    of :func:`opsched.analysis.lower_bounds`); where the down-sets do, there is none
-    (UNKNOWN: use ``cpsat``).
-
-    Examples
-    --------
-    >>> from opsched.ir import Op, OpGraph
-    >>> from opsched.problem import Machine
-    >>> g = OpGraph((Op("a", 2, output_bytes=4), Op("b", 2, output_bytes=4),
-    ...              Op("c", 1, deps=("a",)), Op("d", 1, deps=("b",))))
-    >>> s = solve_downsets(Problem(g, Machine(units=2, memory_cap=4)))
-    >>> s.status.value, s.makespan, s.lower_bound
-    ('OPTIMAL', 6.0, 6.0)
-    """
-    from opsched.analysis.bounds import lower_bounds
-    from opsched.solver.cpsat.model import assign_units, tick_problem
-    from opsched.solver.scaling import choose_scaling
-
-    t0 = time.perf_counter()
-    obj = Objective(objective if objective is not None else Objective.MAKESPAN)
-    if obj is not Objective.MAKESPAN:
-        raise ProblemError(f"the down-set search minimises the makespan, not {obj.value}")
-    if problem.memory_cap is None:
-        raise ProblemError("the down-set search needs a memory cap (--memory-cap)")
-    reason = problem.infeasibility_reason(cut=True)
-    if reason is not None:
-        return Schedule.empty(problem, solver="downsets", status=Status.INFEASIBLE,
-                              info={"reason": reason},
-                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
-    scaling = choose_scaling(problem.graph, problem.memory_cap)
-    tick = tick_problem(problem, scaling)
-    why = downset_search_applies(tick)
-    if why is not None:
-        raise ProblemError(f"the down-set search does not apply: {why}")
-    rows, labels = downset_budget(time_limit)
-    found = downset_search(tick, max_downsets=rows, max_labels=labels)
-    info: dict[str, Any] = {"downsets": found.to_info(), "scaling": scaling.to_dict()}
-    if found.proven and found.makespan is None:
-        info["reason"] = "no schedule fits the memory cap (the down-set search is exhaustive)"
-        status = Status.INFEASIBLE if scaling.memory_exact else Status.UNKNOWN
-        return Schedule.empty(problem, solver="downsets", status=status, info=info,
-                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
-    lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
-    if not found.proven:  # the beam keeps beam labels a layer: its own, smaller budget
-        found = downset_search(tick, max_downsets=rows, max_labels=max(labels, 64 * beam),
-                               beam=beam)  # fmt: skip
-        info["beam"] = found.to_info()
-    if found.starts is None:
-        info["reason"] = "the search's budget ran out before any schedule"
-        return Schedule.empty(problem, solver="downsets", status=Status.UNKNOWN, info=info,
-                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
-    ticks = found.starts
-    ends = [t + d for t, d in zip(ticks, scaling.durations, strict=True)]
-    units = assign_units([float(t) for t in ticks], [float(e) for e in ends],
-                         problem.graph.demand_array("units").tolist())  # fmt: skip
-    proven = found.proven and scaling.exact
-    if found.proven and scaling.time_exact and found.makespan is not None:
-        lb = max(lb, scaling.to_time(found.makespan))
-    return Schedule.build(
-        problem, [scaling.to_time(t) for t in ticks], units, solver="downsets",
-        status=Status.OPTIMAL if proven else Status.FEASIBLE, lower_bound=lb,
-        wall_time_s=time.perf_counter() - t0, info=info,
-    )  # fmt: skip
 
 
 def downset_candidate(problem: Problem) -> bool:

@@ -172,3 +172,32 @@ def test_sigkill_mid_run_loses_only_jobs_in_flight(tmp_path) -> None:
 
 def test_layered_import_is_the_generator_used() -> None:
     assert layered(8, seed=0).name == "layered-8-s0"
+
+
+def test_down_set_search_compiled_before_the_jobs(tmp_path, monkeypatch) -> None:
+    """A run with exact jobs under a memory cap on graphs past toy size compiles the
+    down-set search once, in the parent, before any job (saying so); other runs do not."""
+    import io
+
+    import opsched.solver.downsets as ds
+
+    calls: list[int] = []
+    monkeypatch.setattr(ds, "kernels_ready", lambda: False)
+    monkeypatch.setattr(ds, "compile_kernels", lambda: calls.append(1) or 0.0)
+
+    def run(caps: str, names: str) -> str:
+        cfg = parse_config(
+            "[experiment]\nname = 'c'\n[[graphs]]\ngenerate = 'layered'\nops = 12\n"
+            f"[machines]\nunits = [2]\nmemory_cap = {caps}\n"
+            f"[schedulers]\nnames = {names}\ntime_limit = 1\n"
+        )
+        out = io.StringIO()
+        run_experiment(cfg, tmp_path / f"{len(calls)}{caps}{names}.sqlite", workers=1,
+                       stream=out)  # fmt: skip
+        return out.getvalue()
+
+    assert "compiling the down-set search" not in run("['none']", "['cpsat']")
+    assert "compiling the down-set search" not in run("[0.8]", "['greedy']")
+    assert not calls
+    assert "compiling the down-set search" in run("[0.8]", "['cpsat', 'greedy']")
+    assert calls == [1]

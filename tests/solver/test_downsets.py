@@ -247,6 +247,30 @@ def test_randwire_stage3_tightest_cap() -> None:
     assert validate(p, s).valid
 
 
+def test_kernels_not_compiled_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the kernels are not compiled, a share of the time limit shorter than a compile
+    skips the search (and CP-SAT's short try) and says why; a long enough one compiles
+    them first and searches with what is left."""
+    import opsched.solver.cpsat.solve as solve_mod
+    from opsched.transforms import extract
+    from opsched.transforms.fusion import fuse
+    from opsched.zoo.models import build
+
+    g = extract(fuse(build("randwire"))[0], ["stage3"])
+    p = Problem(g, Machine(units=2, memory_cap=3_179_904))
+    monkeypatch.setattr(solve_mod, "kernels_ready", lambda: False)
+    calls: list[int] = []
+    monkeypatch.setattr(solve_mod, "compile_kernels", lambda: calls.append(1) or 0.5)
+    s = solve_cpsat(p, time_limit=4)  # share 1.6 s < COMPILE_S
+    assert "compile_kernels()" in s.info["downsets"]["skipped"] and not calls
+    assert "probe" not in s.info["downsets"] and validate(p, s).valid
+    assert s.status is Status.FEASIBLE and s.wall_time_s < 5.5
+    monkeypatch.setattr(solve_mod, "COMPILE_S", 3.0)
+    s = solve_cpsat(p, time_limit=10)  # share 4 s: "compile" (0.5 s), then search
+    assert calls == [1] and s.info["downsets"]["compile_s"] == 0.5
+    assert (s.status, s.makespan) == (Status.OPTIMAL, 275)
+
+
 def test_as_a_solver_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``solve_downsets`` (registry name ``downsets``): the optimum in real time units, the
     scaling as CP-SAT's, a beam schedule where the budget runs out, one-line refusals."""
@@ -258,7 +282,7 @@ def test_as_a_solver_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     from opsched.errors import ProblemError
     from opsched.ir import write_graph_json
     from opsched.registry import SOLVERS
-    from opsched.solver import downsets as ds
+    from opsched.solver import downset_solver as ds
 
     p = _greedy_trap()
     s = ds.solve_downsets(p)

@@ -1,0 +1,109 @@
+"""The down-set search as a solver of its own (registry name ``downsets``).
+
+:func:`solve_downsets` runs :func:`opsched.solver.downsets.downset_search` on the integer
+problem CP-SAT would solve and returns a :class:`~opsched.schedule.Schedule` in real time
+units: OPTIMAL when the search finishes, a beam schedule where its budget runs out.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opsched.errors import ProblemError
+from opsched.problem import Objective, Problem
+from opsched.schedule import Schedule, Status
+from opsched.solver.downsets import (
+    INTERPRETED_OPS,
+    compile_kernels,
+    downset_budget,
+    downset_search,
+    downset_search_applies,
+    kernels_ready,
+)
+
+__all__ = ["solve_downsets"]
+
+
+def solve_downsets(
+    problem: Problem,
+    objective: Objective | str | None = None,
+    *,
+    time_limit: float = 10.0,
+    beam: int = 2_000,
+    **_: Any,
+) -> Schedule:
+    """The down-set search as a solver of its own: least makespan under a memory cap.
+
+    The problem is turned into integers as for CP-SAT (:mod:`opsched.solver.scaling`), and
+    searched with :func:`downset_budget` of ``time_limit`` (budgets in counts, so the time
+    is about that, not a hard limit; the first search of an installation first compiles its
+    kernels, :data:`~opsched.solver.downsets.COMPILE_S` or so, taken from that time and
+    reported as ``info["compile_s"]``). OPTIMAL when the search finishes and the scaling is
+    exact, INFEASIBLE when it finds that no schedule fits. Where the label budget runs out,
+    a beam run (``beam`` labels per layer) gives a schedule (FEASIBLE, with the lower bound
+    of :func:`opsched.analysis.lower_bounds`); where the down-sets do, there is none
+    (UNKNOWN: use ``cpsat``).
+
+    Examples
+    --------
+    >>> from opsched.ir import Op, OpGraph
+    >>> from opsched.problem import Machine
+    >>> g = OpGraph((Op("a", 2, output_bytes=4), Op("b", 2, output_bytes=4),
+    ...              Op("c", 1, deps=("a",)), Op("d", 1, deps=("b",))))
+    >>> s = solve_downsets(Problem(g, Machine(units=2, memory_cap=4)))
+    >>> s.status.value, s.makespan, s.lower_bound
+    ('OPTIMAL', 6.0, 6.0)
+    """
+    from opsched.analysis.bounds import lower_bounds
+    from opsched.solver.cpsat.model import assign_units, tick_problem
+    from opsched.solver.scaling import choose_scaling
+
+    t0 = time.perf_counter()
+    obj = Objective(objective if objective is not None else Objective.MAKESPAN)
+    if obj is not Objective.MAKESPAN:
+        raise ProblemError(f"the down-set search minimises the makespan, not {obj.value}")
+    if problem.memory_cap is None:
+        raise ProblemError("the down-set search needs a memory cap (--memory-cap)")
+    reason = problem.infeasibility_reason(cut=True)
+    if reason is not None:
+        return Schedule.empty(problem, solver="downsets", status=Status.INFEASIBLE,
+                              info={"reason": reason},
+                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    scaling = choose_scaling(problem.graph, problem.memory_cap)
+    tick = tick_problem(problem, scaling)
+    why = downset_search_applies(tick)
+    if why is not None:
+        raise ProblemError(f"the down-set search does not apply: {why}")
+    info: dict[str, Any] = {"scaling": scaling.to_dict()}
+    if tick.graph.num_ops > INTERPRETED_OPS and not kernels_ready():
+        info["compile_s"] = round(compile_kernels(), 3)  # once per installation
+    rows, labels = downset_budget(max(0.0, time_limit - info.get("compile_s", 0.0)))
+    found = downset_search(tick, max_downsets=rows, max_labels=labels)
+    info["downsets"] = found.to_info()
+    if found.proven and found.makespan is None:
+        info["reason"] = "no schedule fits the memory cap (the down-set search is exhaustive)"
+        status = Status.INFEASIBLE if scaling.memory_exact else Status.UNKNOWN
+        return Schedule.empty(problem, solver="downsets", status=status, info=info,
+                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
+    if not found.proven:  # the beam keeps beam labels a layer: its own, smaller budget
+        found = downset_search(tick, max_downsets=rows, max_labels=max(labels, 64 * beam),
+                               beam=beam)  # fmt: skip
+        info["beam"] = found.to_info()
+    if found.starts is None:
+        info["reason"] = "the search's budget ran out before any schedule"
+        return Schedule.empty(problem, solver="downsets", status=Status.UNKNOWN, info=info,
+                              wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    ticks = found.starts
+    ends = [t + d for t, d in zip(ticks, scaling.durations, strict=True)]
+    units = assign_units([float(t) for t in ticks], [float(e) for e in ends],
+                         problem.graph.demand_array("units").tolist())  # fmt: skip
+    proven = found.proven and scaling.exact
+    if found.proven and scaling.time_exact and found.makespan is not None:
+        lb = max(lb, scaling.to_time(found.makespan))
+    return Schedule.build(
+        problem, [scaling.to_time(t) for t in ticks], units, solver="downsets",
+        status=Status.OPTIMAL if proven else Status.FEASIBLE, lower_bound=lb,
+        wall_time_s=time.perf_counter() - t0, info=info,
+    )  # fmt: skip
