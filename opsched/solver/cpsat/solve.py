@@ -48,7 +48,14 @@ from opsched.solver.serial import (
 )
 from opsched.solver.split import solve_phases, split_points
 
-__all__ = ["CAP_ORDER_SHARE", "DOWNSET_SHARE", "PROBE_SHARE", "SERIAL_SHARE", "solve_cpsat"]
+__all__ = [
+    "CAP_ORDER_SHARE",
+    "DOWNSET_SHARE",
+    "PROBE_MAX_S",
+    "PROBE_SHARE",
+    "SERIAL_SHARE",
+    "solve_cpsat",
+]
 
 #: Share of the time limit the orders a memory cap forces may take (as a flow count).
 CAP_ORDER_SHARE = 0.1
@@ -59,8 +66,12 @@ SERIAL_SHARE = 0.2
 #: Share of the time limit the down-set search may take (as down-set and label counts).
 DOWNSET_SHARE = 0.4
 
-#: Share of the time limit CP-SAT has alone first, where the down-set search would run.
+#: Share of the time limit CP-SAT has alone first, where the down-set search would run,
+#: and the most seconds that may be: the caps it proves there, it proves in about a second,
+#: and a longer try delays the search where it is needed (RandWire's tightest caps at 60 s,
+#: 6 s tries -> 2 s: 2.9-20.9 s to the proofs instead of 4.2-25.1 s).
 PROBE_SHARE = 0.1
+PROBE_MAX_S = 2.0
 
 #: Most states the one-unit check keeps, whatever the time limit (about 1 GB of memory).
 SERIAL_MAX_STATES = 500_000
@@ -254,7 +265,8 @@ def solve_cpsat(
             probed: dict[str, Any] = {}
             if params.probe:
                 probe = build(kind, bound, hint_starts, horizon, 0)
-                until = min(deadline, time.perf_counter() + PROBE_SHARE * time_limit)
+                probe_s = min(PROBE_MAX_S, PROBE_SHARE * time_limit)
+                until = min(deadline, time.perf_counter() + probe_s)
                 if run(probe, kind, until) == cp_model.OPTIMAL:
                     info["stages"].append({"minimise": kind, **probe.stats()})
                     return probe
