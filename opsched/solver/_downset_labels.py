@@ -8,6 +8,11 @@ more running ops first, since waiting for an end only removes running ops.
 
 Labels are stored in flat arrays, each with its parent and the op it started (-1 for a
 wait), so the schedule of the best final label is read back by walking to the root.
+
+These kernels compile ``lookup`` and its hash from :mod:`opsched.solver._downset_table`
+into themselves, and numba's on-disk cache checks only this file's time stamp: a change to
+those must come with a change here (:data:`TABLE_HASH`), or machine code cached earlier
+would look rows up with the old hash and find none.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ import numpy as np
 
 from opsched._jit import kernel
 from opsched.solver._downset_table import eligible, has, lookup
+
+#: The version of ``_downset_table``'s row hash these kernels were last compiled with
+#: (2: multiply and xor-shift rounds; 1: a polynomial modulo a prime).
+TABLE_HASH = 2
 
 
 @kernel
