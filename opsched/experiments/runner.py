@@ -125,18 +125,20 @@ def environment() -> dict[str, Any]:
 def _compile_kernels(todo: list[Job], stream: IO[str] | None) -> None:
     """Compile the down-set search here, once, before jobs that may use it start.
 
-    Compiled in a job, it would spend ~15 s of that job's time limit (solve_cpsat skips it
-    where its share is shorter); compiled here, the workers load it from numba's on-disk
+    Compiled in a job, it would spend seconds of that job's time limit
+    (:data:`~opsched.solver.downsets.COMPILE_S`; solve_cpsat skips it where its share is
+    shorter); compiled here, the workers load it from numba's on-disk
     cache in a fraction of a second. Workers of a remote Dask cluster have their own disk:
     they compile it in their first long enough job.
     """
-    from opsched.solver.downsets import INTERPRETED_OPS, compile_kernels, kernels_ready
+    from opsched.solver.downsets import compile_kernels, must_compile
 
     def may_search(j: Job) -> bool:  # an exact solver, a memory cap (or least peak first)
         capped = j.cap_bytes is not None or j.cap_fraction is not None or j.objective != "makespan"
-        return j.exact and capped and j.num_ops > INTERPRETED_OPS
+        return j.exact and capped
 
-    if not any(may_search(j) for j in todo) or kernels_ready():
+    big = max((j.num_ops for j in todo if may_search(j)), default=0)
+    if not must_compile(big):
         return
     if stream is not None:
         print("compiling the down-set search (once per installation) ...", file=stream, flush=True)

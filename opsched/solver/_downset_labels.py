@@ -9,10 +9,11 @@ more running ops first, since waiting for an end only removes running ops.
 Labels are stored in flat arrays, each with its parent and the op it started (-1 for a
 wait), so the schedule of the best final label is read back by walking to the root.
 
-These kernels compile ``lookup`` and its hash from :mod:`opsched.solver._downset_table`
-into themselves, and numba's on-disk cache checks only this file's time stamp: a change to
-those must come with a change here (:data:`TABLE_HASH`), or machine code cached earlier
-would look rows up with the old hash and find none.
+These kernels compile ``lookup`` (with its hash) and the other kernels they import from
+:mod:`opsched.solver._downset_table` into themselves, and numba's on-disk cache checks only
+this file's time stamp: a change to those must come with a change here
+(:data:`TABLE_KERNELS`), or machine code cached earlier would run the old ones (with an
+old hash, it finds no row).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from opsched._jit import kernel
-from opsched.solver._downset_table import eligible, has, lookup
+from opsched.solver._downset_table import eligible, has, lookup, with_op
 
-#: The version of ``_downset_table``'s row hash these kernels were last compiled with
-#: (2: multiply and xor-shift rounds; 1: a polynomial modulo a prime).
-TABLE_HASH = 2
+#: The version of the ``_downset_table`` kernels these are compiled with (3: ``with_op``;
+#: 2: the row hash of multiply and xor-shift rounds; 1: a polynomial modulo a prime).
+TABLE_KERNELS = 3
 
 
 @kernel
@@ -331,9 +332,7 @@ def label_search(
                                 break
                         if not fits:
                             continue
-                    for w in range(nw):
-                        words[w] = keys[row, w]
-                    words[j >> 6] |= np.int64(1) << np.int64(j & 63)
+                    with_op(keys, row, j, words, nw)
                     row2 = lookup(keys, table, words, nw)
                     if row2 < 0 or not good[row2]:
                         continue  # no one-unit order finishes from there

@@ -29,8 +29,9 @@ def _row_hash(words: np.ndarray, nw: int, mask: int) -> int:
     xor-shift rounds, as in MurmurHash's finaliser. (A plain polynomial hash modulo a prime
     maps families of sets that differ in a few bits onto runs of nearby slots, and linear
     probing then walks those runs: on a 50-op layered graph, 400,000 rows took 1.5 s and
-    two million did not finish in 30 s.) A change here must bump ``TABLE_HASH`` in
-    :mod:`opsched.solver._downset_labels`, whose kernels compile this one into theirs."""
+    two million did not finish in 30 s.) A change here, or in any kernel of this module
+    that :mod:`opsched.solver._downset_labels` imports, must bump its ``TABLE_KERNELS``:
+    its kernels compile these into theirs."""
     h = 0
     for w in range(nw):
         x = words[w]
@@ -87,6 +88,34 @@ def eligible(pm: np.ndarray, j: int, done: np.ndarray, nw: int) -> bool:
 @kernel
 def has(words: np.ndarray, v: int) -> bool:
     return ((words[v >> 6] >> (v & 63)) & 1) == 1
+
+
+@kernel
+def with_op(keys: np.ndarray, row: int, j: int, words: np.ndarray, nw: int) -> None:
+    """Write row ``row``'s set plus op ``j`` into ``words``."""
+    for w in range(nw):
+        words[w] = keys[row, w]
+    words[j >> 6] |= np.int64(1) << np.int64(j & 63)
+
+
+@kernel
+def _one_unit_next(
+    keys: np.ndarray,
+    row: int,
+    j: int,
+    pm: np.ndarray,
+    nw: int,
+    dur: np.ndarray,
+    live: np.ndarray,
+    need: np.ndarray,
+    free: int,
+) -> bool:
+    """Whether a one-unit order at row ``row`` may run op ``j`` next: not run yet, its
+    predecessors run, and (positive duration) its output and workspace fit beside what the
+    row holds."""
+    if has(keys[row], j) or not eligible(pm, j, keys[row], nw):
+        return False
+    return dur[j] == 0 or live[row] + need[j] <= free
 
 
 @kernel
@@ -156,13 +185,9 @@ def downset_table(
     for layer in range(n):
         for row in range(start[layer], start[layer + 1]):
             for j in range(n):
-                if has(keys[row], j) or not eligible(pm, j, keys[row], nw):
+                if not _one_unit_next(keys, row, j, pm, nw, dur, live, need, free):
                     continue
-                if dur[j] > 0 and live[row] + need[j] > free:
-                    continue
-                for w in range(nw):
-                    words[w] = keys[row, w]
-                words[j >> 6] |= np.int64(1) << np.int64(j & 63)
+                with_op(keys, row, j, words, nw)
                 if lookup(keys, table, words, nw) >= 0:
                     continue
                 if rows == max_rows:
@@ -184,13 +209,9 @@ def downset_table(
     for layer in range(n - 1, -1, -1):
         for row in range(start[layer], start[layer + 1]):
             for j in range(n):
-                if has(keys[row], j) or not eligible(pm, j, keys[row], nw):
+                if not _one_unit_next(keys, row, j, pm, nw, dur, live, need, free):
                     continue
-                if dur[j] > 0 and live[row] + need[j] > free:
-                    continue
-                for w in range(nw):
-                    words[w] = keys[row, w]
-                words[j >> 6] |= np.int64(1) << np.int64(j & 63)
+                with_op(keys, row, j, words, nw)
                 nxt = lookup(keys, table, words, nw)
                 if nxt >= 0 and good[nxt]:
                     good[row] = 1

@@ -14,12 +14,11 @@ from opsched.errors import ProblemError
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.downsets import (
-    INTERPRETED_OPS,
     compile_kernels,
     downset_budget,
     downset_search,
     downset_search_applies,
-    kernels_ready,
+    must_compile,
 )
 
 __all__ = ["solve_downsets"]
@@ -76,7 +75,7 @@ def solve_downsets(
     if why is not None:
         raise ProblemError(f"the down-set search does not apply: {why}")
     info: dict[str, Any] = {"scaling": scaling.to_dict()}
-    if tick.graph.num_ops > INTERPRETED_OPS and not kernels_ready():
+    if must_compile(tick.graph.num_ops):
         info["compile_s"] = round(compile_kernels(), 3)  # once per installation
     rows, labels = downset_budget(max(0.0, time_limit - info.get("compile_s", 0.0)))
     found = downset_search(tick, max_downsets=rows, max_labels=labels)

@@ -77,6 +77,7 @@ __all__ = [
     "downset_search",
     "downset_search_applies",
     "kernels_ready",
+    "must_compile",
 ]
 
 #: Most compute units the search handles (labels grow fast with the running ops they carry,
@@ -88,8 +89,7 @@ MAX_OPS = 1_000
 
 #: Graphs of at most this many ops run the kernels as Python (at most 2**10 down-sets,
 #: well under a second); larger ones run them compiled, whatever their size, since the
-#: work grows with the down-sets. The first compiled call of an installation compiles
-#: them (about 20 s here); numba keeps them on disk for the next ones.
+#: work grows with the down-sets (the first compiled call compiles them: :data:`COMPILE_S`).
 INTERPRETED_OPS = 10
 
 #: Seconds a caller plans for when the kernels are not compiled yet (measured here: 12.7 s
@@ -136,6 +136,11 @@ def kernels_ready() -> bool:
     the time limit is shorter than that.
     """
     return all(ready(fn) for fn in (downset_table, tail_max, label_search))
+
+
+def must_compile(num_ops: int) -> bool:
+    """Whether a search on ``num_ops`` ops would first have to compile its kernels."""
+    return num_ops > INTERPRETED_OPS and not kernels_ready()
 
 
 def compile_kernels() -> float:

@@ -44,6 +44,14 @@ __all__ = ["MIN_PHASE_OPS", "Phase", "cut_ops", "phases", "solve_phases", "split
 MIN_PHASE_OPS = 8
 
 
+def _topo_positions(graph: OpGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Kahn's topological order and each op's position in it."""
+    order = topo_indices(graph)
+    pos = np.empty(graph.num_ops, dtype=np.int64)
+    pos[order] = np.arange(graph.num_ops)
+    return order, pos
+
+
 def cut_ops(graph: OpGraph) -> list[int]:
     """The cut ops of ``graph`` (see the module docstring), in topological order.
 
@@ -68,9 +76,7 @@ def cut_ops(graph: OpGraph) -> list[int]:
     n = graph.num_ops
     if n == 0:
         return []
-    order = topo_indices(graph)
-    pos = np.empty(n, dtype=np.int64)
-    pos[order] = np.arange(n)
+    order, pos = _topo_positions(graph)
     src = np.repeat(np.arange(n), np.diff(graph.succ_ptr))
     a, b = pos[src], pos[graph.succ_idx]
     jump = np.zeros(n + 1, dtype=np.int64)  # edges (u, w) jump over every p in (pos u, pos w)
@@ -93,9 +99,7 @@ def split_points(graph: OpGraph, min_ops: int = MIN_PHASE_OPS) -> list[int]:
     """
     cuts = cut_ops(graph)
     n = graph.num_ops
-    order = topo_indices(graph)
-    pos = np.empty(n, dtype=np.int64)
-    pos[order] = np.arange(n)
+    _, pos = _topo_positions(graph)
     chosen: list[int] = []
     start = 0  # position of the current phase's first op
     for c in cuts:
@@ -126,9 +130,7 @@ def phases(problem: Problem, cuts: list[int]) -> list[Phase]:
     """
     g = problem.graph
     n = g.num_ops
-    order = topo_indices(g)
-    pos = np.empty(n, dtype=np.int64)
-    pos[order] = np.arange(n)
+    order, pos = _topo_positions(g)
     at = sorted(int(pos[c]) for c in cuts)
     bounds = [(None, at[0]), *itertools.pairwise(at), (at[-1], None)]
     out: list[Phase] = []

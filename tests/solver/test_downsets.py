@@ -258,7 +258,7 @@ def test_kernels_not_compiled_yet(monkeypatch: pytest.MonkeyPatch) -> None:
 
     g = extract(fuse(build("randwire"))[0], ["stage3"])
     p = Problem(g, Machine(units=2, memory_cap=3_179_904))
-    monkeypatch.setattr(solve_mod, "kernels_ready", lambda: False)
+    monkeypatch.setattr(solve_mod, "must_compile", lambda num_ops: True)
     calls: list[int] = []
     monkeypatch.setattr(solve_mod, "compile_kernels", lambda: calls.append(1) or 0.5)
     s = solve_cpsat(p, time_limit=4)  # share 1.6 s < COMPILE_S

@@ -32,12 +32,11 @@ from opsched.solver.cpsat.results import greedy_fallback, no_schedule, reporter
 from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds
 from opsched.solver.downsets import (
     COMPILE_S,
-    INTERPRETED_OPS,
     compile_kernels,
     downset_budget,
     downset_candidate,
     downset_search,
-    kernels_ready,
+    must_compile,
 )
 from opsched.solver.scaling import choose_scaling
 from opsched.solver.serial import (
@@ -251,17 +250,17 @@ def solve_cpsat(
         floor = 0
         cap = bound if peak_bounded else tick.memory_cap  # or memory_then_makespan's least peak
         dp = None if cap is None else tick.with_machine(memory_cap=cap)
-        if kind == "makespan" and params.downsets and dp is not None and downset_candidate(dp):
-            # a cap both greedy schedules break: CP-SAT alone for a while (it proves the
-            # looser of these caps at once), then the down-set search, then CP-SAT again
-            share = DOWNSET_SHARE * time_limit
-            cold = dp.graph.num_ops > INTERPRETED_OPS and not kernels_ready()
-            if cold and share < COMPILE_S:  # compiling would eat the share and more
-                why = f"its kernels are not compiled yet (about {COMPILE_S:g} s, over its "
-                why += f"{share:.1f} s share); opsched.solver.compile_kernels() compiles them"
-                info["downsets"] = {"skipped": why}
-                dp = None
-        if kind == "makespan" and params.downsets and dp is not None and downset_candidate(dp):
+        # a cap both greedy schedules break: CP-SAT alone for a while (it proves the looser
+        # of these caps at once), then the down-set search, then CP-SAT again
+        search = kind == "makespan" and params.downsets and dp is not None and downset_candidate(dp)
+        share = DOWNSET_SHARE * time_limit
+        cold = search and dp is not None and must_compile(dp.graph.num_ops)
+        if cold and share < COMPILE_S:  # compiling would eat the share and more
+            why = f"its kernels are not compiled yet (about {COMPILE_S:g} s, over its "
+            why += f"{share:.1f} s share); opsched.solver.compile_kernels() compiles them"
+            info["downsets"] = {"skipped": why}
+            search = False
+        if search and dp is not None:
             probed: dict[str, Any] = {}
             if params.probe:
                 probe = build(kind, bound, hint_starts, horizon, 0)
