@@ -129,12 +129,19 @@ def main() -> None:
                     help="without the down-set search, to compare")  # fmt: skip
     ap.add_argument("--no-split", action="store_true",
                     help="without the split at cut ops, to compare")  # fmt: skip
+    ap.add_argument("--probe-max-s", type=float, default=None,
+                    help="most seconds of CP-SAT's try before the down-set search (sets "
+                         "opsched.solver.cpsat.solve.PROBE_MAX_S; default 2)")  # fmt: skip
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
     ap.add_argument("--bounds", action="store_true",
                     help="only the memory bounds and the best one-unit order")  # fmt: skip
     a = ap.parse_args()
+    if a.probe_max_s is not None:
+        import opsched.solver.cpsat.solve as cpsat_solve
+
+        cpsat_solve.PROBE_MAX_S = a.probe_max_s
     if a.bounds:
         bounds_table(a.gpu, a.tick, a.only)
         return

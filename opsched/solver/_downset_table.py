@@ -91,34 +91,6 @@ def has(words: np.ndarray, v: int) -> bool:
 
 
 @kernel
-def with_op(keys: np.ndarray, row: int, j: int, words: np.ndarray, nw: int) -> None:
-    """Write row ``row``'s set plus op ``j`` into ``words``."""
-    for w in range(nw):
-        words[w] = keys[row, w]
-    words[j >> 6] |= np.int64(1) << np.int64(j & 63)
-
-
-@kernel
-def _one_unit_next(
-    keys: np.ndarray,
-    row: int,
-    j: int,
-    pm: np.ndarray,
-    nw: int,
-    dur: np.ndarray,
-    live: np.ndarray,
-    need: np.ndarray,
-    free: int,
-) -> bool:
-    """Whether a one-unit order at row ``row`` may run op ``j`` next: not run yet, its
-    predecessors run, and (positive duration) its output and workspace fit beside what the
-    row holds."""
-    if has(keys[row], j) or not eligible(pm, j, keys[row], nw):
-        return False
-    return dur[j] == 0 or live[row] + need[j] <= free
-
-
-@kernel
 def freed(
     j: int,
     words: np.ndarray,
@@ -185,9 +157,13 @@ def downset_table(
     for layer in range(n):
         for row in range(start[layer], start[layer + 1]):
             for j in range(n):
-                if not _one_unit_next(keys, row, j, pm, nw, dur, live, need, free):
+                if has(keys[row], j) or not eligible(pm, j, keys[row], nw):
                     continue
-                with_op(keys, row, j, words, nw)
+                if dur[j] > 0 and live[row] + need[j] > free:
+                    continue
+                for w in range(nw):
+                    words[w] = keys[row, w]
+                words[j >> 6] |= np.int64(1) << np.int64(j & 63)
                 if lookup(keys, table, words, nw) >= 0:
                     continue
                 if rows == max_rows:
@@ -209,9 +185,13 @@ def downset_table(
     for layer in range(n - 1, -1, -1):
         for row in range(start[layer], start[layer + 1]):
             for j in range(n):
-                if not _one_unit_next(keys, row, j, pm, nw, dur, live, need, free):
+                if has(keys[row], j) or not eligible(pm, j, keys[row], nw):
                     continue
-                with_op(keys, row, j, words, nw)
+                if dur[j] > 0 and live[row] + need[j] > free:
+                    continue
+                for w in range(nw):
+                    words[w] = keys[row, w]
+                words[j >> 6] |= np.int64(1) << np.int64(j & 63)
                 nxt = lookup(keys, table, words, nw)
                 if nxt >= 0 and good[nxt]:
                     good[row] = 1

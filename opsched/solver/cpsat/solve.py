@@ -68,7 +68,8 @@ DOWNSET_SHARE = 0.4
 #: Share of the time limit CP-SAT has alone first, where the down-set search would run,
 #: and the most seconds that may be: the caps it proves there, it proves in about a second,
 #: and a longer try delays the search where it is needed (RandWire's tightest caps at 60 s,
-#: 6 s tries -> 2 s: 2.9-20.9 s to the proofs instead of 4.2-25.1 s).
+#: 6 s tries -> 2 s: 2.9-20.9 s to the proofs instead of 4.2-25.1 s; ``python
+#: benchmarks/bench_zoo_memory.py --only stage --probe-max-s 6``, then without the flag).
 PROBE_SHARE = 0.1
 PROBE_MAX_S = 2.0
 
