@@ -49,6 +49,8 @@ def main() -> None:
                     help="without the nested heads, to compare")  # fmt: skip
     ap.add_argument("--no-downsets", action="store_true",
                     help="without the down-set search, to compare")  # fmt: skip
+    ap.add_argument("--no-overlap", action="store_true",
+                    help="without the two-unit overlap bound, to compare")  # fmt: skip
     ap.add_argument("--no-split", action="store_true",
                     help="without the split at cut ops, to compare")  # fmt: skip
     ap.add_argument("--per-graph", action="store_true",
@@ -80,6 +82,7 @@ def main() -> None:
                     nested=not a.no_nested,
                     downsets=not a.no_downsets,
                     split=not a.no_split,
+                    overlap=not a.no_overlap,
                 )
                 r = solve_cpsat(p, a.objective, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -128,6 +131,7 @@ def main() -> None:
         + (" --no-nested" if a.no_nested else "")
         + (" --no-downsets" if a.no_downsets else "")
         + (" --no-split" if a.no_split else "")
+        + (" --no-overlap" if a.no_overlap else "")
         + (f" --objective {a.objective}" if a.objective != "makespan" else "")
         + (" --per-graph" if a.per_graph else "")
     )

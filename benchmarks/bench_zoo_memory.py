@@ -127,6 +127,8 @@ def main() -> None:
                     help="without the nested heads, to compare")  # fmt: skip
     ap.add_argument("--no-downsets", action="store_true",
                     help="without the down-set search, to compare")  # fmt: skip
+    ap.add_argument("--no-overlap", action="store_true",
+                    help="without the two-unit overlap bound, to compare")  # fmt: skip
     ap.add_argument("--no-split", action="store_true",
                     help="without the split at cut ops, to compare")  # fmt: skip
     ap.add_argument("--probe-max-s", type=float, default=None,
@@ -166,6 +168,7 @@ def main() -> None:
                     nested=not a.no_nested,
                     downsets=not a.no_downsets,
                     split=not a.no_split,
+                    overlap=not a.no_overlap,
                 )
                 r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -198,7 +201,8 @@ def main() -> None:
         f"{', without the one-unit check' if a.no_serial_check else ''}"
         f"{', without the nested heads' if a.no_nested else ''}"
         f"{', without the down-set search' if a.no_downsets else ''}"
-        f"{', without the split at cut ops' if a.no_split else ''}\n"
+        f"{', without the split at cut ops' if a.no_split else ''}"
+        f"{', without the overlap bound' if a.no_overlap else ''}\n"
     )
     print(
         "| model | piece | ops | units | cap | status | time s | makespan | bound | "

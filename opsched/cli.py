@@ -137,6 +137,8 @@ def analyze(
     With ``--memory-cap``, also the op orders that cap forces (one must end before the other
     starts in every schedule within it), the critical path with them, and whether a one-unit
     order fits (then a schedule exists); a cap no schedule can meet is an error (exit 2).
+    With ``--units 2`` as well, the makespan bound of the pairs of ops the cap lets run at
+    once (:mod:`opsched.analysis.overlap`).
     """
     from opsched.analysis import analyze as run
     from opsched.importers import read_graph
@@ -148,7 +150,7 @@ def analyze(
     a = run(g, units, caps)
     a["least_peak"] = _least_peak_summary(g)
     if cap is not None:
-        a["cap_orders"] = _cap_orders_summary(g, cap, graph, a["least_peak"])
+        a["cap_orders"] = _cap_orders_summary(g, cap, graph, a["least_peak"], units)
     if as_json:
         _emit_json(a)
         return
@@ -207,6 +209,13 @@ def analyze(
         else:
             click.echo(f"whether any schedule fits: unknown (one-unit search stopped after "
                        f"{one['states']:,} states)")  # fmt: skip
+        ov = co.get("overlap")
+        if ov is not None:
+            click.echo(
+                f"makespan on 2 units within the cap: at least {ov['bound']:g} (work "
+                f"{ov['work']:g}, at most {ov['paired']:g} of it two ops at once; "
+                f"{len(ov['apart'])} pairs can never run together)"
+            )
 
 
 #: States the one-unit searches of ``analyze`` may keep (a second or two).
@@ -229,7 +238,7 @@ def _least_peak_summary(g: OpGraph) -> dict[str, object] | None:
 
 
 def _cap_orders_summary(
-    g: OpGraph, cap: int, graph: Path, least: dict[str, Any] | None
+    g: OpGraph, cap: int, graph: Path, least: dict[str, Any] | None, units: int | None
 ) -> dict[str, object]:
     """The orders ``cap`` forces on ``g`` (names), or the one-line error if it is impossible.
 
@@ -256,7 +265,7 @@ def _cap_orders_summary(
     if reason is not None:
         raise ProblemError(f"no schedule exists: {reason}", str(graph))
     names = [g.ops[k].name for k in range(g.num_ops)]
-    return {
+    out: dict[str, object] = {
         "memory_cap": cap,
         "orders": [[names[i], names[j]] for i, j in r.edges],
         "complete": r.complete,
@@ -264,6 +273,15 @@ def _cap_orders_summary(
         "critical_path": ordered_critical_path(g, r.edges),
         "one_unit": {"fits": one.fits, "peak": one.peak, "states": one.states},
     }
+    if units == 2:
+        from opsched.analysis.overlap import pair_overlap_bound
+
+        ov = pair_overlap_bound(g, cap - g.persistent_bytes, r.edges)
+        out["overlap"] = {
+            "bound": ov.value, "work": ov.work, "paired": ov.paired, "complete": ov.complete,
+            "apart": [[names[i], names[j]] for i, j in ov.apart_pairs],
+        }  # fmt: skip
+    return out
 
 
 # ---------------------------------------------------------------------------------- convert

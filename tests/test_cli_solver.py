@@ -14,6 +14,8 @@ from opsched.cli import main
 from opsched.datasets import dataset_path
 from opsched.demo import branches_graph
 from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.solver import solve_brute_force
 
 STG = dataset_path("stg/50/rand0000.stg")
 STG300 = dataset_path("stg/300/rand0000.stg")
@@ -214,6 +216,19 @@ def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
         "critical path with them: 5",  # a, c, z, then w, f (4 without the orders)
         "a schedule fits: one op at a time, an order peaks at 22B (22 B)",
     ]
+    # on two units: of the 6 ticks of work at most 1 runs two ops at once, so 5, the
+    # optimum (the brute force), where the plain lower bound says 4 (the critical path with
+    # the cap's orders says 5 as well)
+    r = invoke("analyze", path, "--memory-cap", "22", "-k", "2")
+    assert r.exit_code == 0 and r.stdout.splitlines()[-1] == (
+        "makespan on 2 units within the cap: at least 5 (work 6, at most 1 of it two ops at "
+        "once; 0 pairs can never run together)"
+    )
+    doc = invoke_json("analyze", path, "--memory-cap", "22", "-k", "2")
+    assert doc["cap_orders"]["overlap"]["bound"] == 5 and doc["lower_bound"]["value"] == 4
+    best = solve_brute_force(Problem(branches(), Machine(units=2, memory_cap=22)), "makespan")
+    assert best.makespan == 5
+    assert "overlap" not in invoke_json("analyze", path, "--memory-cap", "22")["cap_orders"]
     r = invoke("analyze", path)  # no cap: the bound and the least peak, both 22 B here
     assert "least peak of any schedule: 22B (22 B), proven: one op at a time" in r.stdout
     doc = invoke_json("analyze", path)

@@ -2,7 +2,8 @@
 
 Topological order, ASAP/ALAP, slack, critical path, t-level/b-level, the parallelism
 profile, Amdahl's law, makespan lower bounds, lower bounds on the memory any schedule needs,
-and the op orders a memory cap forces.
+the op orders a memory cap forces, and on two units the makespan bound of the op pairs a
+cap lets run at once.
 """
 
 from opsched.analysis.bounds import (
@@ -17,6 +18,7 @@ from opsched.analysis.bounds import (
 )
 from opsched.analysis.cap_orders import CapOrders, cap_orders
 from opsched.analysis.memory_cut import live_memory_bound
+from opsched.analysis.overlap import OverlapBound, pair_overlap_bound
 from opsched.analysis.paths import (
     CriticalPath,
     b_level,
@@ -35,6 +37,7 @@ __all__ = [
     "CapOrders",
     "CriticalPath",
     "LowerBounds",
+    "OverlapBound",
     "amdahl",
     "analyze",
     "b_level",
@@ -46,6 +49,7 @@ __all__ = [
     "lower_bounds",
     "min_lifetimes",
     "min_memory_bound",
+    "pair_overlap_bound",
     "parallelism_profile",
     "ramp_heads",
     "serial_ops",

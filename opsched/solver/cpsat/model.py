@@ -81,6 +81,9 @@ class Params:
     ``split``: a makespan under a memory cap is solved phase by phase where cut ops (ops
     every other op precedes or follows, :func:`opsched.solver.split.cut_ops`) split the
     graph into independent phases.
+    ``overlap``: under a memory cap on two units, the makespan's floor is raised to the
+    bound of :func:`opsched.analysis.overlap.pair_overlap_bound` (the work less the most
+    time the cap lets two ops run at once).
     """
 
     time_limit: float = 10.0
@@ -105,6 +108,7 @@ class Params:
     downsets: bool = True
     probe: bool = True
     split: bool = True
+    overlap: bool = True
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:

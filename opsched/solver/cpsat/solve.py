@@ -18,6 +18,7 @@ from ortools.sat.python import cp_model
 
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
+from opsched.analysis.overlap import pair_overlap_bound, pair_test_seconds
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
 from opsched.problem import Objective, Problem
@@ -179,6 +180,9 @@ def solve_cpsat(
         orders = forced.edges
         info["cap_orders"] = {"orders": len(orders), "flows": forced.flows,
                               "complete": forced.complete}  # fmt: skip
+    overlap_floor = 0
+    if params.overlap and scaling.cap is not None and problem.machine.units == 2:
+        overlap_floor = _overlap_floor(tick, scaling.cap, orders, time_limit, info)
     memory_order = None
     serial = params.serial_check and problem.graph.num_ops <= SERIAL_MAX_OPS
     if serial and problem.memory_cap is not None:
@@ -248,7 +252,8 @@ def solve_cpsat(
             horizon = bound  # makespan_then_memory: keep the optimal makespan
         if limit_ticks is not None:
             horizon = limit_ticks if horizon is None else min(horizon, limit_ticks)
-        floor = 0
+        # the overlap bound holds under this stage's cap too (never above the problem's)
+        floor = overlap_floor if kind == "makespan" else 0
         cap = bound if peak_bounded else tick.memory_cap  # or memory_then_makespan's least peak
         dp = None if cap is None else tick.with_machine(memory_cap=cap)
         # a cap both greedy schedules break: CP-SAT alone for a while (it proves the looser
@@ -264,7 +269,7 @@ def solve_cpsat(
         if search and dp is not None:
             probed: dict[str, Any] = {}
             if params.probe:
-                probe = build(kind, bound, hint_starts, horizon, 0)
+                probe = build(kind, bound, hint_starts, horizon, floor)
                 probe_s = min(PROBE_MAX_S, PROBE_SHARE * time_limit)
                 until = min(deadline, time.perf_counter() + probe_s)
                 if run(probe, kind, until) == cp_model.OPTIMAL:
@@ -286,7 +291,7 @@ def solve_cpsat(
             if progress is not None:
                 progress(found.describe(scaling.to_time))
             if found.proven and found.makespan is not None:
-                hint_starts, floor = found.starts, found.makespan
+                hint_starts, floor = found.starts, max(floor, found.makespan)
                 horizon = found.makespan
         model = build(kind, bound, hint_starts, horizon, floor)
         run(model, kind, deadline)
@@ -350,6 +355,24 @@ def solve_cpsat(
         problem, starts, units, solver="cpsat", status=status,
         lower_bound=lb, wall_time_s=time.perf_counter() - t0, info=info,
     )  # fmt: skip
+
+
+def _overlap_floor(
+    tick: Problem, cap: int, orders: tuple[tuple[int, int], ...], time_limit: float,
+    info: dict[str, Any],
+) -> int:  # fmt: skip
+    """The two-unit overlap bound in ticks (:mod:`opsched.analysis.overlap`), with at most
+    :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; 0 where
+    the pair tests alone would take longer."""
+    n = tick.graph.num_ops
+    share = CAP_ORDER_SHARE * time_limit
+    if pair_test_seconds(n) > share:
+        return 0
+    ob = pair_overlap_bound(tick.graph, cap, orders, max_flows=flow_budget(n, share))
+    floor = math.ceil(ob.value - 1e-9)
+    info["overlap"] = {"bound_ticks": floor, "pairs": ob.pairs, "apart": ob.apart,
+                       "flows": ob.flows, "complete": ob.complete}  # fmt: skip
+    return floor
 
 
 def _serial_check(problem: Problem, time_limit: float) -> SerialCheck | None:
