@@ -9,17 +9,14 @@ import math
 import random
 from collections import Counter
 
-import numpy as np
-
 from opsched.analysis import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, ordered_critical_path
 from opsched.analysis.overlap import pair_overlap_bound
 from opsched.ir import Op, OpGraph
-from opsched.liveness import peak_memory
 from opsched.problem import Machine, Problem
 from opsched.schedule import Status
 from opsched.solver import solve_brute_force
-from tests.analysis.test_cap_orders import _semi_active
+from tests.analysis.test_cap_orders import capped_schedules
 from tests.solver.test_cross_check import random_graph
 
 
@@ -61,28 +58,19 @@ def test_unit_demands() -> None:
 
 def test_apart_pairs_never_overlap() -> None:
     """Every semi-active schedule within the cap keeps the pairs declared apart apart."""
-    rng = random.Random(11)
     checked = Counter[str]()
-    for _ in range(300):
-        g, _k = random_graph(rng)
-        if g.num_ops > 6:
-            continue  # the enumeration grows too fast
-        low = min_memory_bound(g, cut=False)[0]
-        starts = [np.asarray(s) for s in _semi_active(g)]
-        peaks = [peak_memory(g, s) for s in starts]
+    for g, cap, fits in capped_schedules(11):
         d = g.durations
-        for cap in sorted({low, low + 1, low + 2, (low + max(peaks)) // 2}):
-            free = cap - g.persistent_bytes
-            orders = cap_orders(g, free)
-            if orders.conflict is not None:
-                continue
-            r = pair_overlap_bound(g, free, orders.edges)
-            assert r.complete
-            fits = [s for s, pk in zip(starts, peaks, strict=True) if pk <= cap]
-            checked["apart"] += len(r.apart_pairs)
-            for s in fits:
-                for i, j in r.apart_pairs:
-                    assert s[i] + d[i] <= s[j] or s[j] + d[j] <= s[i], (g.to_dict(), cap, i, j)
+        free = cap - g.persistent_bytes
+        orders = cap_orders(g, free)
+        if orders.conflict is not None:
+            continue
+        r = pair_overlap_bound(g, free, orders.edges)
+        assert r.complete
+        checked["apart"] += len(r.apart_pairs)
+        for s in fits:
+            for i, j in r.apart_pairs:
+                assert s[i] + d[i] <= s[j] or s[j] + d[j] <= s[i], (g.to_dict(), cap, i, j)
     assert checked["apart"] >= 150, checked  # measured: 243
 
 

@@ -81,9 +81,11 @@ class Params:
     ``split``: a makespan under a memory cap is solved phase by phase where cut ops (ops
     every other op precedes or follows, :func:`opsched.solver.split.cut_ops`) split the
     graph into independent phases.
-    ``overlap``: under a memory cap on two units, the makespan's floor is raised to the
-    bound of :func:`opsched.analysis.overlap.pair_overlap_bound` (the work less the most
-    time the cap lets two ops run at once).
+    ``overlap``: under a memory cap on two units, the bound of
+    :func:`opsched.analysis.overlap.pair_overlap_bound` (the work less the most time the cap
+    lets two ops run at once) is the makespan's known bound: the search stops at a schedule
+    that meets it, and the result's bound is never below it. The model itself is unchanged
+    (as the floor of the makespan's domain it changed CP-SAT's search, docs/cpsat-model.md).
     """
 
     time_limit: float = 10.0
@@ -218,6 +220,8 @@ class CpsatModel:
         self.objective = Objective(self.vars)
         self.solver: cp_model.CpSolver | None = None
         self.status: Any = None
+        self.known_bound: int | None = None
+        self.met_known_bound = False
 
     def heuristic_upper_bound(self) -> tuple[int, list[int] | None]:
         """Best heuristic makespan in ticks (horizon) and its starts (hint), if one is found.
@@ -253,11 +257,17 @@ class CpsatModel:
         params: Params,
         deadline: float,
         on_solution: Callable[[float, float], None] | None = None,
+        known_bound: int | None = None,
     ) -> Any:
         """Solve until ``deadline`` (a ``time.perf_counter()`` value); return CP-SAT's status.
 
         ``on_solution``, if given, is called with the objective and the best bound (in the
-        model's integers) at each improving solution."""
+        model's integers) at each improving solution. ``known_bound``: a lower bound on the
+        objective proven outside the model (the overlap bound, :mod:`opsched.analysis.overlap`).
+        It is not put into the model; the search stops at the first solution that meets it,
+        which is then optimal (status OPTIMAL, ``stats()["met_known_bound"]``), and
+        ``stats()["objective_bound"]`` is never below it."""
+        self.known_bound = known_bound
         if params.hint and self.hint_starts is not None:
             self.model.clear_hints()
             for var, val in zip(self.vars.start, self.hint_starts, strict=True):
@@ -283,8 +293,17 @@ class CpsatModel:
             p.use_timetable_edge_finding_in_cumulative = True
             p.use_hard_precedences_in_cumulative = True
         self.solver = solver
-        callback = None if on_solution is None else Improvements(on_solution)
+        callback = None
+        if on_solution is not None or known_bound is not None:
+            callback = Improvements(on_solution, known_bound)
         self.status = solver.solve(self.model, callback)
+        self.met_known_bound = (
+            known_bound is not None
+            and self.status == cp_model.FEASIBLE
+            and solver.objective_value <= known_bound
+        )
+        if self.met_known_bound:
+            self.status = cp_model.OPTIMAL  # a schedule at a proven bound
         return self.status
 
     # ------------------------------------------------------------------ reading back
@@ -306,10 +325,14 @@ class CpsatModel:
     def stats(self) -> dict[str, Any]:
         assert self.solver is not None
         s = self.solver
+        bound = s.best_objective_bound
+        if self.known_bound is not None and self.status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            bound = max(bound, self.known_bound)
         return {
             "cpsat_status": s.status_name(self.status),
+            "met_known_bound": self.met_known_bound,
             "objective_value": s.objective_value,
-            "objective_bound": s.best_objective_bound,
+            "objective_bound": bound,
             "conflicts": s.num_conflicts,
             "branches": s.num_branches,
             "solve_time_s": s.wall_time,
@@ -331,11 +354,18 @@ def makespan_lines(
 
 
 class Improvements(cp_model.CpSolverSolutionCallback):
-    """Hands each improving solution's objective and best bound to a function."""
+    """Hands each improving solution's objective and best bound to a function, and stops
+    the search at the first one that meets ``known_bound`` (then optimal)."""
 
-    def __init__(self, report: Callable[[float, float], None]) -> None:
+    def __init__(
+        self, report: Callable[[float, float], None] | None, known_bound: int | None = None
+    ) -> None:
         super().__init__()
         self._report = report
+        self._known = known_bound
 
     def on_solution_callback(self) -> None:
-        self._report(self.objective_value, self.best_objective_bound)
+        if self._report is not None:
+            self._report(self.objective_value, self.best_objective_bound)
+        if self._known is not None and self.objective_value <= self._known:
+            self.stop_search()

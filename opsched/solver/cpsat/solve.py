@@ -238,7 +238,9 @@ def solve_cpsat(
 
     def run(model: CpsatModel, kind: str, until: float) -> Any:
         report = None if progress is None else reporter(kind, scaling, problem, progress)
-        status = model.solve(params, until, report)
+        # the overlap bound holds under this stage's cap too (never above the problem's)
+        known = overlap_floor if kind == "makespan" else None
+        status = model.solve(params, until, report, known_bound=known)
         if status == cp_model.MODEL_INVALID:
             raise RuntimeError(f"CP-SAT rejected the model: {model.model.validate()}")
         return status
@@ -252,8 +254,7 @@ def solve_cpsat(
             horizon = bound  # makespan_then_memory: keep the optimal makespan
         if limit_ticks is not None:
             horizon = limit_ticks if horizon is None else min(horizon, limit_ticks)
-        # the overlap bound holds under this stage's cap too (never above the problem's)
-        floor = overlap_floor if kind == "makespan" else 0
+        floor = 0
         cap = bound if peak_bounded else tick.memory_cap  # or memory_then_makespan's least peak
         dp = None if cap is None else tick.with_machine(memory_cap=cap)
         # a cap both greedy schedules break: CP-SAT alone for a while (it proves the looser
@@ -269,7 +270,7 @@ def solve_cpsat(
         if search and dp is not None:
             probed: dict[str, Any] = {}
             if params.probe:
-                probe = build(kind, bound, hint_starts, horizon, floor)
+                probe = build(kind, bound, hint_starts, horizon, 0)
                 probe_s = min(PROBE_MAX_S, PROBE_SHARE * time_limit)
                 until = min(deadline, time.perf_counter() + probe_s)
                 if run(probe, kind, until) == cp_model.OPTIMAL:
@@ -291,7 +292,7 @@ def solve_cpsat(
             if progress is not None:
                 progress(found.describe(scaling.to_time))
             if found.proven and found.makespan is not None:
-                hint_starts, floor = found.starts, max(floor, found.makespan)
+                hint_starts, floor = found.starts, found.makespan
                 horizon = found.makespan
         model = build(kind, bound, hint_starts, horizon, floor)
         run(model, kind, deadline)
