@@ -41,8 +41,9 @@ def solve_downsets(
     reported as ``info["compile_s"]``). OPTIMAL when the search finishes and the scaling is
     exact, INFEASIBLE when it finds that no schedule fits. Where the label budget runs out,
     a beam run (``beam`` labels per layer) gives a schedule (FEASIBLE, with the lower bound
-    of :func:`opsched.analysis.lower_bounds`); where the down-sets do, there is none
-    (UNKNOWN: use ``cpsat``).
+    of :func:`opsched.analysis.lower_bounds`, on two units also the overlap bound of
+    :mod:`opsched.analysis.overlap`; OPTIMAL if the schedule meets it); where the down-sets
+    run out, there is none (UNKNOWN: use ``cpsat``).
 
     Examples
     --------
@@ -55,6 +56,7 @@ def solve_downsets(
     ('OPTIMAL', 6.0, 6.0)
     """
     from opsched.analysis.bounds import lower_bounds
+    from opsched.analysis.overlap import pair_overlap_bound, pair_test_seconds
     from opsched.solver.cpsat.model import assign_units, tick_problem
     from opsched.solver.scaling import choose_scaling
 
@@ -86,6 +88,10 @@ def solve_downsets(
         return Schedule.empty(problem, solver="downsets", status=status, info=info,
                               wall_time_s=time.perf_counter() - t0)  # fmt: skip
     lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
+    g = problem.graph
+    if problem.machine.units == 2 and pair_test_seconds(g.num_ops) <= 0.1 * time_limit:
+        # in real units and bytes, so it holds whatever the scaling rounded
+        lb = max(lb, pair_overlap_bound(g, int(problem.memory_cap) - g.persistent_bytes).value)
     if not found.proven:  # the beam keeps beam labels a layer: its own, smaller budget
         found = downset_search(tick, max_downsets=rows, max_labels=max(labels, 64 * beam),
                                beam=beam)  # fmt: skip
@@ -101,6 +107,8 @@ def solve_downsets(
     proven = found.proven and scaling.exact
     if found.proven and scaling.time_exact and found.makespan is not None:
         lb = max(lb, scaling.to_time(found.makespan))
+    real_ms = max((scaling.to_time(e) for e in ends), default=0.0)
+    proven = proven or (scaling.exact and real_ms <= lb + 1e-9)  # a beam schedule at the bound
     return Schedule.build(
         problem, [scaling.to_time(t) for t in ticks], units, solver="downsets",
         status=Status.OPTIMAL if proven else Status.FEASIBLE, lower_bound=lb,
