@@ -8,14 +8,20 @@ orders the cap forces), the overlap bound, the pairs of ops the cap keeps apart,
 cuts it took and its time. No solver runs here: what CP-SAT makes of the bound is in
 ``bench_zoo_memory.py`` and ``bench_memory.py`` (each with ``--no-overlap`` to compare).
 
-Reproduce (2 cores, about 10 s):
+``--idle PIECE`` instead solves that zoo piece on 2 units at its tightest cap (CP-SAT,
+``--time-limit`` s) and prints when its schedule leaves a unit idle and what runs alone then:
+where the optimum loses time that the pair bound cannot see.
+
+Reproduce (2 cores, about 12 s; ``--idle`` about 40 s):
     python benchmarks/bench_overlap.py
     python benchmarks/bench_overlap.py --fractions 0.6 --only stage
+    python benchmarks/bench_overlap.py --idle cell_0..cell_3
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import time
 
@@ -47,13 +53,44 @@ def _row(label: str, g: OpGraph, cap: int, frac: float) -> str:
     )
 
 
+def idle_table(label: str, time_limit: float) -> None:
+    """One unit idle in the best schedule CP-SAT finds for ``label`` (2 units, tightest cap):
+    each interval with one op running, and that op."""
+    from opsched.solver import solve_cpsat
+
+    g = next(g for _m, lab, g in piece_graphs(None, 1.0) if lab == label)
+    base = Problem(g, Machine(units=2))
+    cap = max(cap_floor(g), int(0.6 * uncapped_peak(base)))
+    r = solve_cpsat(base.with_machine(memory_cap=cap), time_limit=time_limit)
+    print(f"{label}, 2 units, cap {cap} B: {r.status.value}, makespan {r.makespan:g}, "
+          f"bound {r.lower_bound:g}\n")  # fmt: skip
+    print("| from | to | ticks | running alone |\n|---|---|---|---|")
+    ops = [(o.start, o.end, o.name) for o in r.ops if o.end > o.start]
+    times = sorted({t for s, e, _ in ops for t in (s, e)})
+    idle = 0.0
+    for a, b in itertools.pairwise(times):
+        running = [name for s, e, name in ops if s <= a and e >= b]
+        if len(running) < 2:
+            idle += b - a
+            print(f"| {a:g} | {b:g} | {b - a:g} | {', '.join(running) or '-'} |")
+    print(
+        f"\none unit idle for {idle:g} of {r.makespan:g}\n\nreproduce: python "
+        f"benchmarks/bench_overlap.py --idle {label} --time-limit {time_limit:g}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.6, 0.8])
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
     ap.add_argument("--sizes", type=int, nargs="+", default=[20, 30, 40, 50, 60])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--idle", default=None, help="a zoo piece: where its schedule idles")
+    ap.add_argument("--time-limit", type=float, default=40.0, help="CP-SAT's limit for --idle")
     a = ap.parse_args()
+    if a.idle is not None:
+        idle_table(a.idle, a.time_limit)
+        return
     print(
         "Makespan bounds on 2 units under memory caps (bold: the overlap bound above the "
         "older one)\n\n| graph | ops | cap | work / 2 | older bound | overlap bound | "

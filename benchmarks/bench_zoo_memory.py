@@ -131,6 +131,7 @@ def main() -> None:
                     help="without the two-unit overlap bound, to compare")  # fmt: skip
     ap.add_argument("--no-split", action="store_true",
                     help="without the split at cut ops, to compare")  # fmt: skip
+    ap.add_argument("--seed", type=int, default=0, help="CP-SAT's random seed (Params.seed)")
     ap.add_argument("--probe-max-s", type=float, default=None,
                     help="most seconds of CP-SAT's try before the down-set search (sets "
                          "opsched.solver.cpsat.solve.PROBE_MAX_S; default 2)")  # fmt: skip
@@ -162,6 +163,7 @@ def main() -> None:
                 p = base.with_machine(memory_cap=cap)
                 params = Params(
                     num_workers=a.workers,
+                    seed=a.seed,
                     lifetimes=not a.no_lifetimes,
                     cap_orders=not a.no_cap_orders,
                     serial_check=not a.no_serial_check,
@@ -195,7 +197,7 @@ def main() -> None:
     )
     print(
         f"\nCP-SAT, min makespan under a memory cap, zoo pieces after fusion, "
-        f"time limit {a.time_limit:g} s, {a.workers} workers, {how}"
+        f"time limit {a.time_limit:g} s, {a.workers} workers, seed {a.seed}, {how}"
         f"{', without least tensor lifetimes' if a.no_lifetimes else ''}"
         f"{', without the orders the cap forces' if a.no_cap_orders else ''}"
         f"{', without the one-unit check' if a.no_serial_check else ''}"

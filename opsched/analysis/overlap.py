@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_array
 
+from opsched.analysis.cap_orders import _merge
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors
 from opsched.ir.graph import OpGraph
 
@@ -83,12 +84,16 @@ class OverlapBound:
     work: float  #: time the units are held: one-unit ops' durations, two-unit ops' in full
     paired: float  #: most time two ops can run at once (the fractional matching)
     pairs: int  #: unordered pairs of one-unit ops that can share the cap (or were not tested)
-    apart: int  #: unordered pairs that cannot run at once under the cap
     flows: int  #: minimum cuts computed
     complete: bool  #: False when the flow budget ran out before every pair was decided
     #: the unordered pairs ``(i, j)`` of one-unit ops (op indices, ``i < j``) that cannot run
     #: at once under the cap: in every schedule within it, on any number of units
     apart_pairs: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def apart(self) -> int:
+        """How many unordered pairs cannot run at once under the cap."""
+        return len(self.apart_pairs)
 
 
 def pair_overlap_bound(
@@ -122,12 +127,12 @@ def pair_overlap_bound(
     one = np.flatnonzero((units == 1) & (d > 0))
     work = alone + float(d[one].sum())
     if len(one) < 2:
-        return OverlapBound(work, work, 0.0, 0, 0, 0, True)
+        return OverlapBound(work, work, 0.0, 0, 0, True)
     if n > MEMORY_CUT_MAX_OPS:  # no n x n closure: at most half the work runs paired
         half = float(d[one].sum()) / 2
-        return OverlapBound(work - half, work, half, 0, 0, 0, False)
+        return OverlapBound(work - half, work, half, 0, 0, False)
     anc = _ancestors(graph)
-    _close(anc, orders)
+    _merge(anc, [], list(orders))  # the orders into the closure, as cap_orders does
     sub = anc[np.ix_(one, one)]
     unordered = ~(sub | sub.T)
     np.fill_diagonal(unordered, False)
@@ -139,18 +144,7 @@ def pair_overlap_bound(
     x, y = np.nonzero(np.triu(unordered) & ~share)
     apart = tuple(sorted((int(one[i]), int(one[j])) for i, j in zip(x, y, strict=True)))
     paired = _matching(d[one], a_idx, b_idx)
-    return OverlapBound(work - paired, work, paired, len(a_idx), len(apart), flows, complete, apart)
-
-
-def _close(anc: np.ndarray, orders: tuple[tuple[int, int], ...]) -> None:
-    """Add the orders to the ancestor closure ``anc`` in place."""
-    n = len(anc)
-    for i, j in orders:
-        if anc[j, i]:
-            continue
-        after = anc[:, j].copy()
-        after[j] = True
-        anc[np.ix_(after, anc[i] | (np.arange(n) == i))] = True
+    return OverlapBound(work - paired, work, paired, len(a_idx), flows, complete, apart)
 
 
 def _sharing(

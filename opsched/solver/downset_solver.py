@@ -88,11 +88,12 @@ def solve_downsets(
         return Schedule.empty(problem, solver="downsets", status=status, info=info,
                               wall_time_s=time.perf_counter() - t0)  # fmt: skip
     lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
-    g = problem.graph
-    if problem.machine.units == 2 and pair_test_seconds(g.num_ops) <= 0.1 * time_limit:
-        # in real units and bytes, so it holds whatever the scaling rounded
-        lb = max(lb, pair_overlap_bound(g, int(problem.memory_cap) - g.persistent_bytes).value)
     if not found.proven:  # the beam keeps beam labels a layer: its own, smaller budget
+        g = problem.graph
+        if problem.machine.units == 2 and pair_test_seconds(g.num_ops) <= 0.1 * time_limit:
+            # in real units and bytes, so it holds whatever the scaling rounded
+            free = int(problem.memory_cap) - g.persistent_bytes
+            lb = max(lb, pair_overlap_bound(g, free).value)
         found = downset_search(tick, max_downsets=rows, max_labels=max(labels, 64 * beam),
                                beam=beam)  # fmt: skip
         info["beam"] = found.to_info()

@@ -180,9 +180,10 @@ def solve_cpsat(
         orders = forced.edges
         info["cap_orders"] = {"orders": len(orders), "flows": forced.flows,
                               "complete": forced.complete}  # fmt: skip
-    overlap_floor = 0
-    if params.overlap and scaling.cap is not None and problem.machine.units == 2:
-        overlap_floor = _overlap_floor(tick, scaling.cap, orders, time_limit, info)
+    known_makespan: int | None = None  # a bound proven outside the model, in ticks
+    with_makespan = obj is not Objective.PEAK_MEMORY  # a stage minimises the makespan
+    if params.overlap and with_makespan and scaling.cap is not None and problem.machine.units == 2:
+        known_makespan = _overlap_bound(tick, scaling.cap, orders, time_limit, info)
     memory_order = None
     serial = params.serial_check and problem.graph.num_ops <= SERIAL_MAX_OPS
     if serial and problem.memory_cap is not None:
@@ -239,7 +240,7 @@ def solve_cpsat(
     def run(model: CpsatModel, kind: str, until: float) -> Any:
         report = None if progress is None else reporter(kind, scaling, problem, progress)
         # the overlap bound holds under this stage's cap too (never above the problem's)
-        known = overlap_floor if kind == "makespan" else None
+        known = known_makespan if kind == "makespan" else None
         status = model.solve(params, until, report, known_bound=known)
         if status == cp_model.MODEL_INVALID:
             raise RuntimeError(f"CP-SAT rejected the model: {model.model.validate()}")
@@ -358,22 +359,22 @@ def solve_cpsat(
     )  # fmt: skip
 
 
-def _overlap_floor(
+def _overlap_bound(
     tick: Problem, cap: int, orders: tuple[tuple[int, int], ...], time_limit: float,
     info: dict[str, Any],
-) -> int:  # fmt: skip
+) -> int | None:  # fmt: skip
     """The two-unit overlap bound in ticks (:mod:`opsched.analysis.overlap`), with at most
-    :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; 0 where
+    :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; None where
     the pair tests alone would take longer."""
     n = tick.graph.num_ops
     share = CAP_ORDER_SHARE * time_limit
     if pair_test_seconds(n) > share:
-        return 0
+        return None
     ob = pair_overlap_bound(tick.graph, cap, orders, max_flows=flow_budget(n, share))
-    floor = math.ceil(ob.value - 1e-9)
-    info["overlap"] = {"bound_ticks": floor, "pairs": ob.pairs, "apart": ob.apart,
+    bound = math.ceil(ob.value - 1e-9)
+    info["overlap"] = {"bound_ticks": bound, "pairs": ob.pairs, "apart": ob.apart,
                        "flows": ob.flows, "complete": ob.complete}  # fmt: skip
-    return floor
+    return bound
 
 
 def _serial_check(problem: Problem, time_limit: float) -> SerialCheck | None:
