@@ -148,7 +148,7 @@ def _decided_by(info: dict[str, object]) -> str:
         return "-"
     if reason.startswith("no one-unit order"):
         return "one-unit check"
-    if "cannot run in either order" in reason:
+    if "cannot run in either order" in reason or "once the orders the cap forces" in reason:
         return "cap orders"
     if "is below the" in reason:
         return "memory bound"

@@ -268,6 +268,7 @@ def _cap_orders_summary(
     out: dict[str, object] = {
         "memory_cap": cap,
         "orders": [[names[i], names[j]] for i, j in r.edges],
+        "started": r.started,
         "complete": r.complete,
         "flows": r.flows,
         "critical_path": ordered_critical_path(g, r.edges),

@@ -149,18 +149,37 @@ def _held() -> OpGraph:
 
 
 def test_cap_refuted_beyond_the_bounds_is_an_error(tmp_path: Path) -> None:
+    # whichever output runs last needs the other's 10 B beside its own 11-13 B: the cap's
+    # orders force each before the other (the started test), where the bounds see 20 B
     path = tmp_path / "held.json"
     path.write_text(json.dumps(_held().to_dict()))
     out = tmp_path / "s.json"
     r = invoke("solve", path, "-k", "2", "--memory-cap", "20", "-o", out)
     assert r.exit_code == 2 and not out.exists()
     assert r.stderr.startswith(
-        f"opsched: error: {path}: no schedule exists: no one-unit order stays within 20B "
-        "(20 B) (exhaustive search, "
+        f"opsched: error: {path}: no schedule exists: ops 'b' and 'a' cannot run in either "
+        "order within the memory cap"
     )
     assert r.stderr.count("\n") == 1
     ok = invoke_json("solve", path, "-k", "2", "--memory-cap", "21")
     assert (ok["status"], ok["makespan"], ok["peak_memory"]) == ("OPTIMAL", 2, 21)
+
+
+def test_cap_refuted_by_the_one_unit_check_is_an_error(tmp_path: Path) -> None:
+    # layered(20, seed=4) at 75 MiB: above the bounds, six orders and no conflict among
+    # them, but no one-unit order fits (so no schedule does)
+    from opsched.zoo import layered
+
+    path = tmp_path / "layered.json"
+    path.write_text(json.dumps(layered(20, seed=4).to_dict()))
+    out = tmp_path / "s.json"
+    r = invoke("solve", path, "-k", "2", "--memory-cap", "78643200", "-o", out)
+    assert r.exit_code == 2 and not out.exists()
+    assert r.stderr.startswith(
+        f"opsched: error: {path}: no schedule exists: no one-unit order stays within 75.0MiB "
+        "(78643200 B) (exhaustive search, "
+    )
+    assert r.stderr.count("\n") == 1
 
 
 def test_cap_refuted_by_forced_orders_is_an_error(tmp_path: Path) -> None:
@@ -204,6 +223,7 @@ def test_heuristic_without_a_schedule_says_whether_one_exists(tmp_path: Path) ->
 
 
 def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
+    from opsched.zoo import layered
     from tests.analysis.test_cap_orders import neither
     from tests.analysis.test_memory_cut import branches
 
@@ -233,10 +253,13 @@ def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
     assert "least peak of any schedule: 22B (22 B), proven: one op at a time" in r.stdout
     doc = invoke_json("analyze", path)
     assert (doc["least_peak"]["bytes"], doc["least_peak"]["proven"]) == (22, True)
-    doc = invoke_json("analyze", path, "--memory-cap", "31")
+    doc = invoke_json("analyze", path, "--memory-cap", "32")
     assert doc["cap_orders"]["orders"] == [] and doc["cap_orders"]["critical_path"] == 4
     assert doc["cap_orders"]["one_unit"]["fits"] is True
-    assert doc["cap_orders"]["one_unit"]["peak"] <= 31
+    assert doc["cap_orders"]["one_unit"]["peak"] <= 32
+    # at 31 c cannot run once w has started (a's 10 B and w's 20 B still live): c first
+    doc = invoke_json("analyze", path, "--memory-cap", "31")
+    assert doc["cap_orders"]["orders"] == [["c", "w"]] and doc["cap_orders"]["started"] == 1
     # impossible caps: below the memory bound, and two ops in neither order
     r = invoke("analyze", path, "--memory-cap", "21")
     assert r.exit_code == 2 and "is below the 22B" in r.stderr and r.stderr.count("\n") == 1
@@ -244,12 +267,19 @@ def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
     path2.write_text(json.dumps(neither().to_dict()))
     r = invoke("analyze", path2, "--memory-cap", "17")
     assert r.exit_code == 2 and "ops 'c' and 'd' cannot run in either order" in r.stderr
-    # two graph outputs: the bounds accept 20 B, no one-unit order (so no schedule) fits
+    # two graph outputs: the bounds accept 20 B; whichever runs last cannot run once the
+    # other has started, so the orders force both ways
     path3 = tmp_path / "held.json"
     path3.write_text(json.dumps(_held().to_dict()))
     r = invoke("analyze", path3, "--memory-cap", "20")
     assert r.exit_code == 2 and r.stderr.count("\n") == 1
-    assert "no schedule exists: no one-unit order stays within 20B (20 B)" in r.stderr
+    assert "no schedule exists: ops 'b' and 'a' cannot run in either order" in r.stderr
+    # layered(20, seed=4) at 75 MiB: the orders leave it open, no one-unit order fits
+    path4 = tmp_path / "layered.json"
+    path4.write_text(json.dumps(layered(20, seed=4).to_dict()))
+    r = invoke("analyze", path4, "--memory-cap", "78643200")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert "no schedule exists: no one-unit order stays within 75.0MiB (78643200 B)" in r.stderr
     r = invoke("analyze", path2, "--memory-cap", "lots")
     assert r.exit_code == 2 and r.stderr.startswith("opsched: error: --memory-cap: ")
 

@@ -1,48 +1,63 @@
 """Orders a memory cap forces: op ``i`` must end before op ``j`` starts, in every schedule.
 
-Take two ops ``i`` and ``j`` that no path orders, ``j`` of positive duration. At an instant
-when ``j`` runs and ``i`` has not finished, ``i`` is either running or not started. Either
-way the finished set ``F`` holds ``j``'s ancestors and neither ``i`` nor ``j`` nor a
-descendant of them, and the memory live then is at least
+Take two ops ``i`` and ``j`` that no path orders, ``j`` of positive duration, and an instant
+when ``j`` runs. The finished set ``F`` then holds ``j``'s ancestors, is closed under
+predecessors, and holds neither ``j`` nor a descendant of it; the memory live is at least
 
     ``held(F) + out_j + ws_j``
 
 (``held`` as in :mod:`opsched.analysis.memory_cut`: a finished op's tensor while a reader is
-not finished, or a graph output; a running ``i`` only adds its own bytes). The least such
-state is one minimum cut, with ``i`` and ``j`` tied to the sink. When it exceeds the free
-memory (cap minus persistent bytes), ``j`` can never run while ``i`` is unfinished: ``end(i)
-<= start(j)`` holds in every schedule under the cap, a new precedence.
+not finished, or a graph output). Two tests ask what ``i`` can be doing then:
 
-Each order found restricts the finished sets of later tests (they are closed under it too),
-so the search repeats until no new order appears. Two ops that can run in neither order,
-or an op that cannot run at all once the orders are in, prove that no schedule fits the cap.
+* **``i`` unfinished** (running or not started): ``F`` holds neither ``i`` nor a descendant
+  of it (a running ``i`` only adds its own bytes). The least such state is one minimum cut
+  with ``i`` and ``j`` tied to the sink. When it exceeds the free memory (cap minus
+  persistent bytes), ``j`` never runs while ``i`` is unfinished: ``end(i) <= start(j)``.
+* **``i`` started** (running or finished): take ``F' = F + i``, still closed (``i``'s
+  predecessors ended before it started). A running ``i`` holds its output and workspace, and
+  adding it to ``F`` adds at most its output, so the memory live is at least ``held(F') +
+  out_j + ws_j`` either way. The least such state is one minimum cut with ``i`` and its
+  ancestors tied to the source. When it exceeds the free memory, ``j`` never runs once ``i``
+  has started: ``end(j) <= start(i)``. This is what an early ``i`` costs when its tensor
+  (or the ones it reads) must then stay live through ``j``.
+
+Either way a new precedence that holds in every schedule under the cap. Each order found
+restricts the finished sets of later tests (they are closed under it too), so the search
+repeats until no new order appears. Two ops that can run in neither order, or an op that
+cannot run at all once the orders are in, prove that no schedule fits the cap.
 
 Under a tight cap these orders are many: on RandWire's stage4 (93 ops after fusion) at the
-least peak any schedule can have, 48 (not counting those the others imply), which lengthen
-the critical path from 139 to 153 (``benchmarks/bench_cap_orders.py``). The
-exact solver adds them as precedence constraints (docs/cpsat-model.md, "Orders a memory cap
-forces").
+least peak any schedule can have, 59 (not counting those the others imply; 48 from the first
+test alone, which lengthen the critical path to 153), which lengthen the critical path from 139
+to 167
+(``benchmarks/bench_cap_orders.py``). The exact solver adds them as precedence constraints
+(docs/cpsat-model.md, "Orders a memory cap forces").
 
-Cost: one maximum flow per op whose least state could exceed the free memory (the cheap
-estimate of :mod:`opsched.analysis.memory_cut` decides), then one per unordered op that
-this op's least state finishes (every other op leaves the cut unchanged), per round. At most
-``max_flows`` flows in all: past that the orders found so far are returned (each is proven
-on its own).
+Cost, per round: one maximum flow per op one of whose two cheap feasible states (only its
+ancestors finished; everything finished but it and its descendants) exceeds the free
+memory, since otherwise neither test can succeed; then one per unordered op that this op's
+least state finishes (the first test) or leaves unfinished (the second), and only where
+that state, with the op's finished side changed, still holds too much (every other op
+leaves the cut unchanged). At most ``max_flows`` flows in all: past that the orders found so
+far are returned (each is proven on its own).
 
 Examples
 --------
 ``a`` feeds two branches, ``b -> w`` and ``c -> z``, which join in ``f``. ``w`` makes a
 20-byte tensor; while it runs, ``b``'s byte is live, and ``a``'s 10 bytes unless ``c`` has
-finished, and then ``c``'s 2 bytes unless ``z`` has finished too (leaving its 1). With 30
-bytes free, ``c`` must finish before ``w`` starts (else 10 + 1 + 20 = 31); with 22, ``z`` must
-as well (else 2 + 1 + 20 = 23); with 21, ``w`` cannot run at all.
+finished, and then ``c``'s 2 bytes unless ``z`` has finished too (leaving its 1). With 31
+bytes free, ``c`` must finish before ``w`` starts: after ``w`` has started, ``c`` would run
+beside ``a``'s 10 bytes (it reads them) and ``w``'s 20 (``f`` reads them), 32 in all (the
+second test). With 30 the first test says so too (``w`` beside an unfinished ``c``: 10 + 1 +
+20 = 31); with 22 ``z`` must finish first as well (2 + 1 + 20 = 23); with 21 ``w`` cannot run
+at all.
 
 >>> from opsched.ir import Op, OpGraph
 >>> g = OpGraph((Op("a", 1, output_bytes=10), Op("b", 1, deps=("a",), output_bytes=1),
 ...              Op("c", 1, deps=("a",), output_bytes=2), Op("w", 1, deps=("b",), output_bytes=20),
 ...              Op("z", 1, deps=("c",), output_bytes=1), Op("f", 1, deps=("w", "z"), output=True)))
 >>> names = lambda r: [(g.ops[i].name, g.ops[j].name) for i, j in r.edges]
->>> names(cap_orders(g, 31)), names(cap_orders(g, 30)), names(cap_orders(g, 22))
+>>> names(cap_orders(g, 32)), names(cap_orders(g, 31)), names(cap_orders(g, 22))
 ([], [('c', 'w')], [('c', 'w'), ('z', 'w')])
 >>> cap_orders(g, 21).describe_conflict(g)
 "op 'w' cannot run within the memory cap: every state in which it runs holds more"
@@ -91,7 +106,8 @@ class CapOrders:
     """What a memory cap forces on a graph.
 
     ``edges``: op index pairs ``(i, j)``: ``i`` ends before ``j`` starts in every schedule
-    within the cap (none implied by the graph's own paths). ``conflict``: ``None``, or a pair
+    within the cap (none implied by the graph's own paths); ``started``: how many of them the
+    started test found (``i`` cannot run once ``j`` has started). ``conflict``: ``None``, or a pair
     ``(i, j)`` that proves no schedule fits: two ops that can run in neither order (``i !=
     j``), or an op that cannot run at all (``i == j``). ``flows``: maximum flows run;
     ``complete``: False if the flow budget stopped the search early.
@@ -101,6 +117,7 @@ class CapOrders:
     conflict: tuple[int, int] | None
     flows: int
     complete: bool
+    started: int = 0
 
     def describe_conflict(self, graph: OpGraph) -> str | None:
         """The conflict as a sentence naming the ops, or ``None``."""
@@ -108,9 +125,10 @@ class CapOrders:
             return None
         i, j = (graph.ops[k].name for k in self.conflict)
         if i == j:
+            given = ", once the orders the cap forces are in" if self.edges else ""
             return (
                 f"op {i!r} cannot run within the memory cap: every state in which it runs "
-                "holds more"
+                f"holds more{given}"
             )
         return (
             f"ops {i!r} and {j!r} cannot run in either order within the memory cap "
@@ -157,17 +175,22 @@ def _cap_orders(graph: OpGraph, free: int, max_flows: int) -> CapOrders:
         (np.ones(len(si)), (np.repeat(np.arange(n), np.diff(sp)), si)), shape=(n, n)
     )
     edges: list[tuple[int, int]] = []
+    by_start: set[tuple[int, int]] = set()  # the orders the started test found
     flows = 0
+    eye = np.eye(n, dtype=bool)
     while True:
-        # only its ancestors finished: a state that leaves every unordered op unfinished
-        estimate, _ = _estimates(graph, net, anc)
+        # two feasible states of each op: only its ancestors finished (leaves every unordered
+        # op unfinished), and everything finished but it and its descendants (finishes them)
+        estimate, most = _estimates(graph, net, anc)
         extra = (
             np.array([j for _, j in edges], dtype=np.int64),
             np.array([i for i, _ in edges], dtype=np.int64),
         )
         new: list[tuple[int, int]] = []
         stopped = False
-        for j in np.flatnonzero(runs & (estimate + own > free)).tolist():
+        unfinished_test = estimate + own > free  # some i could be forced before j
+        started_test = most + own > free  # some i could be forced after j
+        for j in np.flatnonzero(runs & (unfinished_test | started_test)).tolist():
             if flows >= max_flows:
                 stopped = True
                 break
@@ -175,31 +198,60 @@ def _cap_orders(graph: OpGraph, free: int, max_flows: int) -> CapOrders:
             value, side = net.least(before, np.array([j]), extra, side=True)
             flows += 1
             if value + own[j] > free:
-                return CapOrders(tuple(edges), (j, j), flows, True)
-            if side is None:
-                continue  # nothing need be finished: no op can be forced before j
-            # only an op the least state finishes can raise the cut when kept unfinished, and
-            # only if that state without it and its descendants holds too much
+                return CapOrders(tuple(edges), (j, j), flows, True, _count(edges, by_start))
+            least = side[:n] if side is not None else np.zeros(n, dtype=bool)
             unrelated = ~anc[j] & ~anc[:, j]
             unrelated[j] = False
-            cands = np.flatnonzero(side[:n] & unrelated)
-            if len(cands):
-                fin = side[:n][None, :] & ~(anc.T[cands] | (np.arange(n) == cands[:, None]))
-                held = fin & (((readers @ (~fin).T.astype(np.float64)).T > 0) | net.held)
-                cands = cands[held.astype(np.float64) @ weight + own[j] > free]
-            for i in cands.tolist():
+            tests: list[tuple[int, bool]] = []  # (i, started): i unfinished, or i started
+            if unfinished_test[j]:
+                # only an op the least state finishes can raise the cut when kept unfinished,
+                # and only if that state without it and its descendants holds too much
+                cands = np.flatnonzero(least & unrelated)
+                if len(cands):
+                    fin = least[None, :] & ~(anc.T[cands] | eye[cands])
+                    cands = cands[_held(fin, readers, net, weight) + own[j] > free]
+                tests += [(i, False) for i in cands.tolist()]
+            if started_test[j]:
+                # only an op the least state leaves unfinished can raise the cut when it has
+                # started, and only if that state with it and its ancestors holds too much
+                cands = np.flatnonzero(~least & unrelated)
+                if len(cands):
+                    fin = least[None, :] | anc[cands] | eye[cands]
+                    cands = cands[_held(fin, readers, net, weight) + own[j] > free]
+                tests += [(i, True) for i in cands.tolist()]
+            for i, started in tests:
                 if flows >= max_flows:
                     stopped = True
                     break
-                value, _ = net.least(before, np.array([j, i]), extra)
+                if started:  # i finished, or running (then F + i bounds the state): j first
+                    value, _ = net.least(
+                        np.flatnonzero(anc[j] | anc[i] | eye[i]), np.array([j]), extra
+                    )
+                else:  # i running or not started: i first
+                    value, _ = net.least(before, np.array([j, i]), extra)
                 flows += 1
                 if value + own[j] > free:
-                    new.append((i, j))
+                    new.append((j, i) if started else (i, j))
+                    if started:
+                        by_start.add((j, i))
             if stopped:
                 break
+        count = len(edges)
         conflict = _merge(anc, edges, new)
-        if conflict is not None or stopped or not new:
-            return CapOrders(tuple(edges), conflict, flows, conflict is not None or not stopped)
+        if conflict is not None or stopped or len(edges) == count:
+            done = conflict is not None or not stopped
+            return CapOrders(tuple(edges), conflict, flows, done, _count(edges, by_start))
+
+
+def _count(edges: list[tuple[int, int]], by_start: set[tuple[int, int]]) -> int:
+    return sum(e in by_start for e in edges)
+
+
+def _held(fin: np.ndarray, readers: csr_array, net: CutNetwork, weight: np.ndarray) -> np.ndarray:
+    """Bytes held in each state, one per row of ``fin`` (finished sets as boolean rows): a
+    finished op's tensor while a reader is unfinished, or a graph output."""
+    out = (readers @ (~fin).T.astype(np.float64)).T > 0
+    return (fin & (out | net.held)).astype(np.float64) @ weight
 
 
 def _merge(

@@ -71,7 +71,9 @@ def test_apart_pairs_never_overlap() -> None:
         for s in fits:
             for i, j in r.apart_pairs:
                 assert s[i] + d[i] <= s[j] or s[j] + d[j] <= s[i], (g.to_dict(), cap, i, j)
-    assert checked["apart"] >= 150, checked  # measured: 243
+    # measured: 149 (243 before the cap orders' started test turned some of them into orders,
+    # which test_cap_orders checks)
+    assert checked["apart"] >= 120, checked
 
 
 def test_never_above_the_optimum() -> None:
@@ -117,8 +119,9 @@ def test_zoo_pieces_where_it_bites() -> None:
     g = extract(fuse(build("randwire"))[0], ["stage4"])
     free = min_memory_bound(g)[0] - g.persistent_bytes  # the least peak (test_memory_cut)
     r = pair_overlap_bound(g, free, cap_orders(g, free).edges)
-    # measured: 223 against 204.5; the optimum is 238 (the down-set search, test_downsets)
-    assert r.work / 2 == 204.5 and r.value == 223.0 and r.complete
+    # measured: 224 against 204.5 (223 with the cap orders' first test alone); the optimum
+    # is 238 (the down-set search, test_downsets)
+    assert r.work / 2 == 204.5 and r.value == 224.0 and r.complete
 
 
 def test_in_the_solver() -> None:

@@ -227,13 +227,20 @@ def test_cap_above_both_bounds_still_infeasible() -> None:
     assert min_memory_bound(g)[0] == 20
     p = Problem(g, Machine(units=2, memory_cap=20))
     assert p.infeasibility_reason() is None  # only the search can tell
-    s = solve_cpsat(p, **FAST)  # refuted by the one-unit check before any search
+    # refuted by the cap's orders before any search: whichever runs last cannot run once
+    # the other has started (10 B held beside its own 11 or 13 B)
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.INFEASIBLE and not s.ops
+    assert "cannot run in either order within the memory cap" in s.info["reason"]
+    assert s.info["stages"] == []
+    # without the orders, by the one-unit check, again before any search
+    s = solve_cpsat(p, **FAST, params=Params(cap_orders=False))
     assert s.status is Status.INFEASIBLE
     assert not s.ops
     assert s.info["reason"].startswith("no one-unit order stays within 20B (20 B)")
     assert s.info["stages"] == []
-    # without it, by CP-SAT's search
-    s = solve_cpsat(p, **FAST, params=Params(serial_check=False))
+    # without both, by CP-SAT's search
+    s = solve_cpsat(p, **FAST, params=Params(serial_check=False, cap_orders=False))
     assert s.status is Status.INFEASIBLE
     assert not s.ops
     assert s.info["reason"] == (

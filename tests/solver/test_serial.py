@@ -81,20 +81,24 @@ def test_the_budget_gives_up_without_an_answer() -> None:
 
 def test_refutes_before_search_what_the_bounds_accept() -> None:
     """layered(50, seed=2) at 60 % of its greedy peak: above the minimum-cut bound (79.7 MB)
-    and no two ops forced both ways, but no one-unit order fits (the least is 116.4 MB), so
-    no schedule does. CP-SAT alone left it open after 10 s."""
+    and, without the cap orders' started test, no two ops forced both ways, but no one-unit
+    order fits (the least is 116.4 MB), so no schedule does. CP-SAT alone left it open after
+    10 s. The orders with the started test refute it too (an op they leave no room for)."""
     g = layered(50, seed=2)
     cap = 111_987_916
     assert min_memory_bound(g)[0] < cap
     p = Problem(g, Machine(units=2, memory_cap=cap))
-    r = solve_cpsat(p, time_limit=10)
+    r = solve_cpsat(p, time_limit=10, params=Params(cap_orders=False))
     assert r.status is Status.INFEASIBLE and not r.ops
     assert r.info["reason"].startswith("no one-unit order stays within 106.8MiB (111987916 B)")
     assert r.info["stages"] == []  # no CP-SAT stage ran
     assert r.info["serial_check"]["fits"] is False
-    off = solve_cpsat(p, time_limit=1, params=Params(serial_check=False))
+    off = solve_cpsat(p, time_limit=1, params=Params(serial_check=False, cap_orders=False))
     assert "serial_check" not in off.info
     assert off.status is not Status.INFEASIBLE or off.info["stages"]  # not before a search
+    by_orders = solve_cpsat(p, time_limit=10)
+    assert by_orders.status is Status.INFEASIBLE and by_orders.info["stages"] == []
+    assert "once the orders the cap forces are in" in by_orders.info["reason"]
 
 
 def test_fitting_order_starts_the_search_when_greedy_breaks_the_cap() -> None:

@@ -178,8 +178,8 @@ def solve_cpsat(
             why = forced.describe_conflict(problem.graph)
             return no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0, proof=why)
         orders = forced.edges
-        info["cap_orders"] = {"orders": len(orders), "flows": forced.flows,
-                              "complete": forced.complete}  # fmt: skip
+        info["cap_orders"] = {"orders": len(orders), "started": forced.started,
+                              "flows": forced.flows, "complete": forced.complete}  # fmt: skip
     known_makespan: int | None = None  # a bound proven outside the model, in ticks
     with_makespan = obj is not Objective.PEAK_MEMORY  # a stage minimises the makespan
     if params.overlap and with_makespan and scaling.cap is not None and problem.machine.units == 2:
