@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_array
 
-from opsched.analysis.cap_orders import _merge
+from opsched.analysis.cap_orders import _held, _merge
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors
 from opsched.ir.graph import OpGraph
 
@@ -176,9 +176,7 @@ def _sharing(
         if not len(ys):
             continue
         # the state with only their ancestors finished: if it fits, the pair can share
-        fin = anc[one[x]][None, :] | anc[one[ys]]
-        out = (readers @ (~fin).T.astype(np.float64)).T > 0  # a reader still unfinished
-        held = (fin & (out | net.held)).astype(np.float64) @ weight
+        held = _held(anc[one[x]][None, :] | anc[one[ys]], readers, net, weight)
         over = held + own[one[x]] + own[one[ys]] > free
         tight.extend((x, int(y)) for y in ys[over])
     # the longest pairs first: where the flow budget runs out, the pairs left matter least
