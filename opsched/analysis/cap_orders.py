@@ -27,9 +27,8 @@ repeats until no new order appears. Two ops that can run in neither order, or an
 cannot run at all once the orders are in, prove that no schedule fits the cap.
 
 Under a tight cap these orders are many: on RandWire's stage4 (93 ops after fusion) at the
-least peak any schedule can have, 59 (not counting those the others imply; 48 from the first
-test alone, which lengthen the critical path to 153), which lengthen the critical path from 139
-to 167
+least peak any schedule can have, 59 (not counting those the others imply), which lengthen
+the critical path from 139 to 167; the first test alone finds 48, and 153
 (``benchmarks/bench_cap_orders.py``). The exact solver adds them as precedence constraints
 (docs/cpsat-model.md, "Orders a memory cap forces").
 
@@ -106,11 +105,11 @@ class CapOrders:
     """What a memory cap forces on a graph.
 
     ``edges``: op index pairs ``(i, j)``: ``i`` ends before ``j`` starts in every schedule
-    within the cap (none implied by the graph's own paths); ``started``: how many of them the
-    started test found (``i`` cannot run once ``j`` has started). ``conflict``: ``None``, or a pair
+    within the cap (none implied by the graph's own paths). ``conflict``: ``None``, or a pair
     ``(i, j)`` that proves no schedule fits: two ops that can run in neither order (``i !=
     j``), or an op that cannot run at all (``i == j``). ``flows``: maximum flows run;
-    ``complete``: False if the flow budget stopped the search early.
+    ``complete``: False if the flow budget stopped the search early. ``started``: how many of
+    the edges the started test found (``i`` cannot run once ``j`` has started).
     """
 
     edges: tuple[tuple[int, int], ...]
