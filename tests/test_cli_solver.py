@@ -148,19 +148,25 @@ def _held() -> OpGraph:
     ), name="held")  # fmt: skip
 
 
+def _refused(tmp_path: Path, g: OpGraph, cap: int) -> tuple[Path, str]:
+    """``opsched solve`` of ``g`` on 2 units at ``cap``, which must be refused: exit 2, no
+    output file, one line on stderr. Returns the graph's path and that line."""
+    path = tmp_path / f"{g.name or 'graph'}.json"
+    path.write_text(json.dumps(g.to_dict()))
+    out = tmp_path / "s.json"
+    r = invoke("solve", path, "-k", "2", "--memory-cap", str(cap), "-o", out)
+    assert r.exit_code == 2 and not out.exists() and r.stderr.count("\n") == 1, r.stderr
+    return path, r.stderr
+
+
 def test_cap_refuted_beyond_the_bounds_is_an_error(tmp_path: Path) -> None:
     # whichever output runs last needs the other's 10 B beside its own 11-13 B: the cap's
     # orders force each before the other (the started test), where the bounds see 20 B
-    path = tmp_path / "held.json"
-    path.write_text(json.dumps(_held().to_dict()))
-    out = tmp_path / "s.json"
-    r = invoke("solve", path, "-k", "2", "--memory-cap", "20", "-o", out)
-    assert r.exit_code == 2 and not out.exists()
-    assert r.stderr.startswith(
+    path, err = _refused(tmp_path, _held(), 20)
+    assert err.startswith(
         f"opsched: error: {path}: no schedule exists: ops 'b' and 'a' cannot run in either "
         "order within the memory cap"
     )
-    assert r.stderr.count("\n") == 1
     ok = invoke_json("solve", path, "-k", "2", "--memory-cap", "21")
     assert (ok["status"], ok["makespan"], ok["peak_memory"]) == ("OPTIMAL", 2, 21)
 
@@ -170,29 +176,19 @@ def test_cap_refuted_by_the_one_unit_check_is_an_error(tmp_path: Path) -> None:
     # them, but no one-unit order fits (so no schedule does)
     from opsched.zoo import layered
 
-    path = tmp_path / "layered.json"
-    path.write_text(json.dumps(layered(20, seed=4).to_dict()))
-    out = tmp_path / "s.json"
-    r = invoke("solve", path, "-k", "2", "--memory-cap", "78643200", "-o", out)
-    assert r.exit_code == 2 and not out.exists()
-    assert r.stderr.startswith(
+    path, err = _refused(tmp_path, layered(20, seed=4), 78643200)
+    assert err.startswith(
         f"opsched: error: {path}: no schedule exists: no one-unit order stays within 75.0MiB "
         "(78643200 B) (exhaustive search, "
     )
-    assert r.stderr.count("\n") == 1
 
 
 def test_cap_refuted_by_forced_orders_is_an_error(tmp_path: Path) -> None:
     # c and d each need 22 B while the other is unfinished; the memory bound sees 17 B
     from tests.analysis.test_cap_orders import neither
 
-    g = neither()
-    path = tmp_path / "neither.json"
-    path.write_text(json.dumps(g.to_dict()))
-    out = tmp_path / "s.json"
-    r = invoke("solve", path, "-k", "2", "--memory-cap", "17", "-o", out)
-    assert r.exit_code == 2 and not out.exists()
-    assert r.stderr == (
+    path, err = _refused(tmp_path, neither(), 17)
+    assert err == (
         f"opsched: error: {path}: no schedule exists: ops 'c' and 'd' cannot run in either "
         "order within the memory cap (each would run while the other's tensors are live)\n"
     )

@@ -50,11 +50,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_array
 
-from opsched.analysis.cap_orders import _held, _merge
+from opsched.analysis.cap_orders import _held, _merge, cap_orders, flow_budget
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors
 from opsched.ir.graph import OpGraph
 
-__all__ = ["OVERLAP_MAX_FLOWS", "OverlapBound", "pair_overlap_bound", "pair_test_seconds"]
+__all__ = [
+    "OVERLAP_MAX_FLOWS",
+    "OverlapBound",
+    "budgeted_overlap_bound",
+    "pair_overlap_bound",
+    "pair_test_seconds",
+]
 
 #: Maximum flows one call runs by default; past it, the pairs not yet decided count as
 #: pairs that can share (the bound stays valid, only weaker).
@@ -145,6 +151,31 @@ def pair_overlap_bound(
     apart = tuple(sorted((int(one[i]), int(one[j])) for i, j in zip(x, y, strict=True)))
     paired = _matching(d[one], a_idx, b_idx)
     return OverlapBound(work - paired, work, paired, len(a_idx), flows, complete, apart)
+
+
+def budgeted_overlap_bound(
+    graph: OpGraph,
+    free: int,
+    seconds: float,
+    orders: tuple[tuple[int, int], ...] | None = None,
+) -> OverlapBound | None:
+    """:func:`pair_overlap_bound` within about ``seconds``: ``None`` where the pair tests alone
+    would take longer (:func:`pair_test_seconds`), else its minimum cuts budgeted with
+    :func:`~opsched.analysis.cap_orders.flow_budget`. ``orders``: the cap's orders where the
+    caller has them; ``None`` computes them here, with a flow budget of ``seconds`` as well.
+
+    >>> from opsched.ir import Op, OpGraph
+    >>> g = OpGraph((Op("x", 2, output_bytes=3), Op("y", 2, output_bytes=3),
+    ...              Op("z", 2, output_bytes=1)))
+    >>> budgeted_overlap_bound(g, 4, 1.0).value, budgeted_overlap_bound(g, 4, 0.0)
+    (4.0, None)
+    """
+    n = graph.num_ops
+    if pair_test_seconds(n) > seconds:
+        return None
+    if orders is None:
+        orders = cap_orders(graph, free, flow_budget(n, seconds)).edges
+    return pair_overlap_bound(graph, free, orders, max_flows=flow_budget(n, seconds))
 
 
 def _sharing(

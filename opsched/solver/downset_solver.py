@@ -42,8 +42,8 @@ def solve_downsets(
     exact, INFEASIBLE when it finds that no schedule fits. Where the label budget runs out,
     a beam run (``beam`` labels per layer) gives a schedule (FEASIBLE, with the lower bound
     of :func:`opsched.analysis.lower_bounds`, on two units also the overlap bound of
-    :mod:`opsched.analysis.overlap`; OPTIMAL if the schedule meets it); where the down-sets
-    run out, there is none (UNKNOWN: use ``cpsat``).
+    :mod:`opsched.analysis.overlap` with the cap's orders; OPTIMAL if the schedule meets
+    it); where the down-sets run out, there is none (UNKNOWN: use ``cpsat``).
 
     Examples
     --------
@@ -56,8 +56,9 @@ def solve_downsets(
     ('OPTIMAL', 6.0, 6.0)
     """
     from opsched.analysis.bounds import lower_bounds
-    from opsched.analysis.overlap import pair_overlap_bound, pair_test_seconds
+    from opsched.analysis.overlap import budgeted_overlap_bound
     from opsched.solver.cpsat.model import assign_units, tick_problem
+    from opsched.solver.cpsat.solve import CAP_ORDER_SHARE
     from opsched.solver.scaling import choose_scaling
 
     t0 = time.perf_counter()
@@ -89,11 +90,13 @@ def solve_downsets(
                               wall_time_s=time.perf_counter() - t0)  # fmt: skip
     lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
     if not found.proven:  # the beam keeps beam labels a layer: its own, smaller budget
-        g = problem.graph
-        if problem.machine.units == 2 and pair_test_seconds(g.num_ops) <= 0.1 * time_limit:
-            # in real units and bytes, so it holds whatever the scaling rounded
+        if problem.machine.units == 2:
+            # in real units and bytes (the cap's orders too), so it holds whatever the
+            # scaling rounded
+            g = problem.graph
             free = int(problem.memory_cap) - g.persistent_bytes
-            lb = max(lb, pair_overlap_bound(g, free).value)
+            ob = budgeted_overlap_bound(g, free, CAP_ORDER_SHARE * time_limit)
+            lb = lb if ob is None else max(lb, ob.value)
         found = downset_search(tick, max_downsets=rows, max_labels=max(labels, 64 * beam),
                                beam=beam)  # fmt: skip
         info["beam"] = found.to_info()

@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
-from opsched.analysis.overlap import pair_overlap_bound, pair_test_seconds
+from opsched.analysis.overlap import budgeted_overlap_bound
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
 from opsched.problem import Objective, Problem
@@ -366,11 +366,9 @@ def _overlap_bound(
     """The two-unit overlap bound in ticks (:mod:`opsched.analysis.overlap`), with at most
     :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; None where
     the pair tests alone would take longer."""
-    n = tick.graph.num_ops
-    share = CAP_ORDER_SHARE * time_limit
-    if pair_test_seconds(n) > share:
+    ob = budgeted_overlap_bound(tick.graph, cap, CAP_ORDER_SHARE * time_limit, orders)
+    if ob is None:
         return None
-    ob = pair_overlap_bound(tick.graph, cap, orders, max_flows=flow_budget(n, share))
     bound = math.ceil(ob.value - 1e-9)
     info["overlap"] = {"bound_ticks": bound, "pairs": ob.pairs, "apart": ob.apart,
                        "flows": ob.flows, "complete": ob.complete}  # fmt: skip
