@@ -55,6 +55,14 @@ __all__ = [
 @click.version_option(package_name="opsched")
 def main() -> None:
     """opsched: operator scheduling for AI compilers (exact optima, heuristics, validation)."""
+    import warnings
+
+    warnings.showwarning = _warning_line
+
+
+def _warning_line(message: Warning | str, *_: object, **__: object) -> None:
+    """A warning on the command line: one line on stderr, without the code that raised it."""
+    click.echo(f"opsched: warning: {message}", err=True)
 
 
 # ---------------------------------------------------------------------------------- demo

@@ -15,6 +15,8 @@ Examples
 from __future__ import annotations
 
 import math
+import warnings
+from typing import Any
 
 from opsched.cost.batch import distinct_ops
 from opsched.cost.profile import load_profile
@@ -70,19 +72,40 @@ def apply(
         kinds.dtype_bytes({"dtype": dtype})
     if tick_us is not None and not (tick_us > 0 and math.isfinite(tick_us)):
         raise GraphError(f"tick must be a positive number of microseconds, got {tick_us!r}")
-    attrs_list = []
-    for op in graph.ops:
-        if op.kind is None:
-            raise GraphError(
-                "op has no kind; the cost model needs kind and attrs", f"op {op.name!r}"
-            )
-        a = dict(op.attrs)
+    attrs_list, kind_list, recorded = [], [], []
+    measured: dict[int, float] = {}  # communication ops: index -> their traced time (us)
+    for i, op in enumerate(graph.ops):
+        kind, a = op.kind, dict(op.attrs)
+        if kind is None and _communication(op):
+            measured[i] = float(a["gpu_time_us"])
+            kind, a = "opaque", a | {"flops": 0, "bytes": 0, "numel": 1}
+        elif kind is None:
+            found = _recorded_kind(op)
+            if found is None:
+                raise GraphError(
+                    "op has no kind; the cost model needs kind and attrs", f"op {op.name!r}"
+                )
+            kind, a = found[0], a | found[1]
+            recorded.append(op.name)
         if dtype is not None:
             a["dtype"] = dtype
         attrs_list.append(a)
+        kind_list.append(kind)
+    if recorded:
+        warnings.warn(
+            f"cost model: {len(recorded)} ops without a kind (first {recorded[0]!r}) priced "
+            "from the shapes their trace recorded, as the timing rows are",
+            stacklevel=2,
+        )
+    if measured:
+        first_comm = graph.ops[min(measured)].name
+        warnings.warn(
+            f"cost model: {len(measured)} communication ops (NCCL kernels; first "
+            f"{first_comm!r}) keep their traced time: the model prices compute kernels only",
+            stacklevel=2,
+        )
     # an op's price, output size and SM footprint follow from its kind and attrs: each is
     # worked out once per distinct op (predict_many would group them again otherwise)
-    kind_list = [op.kind or "" for op in graph.ops]
     first, inverse = distinct_ops(kind_list, attrs_list)
     kinds_d, attrs_d = [kind_list[i] for i in first], [attrs_list[i] for i in first]
     try:
@@ -99,9 +122,12 @@ def apply(
         out_bytes = 0 if kind == "view" else kinds.output_numel(kind, a) * kinds.dtype_bytes(a)
         shapes.append((float(t), out_bytes, profile.footprint(kind, a)))
     ops = []
-    for op, a, j in zip(graph.ops, attrs_list, inverse.tolist(), strict=True):
-        kind = op.kind or ""
+    for i, (op, kind, a, j) in enumerate(
+        zip(graph.ops, kind_list, attrs_list, inverse.tolist(), strict=True)
+    ):
         dur, out_bytes, sm = shapes[j]
+        if i in measured:  # as traced, on one SM (NCCL runs a few thread blocks)
+            dur, out_bytes, sm, kind, a = measured[i], op.output_bytes, 1, None, dict(op.attrs)
         if tick_us is not None and dur > 0:
             dur = float(max(1, round(dur / tick_us)))
         demands = dict(op.demands) | {"sm": sm}
@@ -120,3 +146,41 @@ def apply(
     }
     resources = dict(graph.resources) | {"sm": profile.spec.sm_count}
     return graph.replace_ops(ops, resources=resources, attrs=attrs)
+
+
+def _communication(op: Op) -> bool:
+    """A traced op without a kind that ran NCCL kernels only (an all-reduce, an all-to-all),
+    with its traced GPU time."""
+    kernels = op.attrs.get("kernels")
+    t = op.attrs.get("gpu_time_us")
+    return (
+        isinstance(kernels, list)
+        and bool(kernels)
+        and all(str(k).startswith("nccl") for k in kernels)
+        and isinstance(t, int | float)
+        and math.isfinite(t)
+        and t >= 0
+    )
+
+
+def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
+    """Kind and attrs of an op without a kind from what a profiler trace recorded of it (the
+    importer keeps ``aten_op`` and, when shapes were recorded, ``input_dims`` and
+    ``input_types``), read as the timing rows of the fit are
+    (:func:`opsched.cost.aten.aten_kind`, else ``opaque`` with the bytes of its tensor inputs,
+    none when none were recorded); None for an op without an ``aten_op``."""
+    from opsched.cost.aten import aten_dtype, aten_kind, input_bytes
+
+    a = op.attrs
+    name, dims, types = a.get("aten_op"), a.get("input_dims", []), a.get("input_types")
+    if not isinstance(name, str) or not isinstance(dims, list):
+        return None
+    types = types if isinstance(types, list) else []
+    kernels = a.get("kernels")
+    kernel_names = " | ".join(kernels) if isinstance(kernels, list) else ""
+    found = aten_kind(name, dims, types, "", kernel_names)
+    if found is not None:
+        return found
+    by = input_bytes(dims, types)
+    return "opaque", {"flops": 0, "bytes": by, "numel": max(1, by // 4),
+                      "dtype": aten_dtype(types)}  # fmt: skip

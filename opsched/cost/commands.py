@@ -53,9 +53,12 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
 
     _check_gpu_option(gpu)
     out = predict_table(read_table(input_), gpu, str(input_))
-    missing = int(out["predicted_time_us"].isna().sum())
+    no_gpu = out.attrs["_opsched"]["no_gpu"]
+    missing = int(out["predicted_time_us"].isna().sum()) - no_gpu
     _write_table(out, output)
-    note = f" ({missing} rows without a readable shape left empty)" if missing else ""
+    notes = [f"{no_gpu} rows without a GPU name, give --gpu to price them"] if no_gpu else []
+    notes += [f"{missing} rows without a readable shape"] if missing else []
+    note = f" (left empty: {'; '.join(notes)})" if notes else ""
     click.echo(f"wrote {len(out)} rows to {output}{note}")
 
 
@@ -82,7 +85,12 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
     from opsched.cost.evaluate import errors, predict_table
 
     _check_gpu_option(gpu)
-    table = errors(predict_table(read_table(file), gpu, str(file)))
+    pred = predict_table(read_table(file), gpu, str(file))
+    table = errors(pred)
+    no_gpu = pred.attrs["_opsched"]["no_gpu"]
+    if no_gpu:
+        click.echo(f"{file}: {no_gpu} rows without a GPU name not scored (--gpu prices "
+                   "every row as one GPU)", err=True)  # fmt: skip
     if as_json:
         _emit_json(table.to_dict(orient="records"))
         return

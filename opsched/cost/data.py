@@ -48,6 +48,7 @@ __all__ = [
     "METHODS",
     "SCHEMAS",
     "TIME_COLUMNS",
+    "blank_gpu_rows",
     "canonical_rows",
     "check_columns",
     "detect_schema",
@@ -257,6 +258,25 @@ def _profiler(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any
                       "dtype": aten_dtype(types)}  # fmt: skip
 
 
+def _blank(value: Any) -> bool:
+    """A cell with nothing in it: NaN, None or only spaces."""
+    return (
+        value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip()
+    )
+
+
+def blank_gpu_rows(df: Any) -> int:
+    """How many rows of a timing table leave their ``gpu`` cell blank (0 without the column).
+
+    >>> import pandas as pd
+    >>> blank_gpu_rows(pd.DataFrame({"gpu": ["NVIDIA T4", None, " ", float("nan")]}))
+    3
+    """
+    if "gpu" not in df.columns:
+        return 0
+    return sum(_blank(v) for v in df["gpu"].tolist())
+
+
 def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[str, Any]]:
     """One record per timing of a table in ``schema``.
 
@@ -268,7 +288,9 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
     (the row's kernel names where the table records them, else the source's
     :data:`opsched.cost.mathmode.SOURCE_MODES`; only on a GPU with a TF32 peak) gets
     ``dtype = "tf32"``.
-    Rows that cannot be mapped (an unparseable shape) are left out.
+    Rows that cannot be mapped (an unparseable shape) are left out, and so are rows whose
+    ``gpu`` cell is blank when ``gpu`` is not given (a trace without device properties: the
+    HTA kernel table has 1,154 such rows); :func:`blank_gpu_rows` counts them.
 
     Raises
     ------
@@ -284,7 +306,9 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
     targets = time_columns(schema, df.columns)
     cache: dict[str, str] = {} if gpu is None else {gpu: resolve_gpu(gpu)}
     for pos, r in enumerate(df.itertuples(index=False)):
-        name = gpu if gpu is not None else str(r.gpu)
+        if gpu is None and _blank(r.gpu):
+            continue
+        name = gpu if gpu is not None else str(r.gpu).strip()
         if name not in cache:
             try:
                 cache[name] = resolve_gpu(name)

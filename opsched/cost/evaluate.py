@@ -21,6 +21,7 @@ import numpy as np
 
 from opsched.cost.data import (
     KERNEL_TARGET,
+    blank_gpu_rows,
     canonical_rows,
     detect_schema,
     time_columns,
@@ -41,11 +42,17 @@ _PRED = {"": "predicted_time_us", "conv2d": "predicted_time_us",
 def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     """``df`` (any timing schema) plus predicted times in microseconds.
 
-    Rows whose shape cannot be read get NaN. Kernel-level profiler rows share their op's
-    predicted time equally among the kernels of the same op instance. Also attaches, for
-    :func:`errors`, the hidden columns ``_family``, ``_gpu``, ``_roofline_us`` (per target).
+    Rows whose shape cannot be read get NaN, and so do rows without a GPU name when ``gpu``
+    is not given (their count is ``out.attrs["_opsched"]["no_gpu"]``; a table in which no
+    row names its GPU is an error that asks for ``gpu``). Kernel-level profiler rows share
+    their op's predicted time equally among the kernels of the same op instance. Also
+    attaches, for :func:`errors`, the hidden columns ``_family``, ``_gpu``, ``_roofline_us``
+    (per target).
     """
     schema = detect_schema(df.columns, where)
+    no_gpu = blank_gpu_rows(df) if gpu is None else 0
+    if no_gpu and no_gpu == len(df):
+        raise InputError("no row names its GPU (the gpu column is blank): give --gpu", where)
     try:
         recs = canonical_rows(df, schema, gpu)
     except InputError as e:
@@ -78,7 +85,7 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     for t in targets:
         out[_PRED[t]] = cols[t]
     out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs,
-                             "targets": targets}  # fmt: skip
+                             "targets": targets, "no_gpu": no_gpu}  # fmt: skip
     return out
 
 

@@ -433,3 +433,30 @@ def test_cli_unknown_gpu_names_the_row_or_the_option(tmp_path):
     r = CliRunner().invoke(main, ["cost", "predict", "--gpu", "T4", "-i", str(src), "-o",
                                   str(out)])  # fmt: skip
     assert r.exit_code == 0 and len(pd.read_csv(out)) == 3
+
+
+def test_cli_rows_without_a_gpu_name_are_left_empty_or_refused(tmp_path):
+    # a trace without device properties leaves the gpu cell blank (1,154 rows of the HTA
+    # kernel table): those rows get no price unless --gpu names one; the rest are priced
+    df = pd.read_csv("datasets/kernel-timings/deepbench_gemm.csv").head(4)
+    df["gpu"] = df["gpu"].astype(object)
+    df.loc[1, "gpu"], df.loc[3, "gpu"] = None, "  "
+    src, out = tmp_path / "rows.csv", tmp_path / "p.csv"
+    df.to_csv(src, index=False)
+    r = CliRunner().invoke(main, ["cost", "predict", "-i", str(src), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "left empty: 2 rows without a GPU name, give --gpu to price them" in r.output
+    p = pd.read_csv(out)
+    assert p.predicted_time_us.isna().tolist() == [False, True, False, True]
+    r = CliRunner().invoke(main, ["cost", "evaluate", str(src)])
+    assert r.exit_code == 0 and "2 rows without a GPU name not scored" in r.output
+    assert "matmul" in r.output
+    r = CliRunner().invoke(main, ["cost", "predict", "--gpu", "T4", "-i", str(src), "-o",
+                                  str(out)])  # fmt: skip
+    assert r.exit_code == 0 and pd.read_csv(out).predicted_time_us.notna().all()
+    df["gpu"] = None  # no row names its GPU: an error that asks for --gpu, no output
+    df.to_csv(src, index=False)
+    out.unlink()
+    r = CliRunner().invoke(main, ["cost", "predict", "-i", str(src), "-o", str(out)])
+    assert r.exit_code == 2 and "Traceback" not in r.output and not out.exists()
+    assert f"{src}: no row names its GPU (the gpu column is blank): give --gpu" in r.output

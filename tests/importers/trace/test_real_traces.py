@@ -170,3 +170,28 @@ def test_h200_resnet_convolution_backward_argument_order() -> None:
     assert [len(op.attrs["parts"]) for op in bwd].count(1) == 1
     assert bwd[-1].attrs["parts"][0]["kind"] == "conv2d_bwd_filter"
     assert (bwd[-1].attrs["parts"][0]["C"], bwd[-1].attrs["parts"][0]["stride_h"]) == (3, 2)
+
+
+def test_cost_apply_prices_every_traced_op(hta: ImportedTrace) -> None:
+    # ops the importer leaves without a kind are priced as the timing rows of the fit are
+    # (a shape rule where one applies, else opaque from their inputs), NCCL ops keep their
+    # traced time; nothing is priced at zero and the result schedules and validates
+    from opsched.cost import apply
+    from opsched.heuristics import greedy
+    from opsched.problem import Machine, Problem
+
+    g = hta.timeline.graph
+    kindless = [op for op in g.ops if op.kind is None]
+    comm = [op for op in kindless if all(k.startswith("nccl") for k in op.attrs["kernels"])]
+    assert len(comm) == 10 and len(kindless) == 196
+    with pytest.warns(UserWarning) as caught:
+        out = apply(g, "H100-PCIe", "float16")
+    said = " ".join(str(w.message) for w in caught)
+    assert "186 ops without a kind" in said and "10 communication ops" in said
+    for op in comm:
+        assert out[op.name].duration == op.attrs["gpu_time_us"] and out[op.name].kind is None
+    priced = [out[op.name] for op in kindless if op not in comm]
+    assert all(op.kind is not None and op.duration > 0 for op in priced)
+    assert all(op.duration > 0 for op in out.ops if op.kind not in ("view", "input"))
+    problem = Problem(out, Machine(units=4))
+    assert validate(problem, greedy(problem, "b-level")).valid
