@@ -14,6 +14,7 @@ Examples
 (6.0, True, 6.0)
 """
 
+from opsched import registry
 from opsched.analysis import (
     amdahl,
     analyze,
@@ -80,6 +81,7 @@ __all__ = [
     "read_graph_json",
     "read_psplib",
     "read_stg",
+    "registry",
     "rename_buffers",
     "seed_demo",
     "seed_graph",

@@ -50,6 +50,11 @@ class FiniteFloat(click.FloatRange):
 
     name = "float"
 
+    def _describe_range(self) -> str:
+        if self.min is None and self.max is None:
+            return ""  # no "x<=None" in the help of an unbounded option
+        return str(super()._describe_range())
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):

@@ -69,6 +69,9 @@ class Schedule:
     lower_bound: float | None = None
     wall_time_s: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    #: the makespan a schedule file states (:meth:`from_dict`), for the validator to compare
+    #: with the one recomputed from its ops (``makespan``); None for schedules built here
+    reported_makespan: float | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -182,7 +185,8 @@ class Schedule:
 
     @classmethod
     def from_dict(cls, data: Any) -> Schedule:
-        """Read an ``opsched-schedule/1`` document. The makespan is recomputed from the ops."""
+        """Read an ``opsched-schedule/1`` document. The makespan is recomputed from the ops; the
+        one the file states is kept as ``reported_makespan`` for the validator."""
         if not isinstance(data, Mapping):
             raise ScheduleFormatError("a schedule document must be a JSON object")
         if data.get("format", SCHEDULE_FORMAT) != SCHEDULE_FORMAT:
@@ -216,7 +220,7 @@ class Schedule:
         makespan = max((o.end for o in ops), default=0.0) if ops else None
         # reported figures: a number or null (the validator compares them with its own)
         reported = {k: None if data.get(k) is None else _finite(data[k], k, "the schedule")
-                    for k in ("peak_memory", "lower_bound", "wall_time_s")}  # fmt: skip
+                    for k in ("makespan", "peak_memory", "lower_bound", "wall_time_s")}  # fmt: skip
         peak = reported["peak_memory"]
         if peak is not None and (peak < 0 or peak != int(peak)):
             raise ScheduleFormatError(f"peak_memory must be a whole number of bytes, got {peak:g}")
@@ -231,6 +235,7 @@ class Schedule:
             lower_bound=reported["lower_bound"],
             wall_time_s=reported["wall_time_s"],
             info=dict(data.get("info") or {}),
+            reported_makespan=reported["makespan"] if ops else None,
         )
 
     # ------------------------------------------------------------------ views

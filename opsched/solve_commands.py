@@ -105,6 +105,10 @@ def validate(
     )
     problem = Problem(g, machine)
     report = check(problem, sched)
+    if not sched.ops and g.num_ops:
+        raise ProblemError(
+            f"{schedule}: no schedule to check (status {sched.status.value}, no ops)"
+        )
     if as_json:
         _emit_json(report.to_dict())
     else:
@@ -353,6 +357,8 @@ def pareto(
 
     front = pareto_front(problem, time_limit=time_limit, point_time_limit=point_time_limit,
                          progress=None if quiet or as_json else progress)  # fmt: skip
+    if front.reason is not None:
+        raise ProblemError(f"no schedule exists: {front.reason}", str(graph))
     for p in front.points:
         rep = check(problem, p.schedule)
         if not rep.valid:

@@ -43,6 +43,8 @@ class ParetoFront:
     graph: str
     points: list[ParetoPoint] = field(default_factory=list)
     complete: bool = False  #: every stage proven and the search ran to infeasibility
+    #: why no schedule exists at all (an empty front proven so); None otherwise
+    reason: str | None = None
     wall_time_s: float = 0.0
 
     def to_frame(self) -> pd.DataFrame:
@@ -143,6 +145,8 @@ def pareto_front(
             time_limit=min(point_time_limit, left), num_workers=num_workers,
         )  # fmt: skip
         if r.status is Status.INFEASIBLE:
+            if not front.points:  # nothing fits the problem's own cap
+                front.reason = str(r.info.get("reason", "the memory cap is too tight"))
             break
         if not r.has_schedule or r.makespan is None or r.peak_memory is None:
             all_proven = False

@@ -78,11 +78,13 @@ def _time_scale(d: np.ndarray) -> tuple[float, list[int], bool, float]:
         r = np.round(x)
         # float noise only (a few ulps): a looser relative tolerance would swallow whole
         # fractions of a tick for long durations
-        if np.all(np.abs(x - r) <= np.maximum(1e-9, 8 * np.finfo(float).eps * np.abs(x))):
+        # and no op that takes time rounded to zero ticks (5e-10 is not "0 within 1e-9")
+        near = np.abs(x - r) <= np.maximum(1e-9, 8 * np.finfo(float).eps * np.abs(x))
+        if np.all(near & ((r > 0) | (d == 0))):
             return s, [int(v) for v in r], True, 0.0
     total = float(d.sum())
     s = _TICKS_IF_INEXACT / total if total > 0 else 1.0
-    ticks = np.ceil(d * s - 1e-9)
+    ticks = np.where(d > 0, np.maximum(np.ceil(d * s - 1e-9), 1), 0)
     err = max(0.0, float(np.max(ticks / s - d))) if len(d) else 0.0
     return s, [int(v) for v in ticks], False, err
 

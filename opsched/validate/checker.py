@@ -70,6 +70,8 @@ class ValidationReport:
         }
 
     def summary(self) -> str:
+        if self.valid and self.makespan is None:
+            return "no schedule to check (the solver found none)"
         if self.valid:
             return f"valid: makespan {self.makespan:g}, peak memory {self.peak_memory} B"
         lines = [f"invalid: {len(self.violations)} violation(s)"]
@@ -145,7 +147,8 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         )
     seen = np.abs(np.concatenate([start[present], end[present]]))
     seen = seen[np.isfinite(seen)]
-    horizon = max(float(seen.max()) if len(seen) else 0.0, 1.0)
+    # relative to the schedule's own times: a floor of 1 would let ops of 1e-9 overlap
+    horizon = float(seen.max()) if len(seen) else 0.0
     eps = tol * horizon
 
     # ---- times --------------------------------------------------------------------------
@@ -260,6 +263,13 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
             Violation(
                 "report",
                 f"schedule reports makespan {schedule.makespan:g}, recomputed {makespan:g}",
+            )
+        )
+    written = schedule.reported_makespan  # the figure a schedule file states
+    if written is not None and abs(written - makespan) > eps:
+        out.append(
+            Violation(
+                "report", f"schedule file states makespan {written:g}, recomputed {makespan:g}"
             )
         )
     if schedule.lower_bound is not None and schedule.lower_bound > makespan + eps:

@@ -246,3 +246,17 @@ def test_memory_rounding_is_conservative(
             assert s.cap * q == cap - persistent
     if s.memory_exact:
         assert (sum(s.sizes_out) + sum(s.sizes_ws) + max(s.cap or 0, 0)) <= 2**40
+
+
+def test_sub_nanosecond_durations_are_not_rounded_to_zero_ticks():
+    # 5e-10 lies within 1e-9 of 0: an "exact" scale of 1 tick per unit put b at a's start
+    from opsched.ir import Op, OpGraph
+    from opsched.problem import Machine, Problem
+    from opsched.solver import solve_cpsat
+    from opsched.validate import validate
+
+    g = OpGraph((Op("a", 5e-10), Op("b", 5e-10, deps=("a",))))
+    p = Problem(g, Machine(units=1))
+    r = solve_cpsat(p, time_limit=5)
+    assert r.makespan == pytest.approx(1e-9) and validate(p, r).valid
+    assert r.ops[1].start >= r.ops[0].end - 1e-18

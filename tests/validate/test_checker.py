@@ -478,3 +478,18 @@ def test_capacity_violation_iff_more_than_k_positive_ops_run_at_once(case, k):
     r = validate(p, Schedule.build(p, starts, solver="random"))
     assert ("capacity" in r.kinds()) == (most > k)
     assert not {"unit", "unit_overlap"} & r.kinds()  # no unit indices were given
+
+
+def test_a_schedule_file_stating_a_wrong_makespan_is_reported():
+    from opsched.ir import Op, OpGraph
+    from opsched.problem import Machine, Problem
+    from opsched.schedule import Schedule
+    from opsched.validate import validate
+
+    g = OpGraph((Op("a", 2), Op("b", 3, deps=("a",))))
+    p = Problem(g, Machine(units=1))
+    doc = Schedule.build(p, {"a": 0, "b": 2}, solver="hand").to_dict()
+    assert validate(p, Schedule.from_dict(doc)).valid
+    doc["makespan"] = 4
+    rep = validate(p, Schedule.from_dict(doc))
+    assert rep.kinds() == {"report"} and "states makespan 4, recomputed 5" in str(rep.violations[0])
