@@ -104,11 +104,11 @@ def validate(
         else recorded_machine.memory_cap,
     )
     problem = Problem(g, machine)
-    report = check(problem, sched)
     if not sched.ops and g.num_ops:
         raise ProblemError(
             f"{schedule}: no schedule to check (status {sched.status.value}, no ops)"
         )
+    report = check(problem, sched)
     if as_json:
         _emit_json(report.to_dict())
     else:

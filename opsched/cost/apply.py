@@ -72,14 +72,15 @@ def apply(
         kinds.dtype_bytes({"dtype": dtype})
     if tick_us is not None and not (tick_us > 0 and math.isfinite(tick_us)):
         raise GraphError(f"tick must be a positive number of microseconds, got {tick_us!r}")
-    attrs_list, kind_list, recorded = [], [], []
-    measured: dict[int, float] = {}  # communication ops: index -> their traced time (us)
+    traced: dict[int, float] = {}  # communication ops: index -> traced time (us)
+    at, kind_list, attrs_list = [], [], []  # the ops to price: index, kind, attrs
+    recorded: list[str] = []  # kind-less ops priced from their trace record
     for i, op in enumerate(graph.ops):
+        if op.kind is None and _communication(op):
+            traced[i] = float(op.attrs["gpu_time_us"])
+            continue
         kind, a = op.kind, dict(op.attrs)
-        if kind is None and _communication(op):
-            measured[i] = float(a["gpu_time_us"])
-            kind, a = "opaque", a | {"flops": 0, "bytes": 0, "numel": 1}
-        elif kind is None:
+        if kind is None:
             found = _recorded_kind(op)
             if found is None:
                 raise GraphError(
@@ -89,19 +90,20 @@ def apply(
             recorded.append(op.name)
         if dtype is not None:
             a["dtype"] = dtype
-        attrs_list.append(a)
+        at.append(i)
         kind_list.append(kind)
+        attrs_list.append(a)
     if recorded:
         warnings.warn(
             f"cost model: {len(recorded)} ops without a kind (first {recorded[0]!r}) priced "
             "from the shapes their trace recorded, as the timing rows are",
             stacklevel=2,
         )
-    if measured:
-        first_comm = graph.ops[min(measured)].name
+    if traced:
         warnings.warn(
-            f"cost model: {len(measured)} communication ops (NCCL kernels; first "
-            f"{first_comm!r}) keep their traced time: the model prices compute kernels only",
+            f"cost model: {len(traced)} communication ops (NCCL kernels; first "
+            f"{graph.ops[min(traced)].name!r}) keep their traced time: the model prices "
+            "compute kernels only",
             stacklevel=2,
         )
     # an op's price, output size and SM footprint follow from its kind and attrs: each is
@@ -115,24 +117,25 @@ def apply(
             try:
                 profile.predict_many([kind], [a], allow_tf32=allow_tf32)
             except GraphError as e:
-                raise GraphError(e.message, f"op {graph.ops[i].name!r}") from None
+                raise GraphError(e.message, f"op {graph.ops[at[i]].name!r}") from None
         raise
     shapes = []
     for kind, a, t in zip(kinds_d, attrs_d, times_d, strict=True):
         out_bytes = 0 if kind == "view" else kinds.output_numel(kind, a) * kinds.dtype_bytes(a)
         shapes.append((float(t), out_bytes, profile.footprint(kind, a)))
+    rows = zip(at, kind_list, attrs_list, inverse.tolist(), strict=True)
+    priced = {i: (k, a, shapes[j]) for i, k, a, j in rows}  # op index -> its price
     ops = []
-    for i, (op, kind, a, j) in enumerate(
-        zip(graph.ops, kind_list, attrs_list, inverse.tolist(), strict=True)
-    ):
-        dur, out_bytes, sm = shapes[j]
-        if i in measured:  # as traced, on one SM (NCCL runs a few thread blocks)
-            dur, out_bytes, sm, kind, a = measured[i], op.output_bytes, 1, None, dict(op.attrs)
+    for i, op in enumerate(graph.ops):
+        if i in traced:  # as traced, on one SM (NCCL runs a few thread blocks)
+            kind_i, a, (dur, out_bytes, sm) = None, dict(op.attrs), (traced[i], op.output_bytes, 1)
+        else:
+            kind_i, a, (dur, out_bytes, sm) = priced[i]
         if tick_us is not None and dur > 0:
             dur = float(max(1, round(dur / tick_us)))
         demands = dict(op.demands) | {"sm": sm}
         ops.append(Op(name=op.name, duration=dur, deps=op.deps, output_bytes=out_bytes,
-                      workspace_bytes=op.workspace_bytes, demands=demands, kind=kind,
+                      workspace_bytes=op.workspace_bytes, demands=demands, kind=kind_i,
                       output=op.output, attrs=a, reads=op.reads, writes=op.writes))  # fmt: skip
     unit = "us" if tick_us is None else f"tick of {tick_us:g} us"
     attrs = dict(graph.attrs) | {
@@ -165,22 +168,15 @@ def _communication(op: Op) -> bool:
 
 def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     """Kind and attrs of an op without a kind from what a profiler trace recorded of it (the
-    importer keeps ``aten_op`` and, when shapes were recorded, ``input_dims`` and
-    ``input_types``), read as the timing rows of the fit are
-    (:func:`opsched.cost.aten.aten_kind`, else ``opaque`` with the bytes of its tensor inputs,
-    none when none were recorded); None for an op without an ``aten_op``."""
-    from opsched.cost.aten import aten_dtype, aten_kind, input_bytes
+    importer keeps ``aten_op`` and, when shapes were recorded, ``input_dims``,
+    ``input_types`` and ``kernels``), read as the fit reads a profiler row
+    (:func:`opsched.cost.data.profiled_kind`); None for an op without an ``aten_op``."""
+    from opsched.cost.data import profiled_kind
 
     a = op.attrs
     name, dims, types = a.get("aten_op"), a.get("input_dims", []), a.get("input_types")
     if not isinstance(name, str) or not isinstance(dims, list):
         return None
-    types = types if isinstance(types, list) else []
     kernels = a.get("kernels")
     kernel_names = " | ".join(kernels) if isinstance(kernels, list) else ""
-    found = aten_kind(name, dims, types, "", kernel_names)
-    if found is not None:
-        return found
-    by = input_bytes(dims, types)
-    return "opaque", {"flops": 0, "bytes": by, "numel": max(1, by // 4),
-                      "dtype": aten_dtype(types)}  # fmt: skip
+    return profiled_kind(name, dims, types if isinstance(types, list) else [], "", kernel_names)

@@ -52,6 +52,7 @@ __all__ = [
     "canonical_rows",
     "check_columns",
     "detect_schema",
+    "profiled_kind",
     "read_table",
     "target_method",
     "time_columns",
@@ -245,15 +246,37 @@ def _profiler(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any
     dims = json.loads(getattr(r, dims_col)) if isinstance(getattr(r, dims_col), str) else []
     types = json.loads(getattr(r, types_col)) if isinstance(getattr(r, types_col), str) else []
     shape, kern = getattr(r, "shape", ""), getattr(r, "kernels", "")
-    found = aten_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "",
-                      kern if isinstance(kern, str) else "")  # fmt: skip
+    return profiled_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "",
+                         kern if isinstance(kern, str) else "", getattr(r, "flops", None),
+                         getattr(r, "bytes_min", None))  # fmt: skip
+
+
+def profiled_kind(
+    op: str,
+    dims: list[Any],
+    types: list[Any],
+    shape_text: str = "",
+    kernel_names: str = "",
+    flops: Any = None,
+    bytes_min: Any = None,
+) -> tuple[str, dict[str, Any]]:
+    """Kind and attrs of a profiled aten op, as the fit reads a profiler row: the shape rules
+    of :func:`~opsched.cost.aten.aten_kind` where one applies, else ``opaque`` with the row's
+    own FLOP and byte counts; without a byte count, the bytes of the tensor inputs it records
+    (0 when it records none). Also prices the kind-less ops of an imported trace
+    (:func:`opsched.cost.apply.apply`).
+
+    >>> profiled_kind("aten::mm", [[64, 32], [32, 16]], ["float", "float"])[0]
+    'matmul'
+    >>> profiled_kind("fbgemm::permute", [[300]], ["int"])
+    ('opaque', {'flops': 0, 'bytes': 1200, 'numel': 300, 'dtype': 'int32'})
+    """
+    found = aten_kind(op, dims, types, shape_text, kernel_names)
     if found is not None:
         return found
-    # No shape rule: an opaque op with the row's own FLOP and byte counts; without a byte
-    # count, the bytes of the tensor inputs it records (0 when it records none).
-    fl, by = getattr(r, "flops", float("nan")), getattr(r, "bytes_min", float("nan"))
-    fl = _i(fl) if isinstance(fl, int | float) and math.isfinite(fl) else 0
-    by = _i(by) if isinstance(by, int | float) and math.isfinite(by) else input_bytes(dims, types)
+    known = lambda v: isinstance(v, int | float) and math.isfinite(v)  # noqa: E731
+    fl = _i(flops) if known(flops) else 0
+    by = _i(bytes_min) if known(bytes_min) else input_bytes(dims, types)
     return "opaque", {"flops": fl, "bytes": by, "numel": max(1, by // 4),
                       "dtype": aten_dtype(types)}  # fmt: skip
 

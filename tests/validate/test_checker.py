@@ -492,4 +492,6 @@ def test_a_schedule_file_stating_a_wrong_makespan_is_reported():
     assert validate(p, Schedule.from_dict(doc)).valid
     doc["makespan"] = 4
     rep = validate(p, Schedule.from_dict(doc))
-    assert rep.kinds() == {"report"} and "states makespan 4, recomputed 5" in str(rep.violations[0])
+    assert rep.kinds() == {"report"} and "reports makespan 4, recomputed 5" in str(
+        rep.violations[0]
+    )
