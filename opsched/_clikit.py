@@ -132,10 +132,25 @@ def _parse_resources(text: str | None) -> dict[str, int]:
             raise ProblemError(
                 f"--resources: capacity of {name.strip()!r} must be an integer, got {value!r}"
             ) from None
+        name = name.strip()
         if cap < 0:
-            raise ProblemError(f"--resources: capacity of {name.strip()!r} must be >= 0")
-        out[name.strip()] = cap
+            raise ProblemError(f"--resources: capacity of {name!r} must be >= 0")
+        if name == "units":
+            raise ProblemError("--resources: the 'units' capacity is set with --units")
+        if name in out:
+            raise ProblemError(f"--resources: {name!r} is given twice")
+        out[name] = cap
     return out
+
+
+def check_resource_names(graph: Any, resources: dict[str, int], where: str) -> None:
+    """Refuse a ``--resources`` name that neither an op of ``graph`` (read from ``where``)
+    demands nor the graph declares: a misspelt name would otherwise cap nothing."""
+    known = [r for r in graph.resource_names() if r != "units"]
+    for name in resources:
+        if name not in known:
+            have = f"its resources: {', '.join(known)}" if known else "it names none"
+            raise ProblemError(f"--resources: {where} has no resource {name!r} ({have})")
 
 
 def _machine(units: int | None, memory_cap: str | None, resources: str | None) -> Any:
@@ -168,7 +183,13 @@ def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
     from opsched.importers import read_graph
     from opsched.problem import Problem
 
-    return Problem(read_graph(graph), _machine(units, memory_cap, resources))
+    machine = _machine(units, memory_cap, resources)
+    g = read_graph(graph)
+    check_resource_names(g, machine.resources, str(graph))
+    try:
+        return Problem(g, machine)
+    except ProblemError as e:  # an op demanding a resource no capacity is given for
+        raise e.located(str(graph)) from None
 
 
 # public names for command modules

@@ -7,7 +7,13 @@ from pathlib import Path
 
 from opsched.errors import InputError
 
-__all__ = ["parse_count", "read_text", "write_bytes_atomic", "write_text_atomic"]
+__all__ = [
+    "check_writable",
+    "parse_count",
+    "read_text",
+    "write_bytes_atomic",
+    "write_text_atomic",
+]
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -26,6 +32,36 @@ def read_text(path: str | os.PathLike[str]) -> str:
     if not text.strip():
         raise InputError("file is empty", str(p))
     return text
+
+
+def check_writable(*paths: str | os.PathLike[str] | None) -> None:
+    """Raise, before anything is written, if a file cannot be written at one of ``paths``
+    (None: an output not asked for): its folder is missing or not a folder, or the path is a
+    folder. A command with several outputs checks them all first, so that a bad last one
+    leaves no earlier one written.
+
+    Examples
+    --------
+    >>> check_writable(None, ".")
+    Traceback (most recent call last):
+    opsched.errors.InputError: .: is a directory, not a file
+    >>> check_writable("no/such/dir/out.csv")
+    Traceback (most recent call last):
+    opsched.errors.InputError: no/such/dir/out.csv: no such folder 'no/such/dir'
+    """
+    for path in paths:
+        if path is None:
+            continue
+        p = Path(path)
+        if p.is_dir():
+            raise InputError("is a directory, not a file", str(p))
+        parent = p.parent
+        if not parent.exists():
+            raise InputError(f"no such folder {str(parent)!r}", str(p))
+        if not parent.is_dir():
+            raise InputError(f"{str(parent)!r} is not a folder", str(p))
+        if not os.access(parent, os.W_OK):
+            raise InputError(f"folder {str(parent)!r} is not writable", str(p))
 
 
 def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:

@@ -35,6 +35,7 @@ from opsched._clikit import (
     _load_problem,
     _machine,
     cap_option,
+    check_resource_names,
     handle_errors,
     json_option,
     progress_lines,
@@ -88,6 +89,7 @@ def validate(
     from opsched.problem import Machine
 
     cli_machine = _machine(units, memory_cap, resources)  # options first: errors name them
+    check_resource_names(g, cli_machine.resources, str(graph))
     try:
         recorded_machine = Machine(
             units=units,
@@ -255,7 +257,16 @@ def solve(
             opts.update(progress=say)
     if solver in ("lns", "downsets"):
         opts.update(time_limit=time_limit, progress=say)
-    result = info.fn(problem, **opts)
+    try:
+        result = info.fn(problem, **opts)
+    except ProblemError as e:  # a solver refusing this problem (downsets: no memory cap...)
+        raise e.located(str(graph)) from None
+    lns_note = str(result.info.get("lns", "")) if solver == "lns" else ""
+    if lns_note.startswith("not applicable"):
+        import warnings
+
+        warnings.warn(f"lns {lns_note.replace('the start schedule', 'the portfolio schedule')}",
+                      stacklevel=1)  # fmt: skip
     report = check(problem, result)
     if not report.valid:  # a solver bug: never hand out an invalid schedule
         _fail(f"{solver} produced an invalid schedule: {report.violations[0]}", 3)

@@ -120,7 +120,8 @@ def run_quick(out_dir: Path, limit: int | None = None, progress: bool = True) ->
             problem = Problem(g, Machine(units=procs))
             jobs.append(("stg50", g.name, procs, problem, optima[procs].get(g.name)))
     ps_opt = psplib_optima()
-    for f in sorted(dataset_path("psplib/j30").glob("*.sm"))[:limit]:
+    j30_files = sorted(dataset_path("psplib/j30").glob("*.sm"))[:limit]
+    for f in j30_files:
         g = read_psplib(f)
         best = ps_opt.get(g.name)
         jobs.append(
@@ -152,9 +153,13 @@ def run_quick(out_dir: Path, limit: int | None = None, progress: bool = True) ->
     summary = _summarise(rows)
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_csv(rows, out_dir / "results.csv")
-    write_text_atomic(
-        _markdown(summary, len(rows), time.perf_counter() - t_begin), out_dir / "report.md"
-    )
+    sizes = {
+        "stg50": (len(stg_files), len(list(dataset_path("stg/50").glob("rand*.stg")))),
+        "j30": (len(j30_files), len(list(dataset_path("psplib/j30").glob("*.sm")))),
+        "layered": (min(MEMORY_GRAPHS, limit or MEMORY_GRAPHS), MEMORY_GRAPHS),
+    }
+    text = _markdown(summary, len(rows), time.perf_counter() - t_begin, sizes)
+    write_text_atomic(text, out_dir / "report.md")
     return {"runs": len(rows), "summary": summary, "output": str(out_dir)}
 
 
@@ -242,7 +247,15 @@ def _fmt(x: Any, spec: str = ".2f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def _markdown(summary: list[dict[str, Any]], runs: int, seconds: float) -> str:
+def _of(sizes: dict[str, tuple[int, int]], key: str, noun: str) -> str:
+    """``"180 random 50-task graphs"``, or under ``--limit`` ``"the first 2 of 180 ..."``."""
+    used, full = sizes[key]
+    return f"{full} {noun}" if used == full else f"the first {used} of {full} {noun}"
+
+
+def _markdown(
+    summary: list[dict[str, Any]], runs: int, seconds: float, sizes: dict[str, tuple[int, int]]
+) -> str:
     import opsched
 
     lines = [
@@ -252,15 +265,17 @@ def _markdown(summary: list[dict[str, Any]], runs: int, seconds: float) -> str:
         "every makespan is recomputed from the schedule.",
         "Gaps are `(makespan - optimum) / optimum` over instances whose optimum is proven.",
         "",
-        "- `stg50`: Kasahara STG, 180 random 50-task graphs, P|prec|Cmax on k processors; "
+        f"- `stg50`: Kasahara STG, {_of(sizes, 'stg50', 'random 50-task graphs')}, "
+        "P|prec|Cmax on k processors; "
         "optima from the published table, and for the 51 pairs it leaves open the ones "
         "opsched's CP-SAT proved (`datasets/stg/optimal/Case50_open_CPSAT.csv`; a pair "
         "still open there is left out of the gaps).",
-        "- `j30`: PSPLIB RCPSP J30, 480 instances, 4 renewable resources; proven optima.",
-        f"- `layered{MEMORY_OPS} cap X%`: {MEMORY_GRAPHS} random layered graphs "
-        f"(opsched.zoo.layered, seeds 0..{MEMORY_GRAPHS - 1}) on 2 units under a memory cap of "
-        "X % of the best greedy peak without a cap; optima proven here by CP-SAT (10 s each). "
-        "`no schedule`: the heuristic hit a memory dead end.",
+        f"- `j30`: PSPLIB RCPSP J30, {_of(sizes, 'j30', 'instances')}, 4 renewable resources; "
+        "proven optima.",
+        f"- `layered{MEMORY_OPS} cap X%`: {_of(sizes, 'layered', 'random layered graphs')} "
+        f"(opsched.zoo.layered, seeds 0..{sizes['layered'][0] - 1}) on 2 units under a memory "
+        "cap of X % of the best greedy peak without a cap; optima proven here by CP-SAT "
+        "(10 s each). `no schedule`: the heuristic hit a memory dead end.",
         "",
         "| set | units | solver | instances | proven | no schedule | mean gap % | median gap % "
         "| max gap % | optimal share |",

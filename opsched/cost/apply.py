@@ -23,7 +23,10 @@ from opsched.cost.profile import load_profile
 from opsched.errors import GraphError
 from opsched.ir import Op, OpGraph, kinds
 
-__all__ = ["apply"]
+__all__ = ["MAX_TICKS", "apply"]
+
+#: Most ticks an op's duration may be (2**53: past it, a float no longer holds every integer).
+MAX_TICKS = float(2**53)
 
 
 def apply(
@@ -132,7 +135,14 @@ def apply(
         else:
             kind_i, a, (dur, out_bytes, sm) = priced[i]
         if tick_us is not None and dur > 0:
-            dur = float(max(1, round(dur / tick_us)))
+            ticks = dur / tick_us
+            if not ticks <= MAX_TICKS:  # inf under a subnormal tick
+                raise GraphError(
+                    f"a tick of {tick_us:g} us makes this op {ticks:.3g} ticks long, over "
+                    f"{MAX_TICKS:.3g} (2**53, the integers a float holds); use a longer tick",
+                    f"op {op.name!r}",
+                )
+            dur = float(max(1, round(ticks)))
         demands = dict(op.demands) | {"sm": sm}
         ops.append(Op(name=op.name, duration=dur, deps=op.deps, output_bytes=out_bytes,
                       workspace_bytes=op.workspace_bytes, demands=demands, kind=kind_i,

@@ -51,6 +51,32 @@ _ELEMENTWISE = {
     "hardtanh", "leaky_relu", "elu", "dropout", "native_dropout", "mul_out", "ones_like",
 }  # fmt: skip
 
+#: Elementwise ops with one tensor operand: what else the profiler lists is a scalar or the
+#: ``out=`` / ``self`` tensor written (``clamp_min.out(x, min, out)``, ``copy_(self, src)``).
+_UNARY = {
+    "relu", "clamp_min", "clamp", "clamp_max", "sigmoid", "tanh", "gelu", "silu", "exp", "log",
+    "log2", "neg", "abs", "sqrt", "rsqrt", "fill", "zero", "copy", "nan_to_num", "reciprocal",
+    "sign", "hardtanh", "leaky_relu", "elu", "dropout", "native_dropout", "ones_like",
+}  # fmt: skip
+#: Elementwise ops with three tensor operands; every other one of :data:`_ELEMENTWISE` has two.
+_TERNARY = {"where", "addcmul", "addcdiv", "lerp"}
+
+
+def _elementwise_arity(name: str, ts: list[list[int]]) -> int:
+    """Tensor operands an elementwise op reads in full: the listed tensors of the op's full
+    size (a broadcast bias or a scalar tensor is read once, its traffic negligible), at most
+    the op's own operand count, at least 1.
+
+    >>> _elementwise_arity("add", [[8, 4], [8, 4], []]), _elementwise_arity("add", [[8, 4], [4]])
+    (2, 1)
+    >>> _elementwise_arity("clamp_min", [[8, 4], [], [8, 4]])  # the out= tensor is written
+    1
+    """
+    numel = max((_prod(t) for t in ts), default=1)
+    full = sum(1 for t in ts if _prod(t) == numel)
+    most = 1 if name in _UNARY else 3 if name in _TERNARY else 2
+    return max(1, min(full, most))
+
 
 _POOL = {"max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
          "adaptive_max_pool2d"}  # fmt: skip
@@ -259,9 +285,8 @@ def aten_kind(
                                "dtype": dtype}  # fmt: skip
         if name in _ELEMENTWISE:
             numel = max((_prod(t) for t in ts), default=1)
-            arity = max(1, sum(1 for t in ts[:3] if _prod(t) > 1)) if ts else 1
-            return "elementwise", {"numel": numel, "arity": min(arity, 3), "fn": name,
-                                   "dtype": dtype}  # fmt: skip
+            return "elementwise", {"numel": numel, "arity": _elementwise_arity(name, ts),
+                                   "fn": name, "dtype": dtype}  # fmt: skip
     except (IndexError, TypeError, ValueError, ZeroDivisionError):
         return None
     return None

@@ -83,10 +83,14 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
     """Median / mean absolute % error per GPU and family, next to the plain roofline."""
     from opsched.cost.data import read_table
     from opsched.cost.evaluate import errors, predict_table
+    from opsched.errors import InputError
 
     _check_gpu_option(gpu)
     pred = predict_table(read_table(file), gpu, str(file))
-    table = errors(pred)
+    try:
+        table = errors(pred)
+    except InputError as e:
+        raise e.located(str(file)) from None
     no_gpu = pred.attrs["_opsched"]["no_gpu"]
     if no_gpu:
         click.echo(f"{file}: {no_gpu} rows without a GPU name not scored (--gpu prices "

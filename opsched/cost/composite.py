@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS
-from opsched.cost.features import ZERO_KINDS, elementwise_cap, roofline_us
+from opsched.cost.features import ZERO_KINDS, elementwise_cap, roofline_bound, roofline_us
 from opsched.cost.paddings import paddings
 from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
@@ -171,20 +171,19 @@ def bounded(
     - an elementwise kernel time at most :func:`~opsched.cost.features.elementwise_cap` (a
       per-call price keeps its fitted sum of dispatch and kernel, which is right where the
       split is not: docs/cost-model.md, item 11);
-    - the catch-all ``opaque`` curve, fitted on profiler calls of every sort (fbgemm, NCCL,
-      compiled graphs), never below the op's own roofline;
-    - a fused attention kernel between its roofline and its unfused parts: its curve rests on
-      one GPU's 216 timings (Sq = Skv of 128-2048, compute-bound), and far outside them
-      (decoding: one query over a long cache, memory-bound) it came out below its roofline.
+    - at least the op's roofline (:func:`~opsched.cost.features.roofline_bound`: every family
+      but the convolutions, elementwise kernels where they stream from DRAM), however far
+      from its data a curve extrapolates (the catch-all ``opaque`` curve, fitted on profiler
+      calls of every sort; a fused attention kernel decoding one query over a long cache);
+    - a fused attention kernel at most its unfused parts: its curve rests on one GPU's 216
+      timings (Sq = Skv of 128-2048, compute-bound).
     """
     spec = profile.spec
+    roof = np.array([roofline_us(k, a, spec) for k, a in zip(kind_list, attrs, strict=True)])
     if family.startswith("elementwise") and method not in FREE_OVERHEAD_METHODS:
-        roof = np.array([roofline_us(k, a, spec) for k, a in zip(kind_list, attrs, strict=True)])
         t = np.minimum(t, elementwise_cap(roof, profile.kernel_floor))
-    if family == "opaque":
-        t = np.maximum(t, [roofline_us("opaque", a, spec) for a in attrs])
+    t = roofline_bound(family, t, roof)
     if family == "attention":
-        t = np.maximum(t, [roofline_us("attention", a, spec) for a in attrs])
         t = np.minimum(t, price_attentions(profile, given, [str(a["dtype"]) for a in attrs],
                                            method))  # fmt: skip
     return t

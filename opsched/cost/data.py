@@ -42,6 +42,7 @@ from opsched.cost.mathmode import (
 )
 from opsched.cost.specs import load_specs, resolve_gpu
 from opsched.errors import InputError
+from opsched.ir import kinds
 
 __all__ = [
     "KERNEL_TARGET",
@@ -52,6 +53,7 @@ __all__ = [
     "canonical_rows",
     "check_columns",
     "detect_schema",
+    "priced_targets",
     "profiled_kind",
     "read_table",
     "target_method",
@@ -106,9 +108,9 @@ def time_columns(schema: str, columns: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def check_columns(schema: str, columns: Iterable[str], gpu: str | None) -> None:
+def check_columns(schema: str, columns: Iterable[str], gpu: str | None, timed: bool = True) -> None:
     """Raise :class:`InputError` if a table lacks a column its rows are read from: ``gpu``
-    (unless a GPU is given for every row) or its schema's timing column.
+    (unless a GPU is given for every row) or, when ``timed``, its schema's timing column.
 
     >>> check_columns("deepbench_gemm", ["M", "N", "K", "time_us", "transA"], None)
     Traceback (most recent call last):
@@ -118,8 +120,18 @@ def check_columns(schema: str, columns: Iterable[str], gpu: str | None) -> None:
     cols = set(columns)
     if gpu is None and "gpu" not in cols:
         raise InputError("no 'gpu' column: name the GPU of every row (--gpu)")
-    if not time_columns(schema, cols):
+    if timed and not time_columns(schema, cols):
         raise InputError(f"no timing column ({', '.join(TIME_COLUMNS[schema].values())})")
+
+
+def priced_targets(schema: str, columns: Iterable[str]) -> dict[str, str]:
+    """The targets to price of a table: its timed ones (:func:`time_columns`), or every
+    target of its schema when it times none (a table of shapes alone).
+
+    >>> priced_targets("deepbench_conv", ["N", "C", "H", "W", "K", "R", "S"])["conv2d_bwd_data"]
+    'bwd_data_time_us'
+    """
+    return time_columns(schema, columns) or dict(TIME_COLUMNS[schema])
 
 
 def target_method(schema: str, target: str) -> str:
@@ -151,7 +163,12 @@ _DEEPBENCH_KERNEL_COLUMNS = {"conv2d": "fwd_kernel", "conv2d_bwd_data": "bwd_dat
 #: float32, a row of another dtype is left out.
 _TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
                     "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # fmt: skip
+#: Other spellings of a DeepBench-schema dtype (torch's names, ``half``, ``float``).
+_DTYPE_ALIASES = {"float32": "float32", "float": "float32", "single": "float32",
+                  "float16": "float16", "half": "float16", "bfloat16": "bfloat16"}  # fmt: skip
 _NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
+#: NeuSight ops read as an elementwise kernel of one operand; any op of no rule is left out.
+_NEUSIGHT_UNARY = {"relu", "gelu", "tanh", "exp", "sigmoid", "silu", "neg", "abs", "sqrt"}
 
 
 def read_table(path: str | Path) -> Any:
@@ -175,20 +192,56 @@ def read_table(path: str | Path) -> Any:
         raise InputError("truncated compressed file", str(p)) from None
 
 
-def detect_schema(columns: Iterable[str], where: str = "table") -> str:
-    """Name of the timing schema whose identifying columns all appear in ``columns``."""
+def detect_schema(columns: Iterable[str], where: str = "table", timed: bool = True) -> str:
+    """Name of the timing schema whose identifying columns all appear in ``columns``.
+
+    With ``timed=False`` a table of shapes alone also matches: a schema's identifying columns
+    but its timing ones (the rows to price, none measured), when no schema matches in full.
+
+    >>> detect_schema(["gpu", "M", "N", "K", "transA"], timed=False)
+    'deepbench_gemm'
+    """
     cols = set(columns)
     for name, need in SCHEMAS.items():
         if set(need) <= cols:
             return name
-    raise InputError("unknown timing schema: columns match none of " + ", ".join(SCHEMAS), where)
+    if not timed:
+        for name, need in SCHEMAS.items():
+            if set(need) - set(TIME_COLUMNS[name].values()) <= cols:
+                return name
+    wanted = "; ".join(
+        f"{name}: {', '.join(c for c in need if timed or c not in TIME_COLUMNS[name].values())}"
+        for name, need in SCHEMAS.items()
+    )
+    raise InputError(f"unknown timing schema: the columns match none of ({wanted})", where)
+
+
+class _BadCell(Exception):
+    """A cell that holds a number, but not one a size or dtype can be: the row is named in an
+    :class:`~opsched.errors.InputError` (a blank or unparseable cell leaves its row out)."""
 
 
 def _i(v: Any) -> int:
     f = float(v)
-    if not math.isfinite(f) or f < 0:
+    if math.isnan(f):
         raise ValueError(f"bad size {v!r}")
+    if not 0 <= f <= kinds.MAX_SIZE:
+        raise _BadCell(f"size {v!r} is not an integer in [0, 2**62]")
     return round(f)
+
+
+def _deepbench_dtype(raw: Any) -> str:
+    """The dtype of a DeepBench-schema row: DeepBench's own names and torch's, any case; a
+    blank cell is float32 (DeepBench's single-precision sheets)."""
+    if raw is None or (isinstance(raw, float) and math.isnan(raw)) or str(raw).strip() == "":
+        return "float32"
+    name = str(raw).strip().lower()
+    if name in _DEEPBENCH_DTYPES:
+        return _DEEPBENCH_DTYPES[name]
+    if name in _DTYPE_ALIASES:
+        return _DTYPE_ALIASES[name]
+    known = sorted(set(_DEEPBENCH_DTYPES) | set(_DTYPE_ALIASES))
+    raise _BadCell(f"unknown dtype {raw!r} (known: {', '.join(known)})")
 
 
 def _deepbench_conv_attrs(r: Any) -> dict[str, Any]:
@@ -215,9 +268,12 @@ def _neusight(r: Any) -> tuple[str, dict[str, Any]]:
         return "layernorm", {"rows": rows, "cols": cols}
     if op == "softmax":
         return "softmax", {"rows": rows, "cols": cols}
-    fn = op[:-1] if op.endswith("u") and op[:-1] in _NEUSIGHT_BINARY else op
-    arity = 2 if op in _NEUSIGHT_BINARY else 1
-    return "elementwise", {"numel": rows * cols, "arity": arity, "fn": fn}
+    if op.endswith("u") and op[:-1] in _NEUSIGHT_BINARY:  # "addu": add of a scalar
+        return "elementwise", {"numel": rows * cols, "arity": 1, "fn": op[:-1]}
+    if op in _NEUSIGHT_BINARY or op in _NEUSIGHT_UNARY:
+        arity = 2 if op in _NEUSIGHT_BINARY else 1
+        return "elementwise", {"numel": rows * cols, "arity": arity, "fn": op}
+    raise ValueError(f"no rule for NeuSight op {op!r}")  # left out, not guessed
 
 
 def _vidur(r: Any) -> tuple[str, dict[str, Any]]:
@@ -300,8 +356,11 @@ def blank_gpu_rows(df: Any) -> int:
     return sum(_blank(v) for v in df["gpu"].tolist())
 
 
-def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[str, Any]]:
-    """One record per timing of a table in ``schema``.
+def canonical_rows(
+    df: Any, schema: str, gpu: str | None = None, timed: bool = True
+) -> list[dict[str, Any]]:
+    """One record per timing of a table in ``schema`` (``timed=False``: also a table without
+    its timing column, one record per target of :func:`priced_targets`, time NaN).
 
     Each record has ``row`` (index into ``df``), ``target`` (``""``; for DeepBench convs the
     conv kind; :data:`KERNEL_TARGET` for a collected row's kernel-only time), ``gpu``
@@ -322,11 +381,11 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
         from 1 after the header, and lists the known GPUs), or a column the rows are read
         from is missing (:func:`check_columns`).
     """
-    check_columns(schema, df.columns, gpu)
+    check_columns(schema, df.columns, gpu, timed)
     out: list[dict[str, Any]] = []
     specs = load_specs()
     mode = SOURCE_MODES[schema]
-    targets = time_columns(schema, df.columns)
+    targets = priced_targets(schema, df.columns)
     cache: dict[str, str] = {} if gpu is None else {gpu: resolve_gpu(gpu)}
     for pos, r in enumerate(df.itertuples(index=False)):
         if gpu is None and _blank(r.gpu):
@@ -343,10 +402,10 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 base: tuple[str, dict[str, Any]] = (
                     "matmul", {"M": _i(r.M), "N": _i(r.N), "K": _i(r.K)}
                 )  # fmt: skip
-                dtype = _DEEPBENCH_DTYPES.get(str(r.dtype), "float32")
+                dtype = _deepbench_dtype(getattr(r, "dtype", None))
             elif schema == "deepbench_conv":
                 base = ("conv2d", _deepbench_conv_attrs(r))
-                dtype = _DEEPBENCH_DTYPES.get(str(r.dtype), "float32")
+                dtype = _deepbench_dtype(getattr(r, "dtype", None))
             elif schema == "neusight":
                 base = _neusight(r)  # NeuSight's own rows are all float32; collect's may not be
                 raw = getattr(r, "dtype", None)
@@ -371,6 +430,8 @@ def canonical_rows(df: Any, schema: str, gpu: str | None = None) -> list[dict[st
                 dtype = base[1].get("dtype", "float32")
         except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
             continue
+        except _BadCell as e:
+            raise InputError(f"data row {pos + 1}: {e}") from None
         deepbench = schema.startswith("deepbench")
         if deepbench:  # collected rows: "tf32" allowed it; each timing names its own kernel
             row_default = (True, True) if getattr(r, "dtype", "") == "tf32" else mode

@@ -24,7 +24,7 @@ from opsched.cost.data import (
     blank_gpu_rows,
     canonical_rows,
     detect_schema,
-    time_columns,
+    priced_targets,
 )
 from opsched.cost.features import family_of
 from opsched.cost.profile import load_profile
@@ -49,17 +49,17 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     attaches, for :func:`errors`, the hidden columns ``_family``, ``_gpu``, ``_roofline_us``
     (per target).
     """
-    schema = detect_schema(df.columns, where)
+    schema = detect_schema(df.columns, where, timed=False)
     no_gpu = blank_gpu_rows(df) if gpu is None else 0
     if no_gpu and no_gpu == len(df):
         raise InputError("no row names its GPU (the gpu column is blank): give --gpu", where)
     try:
-        recs = canonical_rows(df, schema, gpu)
+        recs = canonical_rows(df, schema, gpu, timed=False)
     except InputError as e:
         raise e.located(where) from None
     out = df.copy()
     n = len(df)
-    targets = time_columns(schema, df.columns)
+    targets = priced_targets(schema, df.columns)
     cols = {t: np.full(n, np.nan) for t in targets}
     roofs = {t: np.full(n, np.nan) for t in targets}
     fams = np.full(n, "", dtype=object)
@@ -98,8 +98,14 @@ def errors(pred: Any) -> Any:
     import pandas as pd
 
     meta = pred.attrs["_opsched"]
+    timed = {t: c for t, c in meta["targets"].items() if c in pred.columns}
+    if not timed:
+        raise InputError(
+            f"no timing column ({', '.join(meta['targets'].values())}): nothing to score "
+            "(cost predict prices a table of shapes)"
+        )
     parts = []
-    for target, col in meta["targets"].items():
+    for target, col in timed.items():
         fam = meta["family"]
         if target == KERNEL_TARGET:  # the same op, timed without dispatch
             fam = np.where(fam != "", np.char.add(fam.astype(str), " (kernel)"), "")

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.mathmode import FP16_FP32_MATH
+from opsched.cost.mathmode import CONV_KINDS, FP16_FP32_MATH
 from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
 
@@ -45,12 +45,15 @@ __all__ = [
     "FAMILIES",
     "HALF_FP32_MATH",
     "SAMPLE_ATTRS",
+    "STREAMING_ROOFLINE_US",
     "WRITE_ONLY_FNS",
     "ZERO_KINDS",
+    "as_priced",
     "dtype_class",
     "elementwise_cap",
     "family_of",
     "feature_matrix",
+    "roofline_bound",
     "roofline_us",
     "tree_class",
     "write_only",
@@ -98,6 +101,21 @@ def write_only(attrs: Mapping[str, Any]) -> bool:
     return str(attrs.get("fn", "")).rstrip("_") in WRITE_ONLY_FNS
 
 
+def as_priced(kind: str, attrs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The attrs an op is priced (and, for a timing row, fitted) with: a write-only
+    elementwise op of ``n`` elements as a unary kernel over ``n / 2`` (the same traffic,
+    :func:`write_only`); every other op as it is (the same object).
+
+    >>> as_priced("elementwise", {"numel": 9, "fn": "fill_", "arity": 1})
+    {'numel': 5, 'fn': '', 'arity': 1}
+    >>> as_priced("elementwise", {"numel": 9, "fn": "relu"})
+    {'numel': 9, 'fn': 'relu'}
+    """
+    if kind != "elementwise" or not write_only(attrs):
+        return attrs
+    return {**attrs, "numel": max(1, (int(attrs["numel"]) + 1) // 2), "arity": 1, "fn": ""}
+
+
 #: An elementwise kernel costs at most this many times its launch floor plus its roofline
 #: (:func:`elementwise_cap`): in the kernel-timed sweeps (Vidur, our H200 kernel times)
 #: 99.7-99.9 % of the rows stay within 4x, 99.2-99.5 % within 3x (the profiler's rows, with
@@ -106,6 +124,41 @@ def write_only(attrs: Mapping[str, Any]) -> bool:
 #: dispatch into a flat curve instead of the overhead, both fitting the per-call times alike:
 #: the V100-PCIe and P100 priced a 256-element add at 25-50 us of kernel time.
 ELEMENTWISE_CAP = 4.0
+
+
+#: An elementwise kernel whose roofline time is at least this (us) streams from DRAM: its
+#: traffic is then 16 MB or more on the slowest GPU of the spec table (T4, L2 4 MB) and 240 MB
+#: on the H200 (L2 50 MB). Under it, a benchmark that repeats the call finds its operands in L2
+#: and runs faster than the DRAM roofline (Vidur's H100 adds, to 0.79 of it).
+STREAMING_ROOFLINE_US = 50.0
+
+
+def roofline_bound(family: str, t: np.ndarray, roof: np.ndarray) -> np.ndarray:
+    """Prices ``t`` of ops of one ``family`` held at or above their roofline times ``roof``
+    (the dtype priced, the op as priced: :func:`as_priced`): no kernel beats the physical
+    limit, however a curve extrapolates (an A100's float32 GEMM curve, fitted on 25 profiler
+    rows, priced an 8192-cube GEMM at 0.44 of its FP32 roofline).
+
+    Of the timing rows, 0.01 % of the GEMMs run under their roofline (to 0.93: boost clocks
+    over the specs' peak), none of the norms, softmaxes, reductions, embeddings and
+    attentions. Left out: the convolutions, whose Winograd and FFT algorithms do fewer FLOPs
+    than the direct convolution the roofline counts (15 % of their rows run faster than it),
+    and the elementwise kernels under :data:`STREAMING_ROOFLINE_US` (L2-resident operands).
+    NaN (no curve) stays NaN.
+
+    >>> roofline_bound("matmul", np.array([5.0, 20.0, np.nan]), np.array([10.0, 10.0, 1.0]))
+    array([10., 20., nan])
+    >>> roofline_bound("elementwise_unary", np.array([5.0, 30.0]), np.array([10.0, 60.0]))
+    array([ 5., 60.])
+    >>> roofline_bound("conv2d", np.array([5.0]), np.array([10.0]))
+    array([5.])
+    """
+    t, roof = np.asarray(t, dtype=float), np.asarray(roof, dtype=float)
+    if family in CONV_KINDS:  # the convolution families are named as their kinds
+        return t
+    if family.startswith("elementwise"):
+        return np.where(roof >= STREAMING_ROOFLINE_US, np.maximum(t, roof), t)
+    return np.maximum(t, roof)
 
 
 def dtype_class(dtype: str) -> str:

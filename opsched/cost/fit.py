@@ -33,7 +33,13 @@ from opsched.cost.boost import fit_trees, tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
 from opsched.cost.drift import dedrift
-from opsched.cost.features import HALF_FP32_MATH, SAMPLE_ATTRS, elementwise_cap, feature_matrix
+from opsched.cost.features import (
+    HALF_FP32_MATH,
+    SAMPLE_ATTRS,
+    elementwise_cap,
+    feature_matrix,
+    roofline_bound,
+)
 from opsched.cost.fitdata import (
     FIT_FILES,
     FamilyData,
@@ -284,12 +290,15 @@ def predict_family(
     Each row takes :meth:`Model.curve` for its GPU, class and method. Rows priced by a fitted
     curve (the GPU's own or a same-chip sibling's) whose method is in ``tree_methods(fam)`` are
     multiplied by ``exp`` of the family's residual trees, if it has any. With ``floor``, every
-    prediction is then raised to its GPU's kernel floor (:mod:`opsched.cost.floor`), and to
-    the family's floor where it has one; the trees are fitted on the residual of the
-    unfloored curve (``floor=False``).
+    prediction is then held at or above its roofline
+    (:func:`~opsched.cost.features.roofline_bound`) and raised to its GPU's kernel floor
+    (:mod:`opsched.cost.floor`), and to the family's floor where it has one; the trees are
+    fitted on the residual of the unbounded, unfloored curve (``floor=False``).
     """
     idx = np.nonzero(sel)[0]
     out = _predict_rows(model, fam, fd, idx)
+    if floor:  # as Profile.predict bounds its prices (the trees see the unbounded curve)
+        out = roofline_bound(fam, out, fd.roof[idx])
     for gpu in np.unique(fd.gpu[idx]) if floor else ():
         rows = fd.gpu[idx] == gpu
         fl = floor_of(model.floors, str(gpu), _arch())[0]

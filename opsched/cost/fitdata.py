@@ -27,6 +27,7 @@ from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import (
     FAMILIES,
     SAMPLE_ATTRS,
+    as_priced,
     dtype_class,
     family_of,
     feature_matrix,
@@ -131,7 +132,7 @@ def load_fit_data(
                 continue
             recs.setdefault(fam, []).append(
                 (
-                    r["attrs"],
+                    as_priced(r["kind"], r["attrs"]),  # a fill's traffic, as Profile prices it
                     t,
                     r["gpu"],
                     r["method"],

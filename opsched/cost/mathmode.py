@@ -41,6 +41,8 @@ Examples
 'float32'
 >>> math_dtype("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "float16"}, load_specs()["P100-PCIe"])
 'float16_fp32math'
+>>> math_dtype("matmul", {"M": 64, "N": 64, "K": 64, "dtype": "bfloat16"}, v100)  # no bf16 TCs
+'float16_fp32math'
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ CONV_KINDS = frozenset({"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"})
 MATH_KINDS = MATMUL_KINDS | CONV_KINDS
 
 #: The dtype a float16 GEMM or convolution is priced at on a GPU without half-precision tensor
-#: cores (before Volta: P100, P4, the Pascal and Maxwell boards): half-precision tensors, FP32
+#: cores (before Volta: P100, P4, the Pascal and Maxwell boards), and a bfloat16 one on a GPU
+#: without bfloat16 tensor cores (before Ampere): half-precision tensors, FP32
 #: multiply-accumulate (cuBLAS with FP32 compute, cuDNN's pseudo-half configuration, which is
 #: what PyTorch asks for), so the FP32 peak bounds it. It is priced by the GPU's own half curve
 #: where it timed such ops, else by its fp32 curve (:data:`opsched.cost.features.HALF_FP32_MATH`).
@@ -132,6 +135,10 @@ def math_dtype(
     """
     dtype = str(attrs.get("dtype", "float32"))
     if dtype == "float16" and kind in MATH_KINDS and not spec.half_tensor_cores:
+        return FP16_FP32_MATH
+    if dtype == "bfloat16" and kind in MATH_KINDS and "bf16" not in spec.peaks:
+        # bfloat16 tensor cores came with Ampere: cuBLAS and cuDNN run a bfloat16 GEMM or
+        # convolution on an older GPU (V100, T4, Pascal) with FP32 arithmetic
         return FP16_FP32_MATH
     if dtype != "float32" or "tf32" not in spec.peaks:
         return dtype

@@ -52,12 +52,12 @@ from opsched.cost.composite import (
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
     ZERO_KINDS,
+    as_priced,
     dtype_class,
     family_of,
     feature_matrix,
     roofline_us,
     tree_class,
-    write_only,
 )
 from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
 from opsched.cost.paddings import PADDED_FAMILIES
@@ -258,11 +258,9 @@ class Profile:
                 # curve's data (docs/cost-model.md, item 6), and stated bytes are those of the
                 # dtype the graph was built in, not necessarily the one priced
                 attrs_list[i] = {k: v for k, v in a.items() if k not in ("flops", "bytes")}
-            if kind == "elementwise" and write_only(a):
-                # a fill writes its n elements and reads none: the traffic of a plain unary
-                # kernel (one read, one write) over n / 2, which is how it is priced
-                n = max(1, (int(a["numel"]) + 1) // 2)
-                attrs_list[i] = a = {**a, "numel": n, "arity": 1, "fn": ""}
+            # a fill writes its n elements and reads none: the traffic of a plain unary
+            # kernel (one read, one write) over n / 2, which is how it is priced
+            attrs_list[i] = a = as_priced(kind, a)
             dtype = math_dtype(kind, a, self.spec, allow_tf32)
             if kind == "attention" and not (
                 fused_attention(self.spec, dtype) and self.curve("attention", dtype) is not None

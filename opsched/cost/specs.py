@@ -65,6 +65,7 @@ _KEYS: Mapping[tuple[str, str], str] = {
 _ALIASES: tuple[tuple[str, str], ...] = (
     ("h200", "H200"),
     ("h100pcie", "H100-PCIe"),
+    ("h10080gbpcie", "H100-PCIe"),
     ("h100", "H100-SXM5"),
     ("pg509", "A100-SXM4-40GB"),
     ("unknownsm80", "A100-SXM4-40GB"),
@@ -73,9 +74,12 @@ _ALIASES: tuple[tuple[str, str], ...] = (
     ("a100pcie80", "A100-PCIe-80GB"),
     ("a100pcie", "A100-PCIe-40GB"),
     ("a100sxm440", "A100-SXM4-40GB"),
+    ("a10040gbpcie", "A100-PCIe-40GB"),
     ("a10040gb", "A100-SXM4-40GB"),
     ("a100", "A100-SXM4-80GB"),
     ("v100pcie", "V100-PCIe"),
+    ("v10016gbpcie", "V100-PCIe"),
+    ("v10032gbpcie", "V100-PCIe"),
     ("v100", "V100-SXM2"),
     ("p100", "P100-PCIe"),
     ("a40", "A40"),
@@ -149,13 +153,14 @@ class GpuSpec:
     def peak_tflops(self, dtype: str) -> float:
         """Peak for ``dtype``: fp32 SIMT for float32/float64/int32/int64, tensor cores otherwise.
 
-        A class the GPU lacks falls back to the next slower one (bf16 -> fp16 -> fp32,
-        fp8/int8 -> fp16 -> fp32, tf32 -> fp32). ``"float16_fp32math"`` (half-precision
+        A class the GPU lacks falls back to the next slower one (bf16 -> fp32: no GPU with
+        fp16 tensor cores but none for bf16 runs bf16 on them; fp8/int8 -> fp16 -> fp32,
+        tf32 -> fp32). ``"float16_fp32math"`` (half-precision
         storage, FP32 arithmetic) is bounded by the FP32 peak.
         """
         cls = {
             "float16": ("fp16", "fp32"),
-            "bfloat16": ("bf16", "fp16", "fp32"),
+            "bfloat16": ("bf16", "fp32"),
             "tf32": ("tf32", "fp32"),
             "float8": ("fp8", "int8", "fp16", "fp32"),
             "int8": ("int8", "fp16", "fp32"),
@@ -220,7 +225,7 @@ def parse_specs_csv(text: str, where: str = "gpu_specs.csv") -> dict[str, GpuSpe
     >>> head = "gpu,variant,arch,sm_count,mem_bw_GBps,fp32_tflops,fp16_tc_tflops_dense"
     >>> specs = parse_specs_csv(head + "\\nT4,PCIe,Turing sm_75,40,320,8.1,65\\n")
     >>> specs["T4"].peak_tflops("float16"), specs["T4"].peak_tflops("bfloat16")
-    (65.0, 65.0)
+    (65.0, 8.1)
     """
     out: dict[str, GpuSpec] = {}
     columns = {
@@ -356,6 +361,16 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     ------
     InputError
         For a name no known GPU matches; the message lists the known ones.
+
+    Examples
+    --------
+    >>> resolve_gpu("NVIDIA A100 40GB PCIe"), resolve_gpu("NVIDIA H100 80GB PCIe")
+    ('A100-PCIe-40GB', 'H100-PCIe')
+    >>> resolve_gpu("Tesla V100-PCIE-32GB"), resolve_gpu("NVIDIA A100-SXM4-40GB")
+    ('V100-PCIe', 'A100-SXM4-40GB')
+    >>> resolve_gpu("NVIDIA H20")
+    Traceback (most recent call last):
+    opsched.errors.InputError: unknown GPU 'NVIDIA H20'; known: ...
     """
     specs = load_specs() if specs is None else specs
     if name in specs:
@@ -371,8 +386,11 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
         return alias
     squashed = "".join(c for c, _ in _model_chars(name))
     # a GPU added to gpu_specs.csv ("RTX-4090-PCIe") under the name torch reports for it
-    # ("NVIDIA GeForce RTX 4090"): the one key that starts with the name
-    starts = [key for key, sk in keys.items() if squashed and sk.startswith(squashed)]
+    # ("NVIDIA GeForce RTX 4090"): the one key that starts with the name, where the model
+    # number ends ("H20" is not the H200, "Tesla M4" not the M40)
+    n = len(squashed)
+    starts = [key for key, sk in keys.items()
+              if n and sk.startswith(squashed) and not sk[n : n + 1].isdigit()]  # fmt: skip
     if len(starts) == 1:
         return starts[0]
     raise InputError(f"unknown GPU {name!r}; known: {', '.join(specs)}")

@@ -122,6 +122,9 @@ def lns(
 ) -> Schedule:
     """Improve ``start`` (default: the portfolio's schedule) for ``time_limit`` seconds.
 
+    Only problems of ``units`` alone, with a unit count and no memory cap, are improved; any
+    other comes back as ``start`` with ``info["lns"]`` saying why.
+
     ``info`` records ``iterations``, ``improvements`` and the starting makespan;
     ``progress``, if given, is called with a line at the start and at each improvement.
     """
@@ -131,14 +134,9 @@ def lns(
     check_seconds(time_limit)
     base = start if start is not None else portfolio(problem)
     g = problem.graph
-    if (
-        not base.has_schedule
-        or problem.memory_cap is not None
-        or problem.machine.units is None
-        or not units_only(problem)
-        or g.num_ops == 0
-    ):
-        base.info = {**base.info, "lns": "not applicable (units-only problems without a cap)"}
+    why = _not_applicable(problem, base)
+    if why is not None:
+        base.info = {**base.info, "lns": f"not applicable ({why}): the start schedule as it is"}
         return base
     scale = float(choose_scaling(g).time_scale)
     rng = np.random.default_rng(seed)
@@ -184,3 +182,18 @@ def lns(
               "improvements": improvements, "time_scale": scale,
               "window": w, "seed": seed},
     )  # fmt: skip
+
+
+def _not_applicable(problem: Problem, base: Schedule) -> str | None:
+    """Why the window search does not apply, or None."""
+    if not base.has_schedule:
+        return "no start schedule"
+    if problem.memory_cap is not None:
+        return "a memory cap"
+    if problem.machine.units is None:
+        return "unlimited units"
+    if not units_only(problem):
+        return "resources other than units"
+    if problem.graph.num_ops == 0:
+        return "no ops"
+    return None

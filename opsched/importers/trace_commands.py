@@ -50,6 +50,7 @@ def _import_trace(
     trace: Path, output: Path, rows: Path | None, schedule: Path | None, step: int | None
 ) -> tuple[Any, list[Path]]:
     """Import ``trace`` and write the requested files; returns the import and the paths."""
+    from opsched._files import check_writable
     from opsched.importers.trace import import_trace
     from opsched.ir.jsonio import graph_to_dict, write_json_atomic
 
@@ -58,6 +59,7 @@ def _import_trace(
         _check_suffix(schedule, (".json",), "--schedule")
     if rows is not None:
         _check_suffix(rows, (".csv", ".csv.gz"), "--rows")
+    check_writable(output, schedule, rows)  # a bad --rows must not leave -o written
     imp = import_trace(trace, step)  # everything is computed before any file is written
     tl = imp.timeline
     doc = graph_to_dict(tl.graph)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from opsched._files import write_text_atomic
+from opsched._files import check_writable, write_bytes_atomic, write_text_atomic
 from opsched.errors import InputError
 
 __all__ = ["ReportData", "build_report", "collect"]
@@ -160,16 +160,6 @@ def _instance(store: Any, d: pd.DataFrame, inst: str) -> dict[str, Any]:
     return info
 
 
-def _write_bytes_atomic(data: bytes, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
-
-
 def build_report(
     db: str | os.PathLike[str],
     html: str | os.PathLike[str],
@@ -208,11 +198,15 @@ def build_report(
     from opsched.report import figures as F
     from opsched.report.render import render_html, render_markdown
 
-    data = collect(db, experiment, instances, n_instances)
     html_path = Path(html)
     pngs_dir = (
         Path(png_dir) if png_dir is not None else html_path.with_name(f"{html_path.stem}_figures")
     )
+    # every output checked before any is written (a bad --markdown leaves no page behind)
+    check_writable(html_path, markdown)
+    if pngs_dir.exists() and not pngs_dir.is_dir():
+        raise InputError("is a file, not a folder (for the figures)", str(pngs_dir))
+    data = collect(db, experiment, instances, n_instances)
     df = data.results
     plotly_figs: list[tuple[str, Any]] = [
         ("Gap to the proven optimum (%)", F.plotly_box(df, "gap_percent", "Gap to optimum (%)")),
@@ -245,7 +239,7 @@ def build_report(
     # everything computed: now write
     pngs_dir.mkdir(parents=True, exist_ok=True)
     for name, blob in pngs.items():
-        _write_bytes_atomic(blob, pngs_dir / name)
+        write_bytes_atomic(blob, pngs_dir / name)
     write_text_atomic(page, html_path)
     if markdown and md is not None:
         write_text_atomic(md, markdown)

@@ -42,3 +42,6 @@ def test_quick_study_small(tmp_path: Path) -> None:
     report = (tmp_path / "report.md").read_text()
     assert "| stg50 | 4 | greedy-blevel |" in report
     assert "layered24 cap 80%" in report
+    # the set sizes described are the ones run, not the full sets
+    assert "the first 2 of 180 random 50-task graphs" in report
+    assert "the first 2 of 480 instances" in report and "seeds 0..1)" in report

@@ -66,3 +66,15 @@ def test_cli_report_with_gantt_and_errors(tmp_path) -> None:
                                       "--experiment", "other"])  # fmt: skip
     assert empty.exit_code == 2 and "no finished jobs" in empty.output
     assert not (tmp_path / "y.html").exists()
+
+
+def test_report_writes_nothing_when_the_markdown_cannot_be_written(tmp_path):
+    make_hand_db(tmp_path / "h.sqlite")
+    html = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["report", str(tmp_path / "h.sqlite"), "-o", str(html),
+                                  "--markdown", str(tmp_path / "missing" / "r.md"),
+                                  "--gantt", "0"])  # fmt: skip
+    assert r.exit_code == 2 and "r.md: no such folder" in r.output
+    assert not html.exists() and not (tmp_path / "r_figures").exists()
+    build_report(tmp_path / "h.sqlite", html, markdown=tmp_path / "r.md", n_instances=0)
+    assert html.exists() and (tmp_path / "r.md").exists()

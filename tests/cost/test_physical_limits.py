@@ -1,0 +1,169 @@
+"""Prices held to the physics: the roofline bound, bfloat16 without its tensor cores, the
+traffic a profiled elementwise op really moves, and the rows a timing table cannot say."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from opsched.cost import apply, load_profile, resolve_gpu
+from opsched.cost.aten import aten_kind
+from opsched.cost.data import canonical_rows
+from opsched.cost.features import STREAMING_ROOFLINE_US
+from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
+from opsched.cost.specs import known_gpus, load_specs
+from opsched.errors import GraphError, InputError
+from opsched.ir import Op, OpGraph
+
+GEMMS = [{"M": m, "N": m, "K": m} for m in (512, 2048, 8192, 16384)] + [
+    {"B": 64, "M": 1024, "N": 1024, "K": 4096},
+    {"M": 1, "N": 65536, "K": 65536},
+]
+
+
+@pytest.mark.parametrize("gpu", known_gpus())
+def test_no_gemm_is_priced_below_its_roofline(gpu):
+    # the A100-SXM4-80GB's float32 curve rests on 25 profiler rows; extrapolated, it priced
+    # an 8192-cube FP32 GEMM at 0.44 of its FP32 roofline (24.8 ms against 56.4)
+    p = load_profile(gpu)
+    for dtype in ("float32", "float16", "bfloat16"):
+        for tf32 in (False, True):
+            ops = [g | {"dtype": dtype} for g in GEMMS]
+            t = p.predict_many(["matmul"] * len(ops), ops, allow_tf32=tf32)
+            dt = [math_dtype("matmul", a, p.spec, tf32) for a in ops]
+            roof = [p.roofline("matmul", a | {"dtype": d}) for a, d in zip(ops, dt, strict=True)]
+            assert np.all(t >= np.array(roof) * (1 - 1e-9)), (dtype, tf32, t / roof)
+
+
+def test_the_a100_fp32_gemm_runs_at_most_at_the_fp32_peak():
+    p = load_profile("A100-SXM4-80GB")
+    mm = {"M": 8192, "N": 8192, "K": 8192, "dtype": "float32"}
+    fp32_roof = 2 * 8192**3 / 19.5e12 * 1e6  # us at the 19.5 TFLOPS FP32 SIMT peak
+    assert p.predict("matmul", mm) >= fp32_roof * (1 - 1e-9)
+    assert p.predict("matmul", mm, allow_tf32=True) < fp32_roof / 2  # TF32: 156 TFLOPS
+
+
+@pytest.mark.parametrize("gpu", known_gpus())
+def test_a_streaming_elementwise_kernel_is_not_faster_than_dram(gpu):
+    p = load_profile(gpu)
+    for dtype in ("float32", "float16"):
+        for arity in (1, 2):
+            op = {"numel": 2**28, "arity": arity, "fn": "relu" if arity == 1 else "add",
+                  "dtype": dtype}  # fmt: skip
+            roof = p.roofline("elementwise", op)
+            assert roof >= STREAMING_ROOFLINE_US
+            assert p.predict("elementwise", op) >= roof * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("gpu", ["V100-SXM2", "V100-PCIe", "T4", "P100-PCIe", "P4", "M40"])
+def test_bfloat16_gemm_without_bf16_tensor_cores_runs_fp32_math(gpu):
+    # bfloat16 tensor cores came with Ampere: before it, no bf16 GEMM runs on the fp16 ones
+    p = load_profile(gpu)
+    mm = {"M": 4096, "N": 4096, "K": 4096}
+    assert math_dtype("matmul", mm | {"dtype": "bfloat16"}, p.spec) == FP16_FP32_MATH
+    fp32_peak_us = 2 * 4096**3 / (p.spec.peaks["fp32"] * 1e6)
+    bf16 = p.predict("matmul", mm | {"dtype": "bfloat16"})
+    assert bf16 >= fp32_peak_us * (1 - 1e-9)
+    if p.spec.half_tensor_cores:  # V100, T4: float16 on tensor cores is far faster
+        assert p.predict("matmul", mm | {"dtype": "float16"}) < bf16 / 2
+
+
+def test_bfloat16_keeps_its_tensor_cores_from_ampere_on():
+    s = load_specs()
+    mm = {"M": 64, "N": 64, "K": 64, "dtype": "bfloat16"}
+    assert math_dtype("matmul", mm, s["A100-SXM4-80GB"]) == "bfloat16"
+    assert s["T4"].peak_tflops("bfloat16") == s["T4"].peaks["fp32"]
+
+
+@pytest.mark.parametrize(
+    ("name", "dims", "types", "arity"),
+    [
+        ("aten::clamp_min", [[32, 64, 112, 112], [], [32, 64, 112, 112]],
+         ["float", "Int", "float"], 1),  # clamp_min.out: the third tensor is written
+        ("aten::copy_", [[8, 1024], [8, 1024], []], ["float", "float", "Bool"], 1),
+        ("aten::add", [[32, 256, 56, 56], [256, 1, 1]], ["float", "float"], 1),  # a bias
+        ("aten::add_", [[32, 256, 56, 56], [32, 256, 56, 56], []], ["float", "float", "Int"], 2),
+        ("aten::where", [[64, 64], [64, 64], [64, 64]], ["bool", "float", "float"], 3),
+    ],
+)  # fmt: skip
+def test_profiled_elementwise_arity_counts_full_size_operands(name, dims, types, arity):
+    kind, attrs = aten_kind(name, dims, types)
+    assert kind == "elementwise" and attrs["arity"] == arity
+
+
+def _deepbench_gemm(dtypes: list[str], m: list[float] | None = None) -> pd.DataFrame:
+    n = len(dtypes)
+    return pd.DataFrame({"gpu": ["Tesla T4"] * n, "dtype": dtypes, "M": m or [512] * n,
+                         "N": [512] * n, "K": [512] * n, "time_us": [100.0] * n})  # fmt: skip
+
+
+def test_deepbench_dtypes_are_read_in_any_spelling():
+    df = _deepbench_gemm(["fp16", "float16", "FP16", "half", "bfloat16", "fp32", "float", "int8"])
+    got = [r["attrs"]["dtype"] for r in canonical_rows(df, "deepbench_gemm")]
+    # T4: bfloat16 is a GEMM without its tensor cores, priced as half storage, FP32 math
+    assert got == ["float16"] * 4 + [FP16_FP32_MATH, "float32", "float32", "int8"]
+
+
+def test_an_unknown_dtype_or_an_impossible_size_names_its_row():
+    with pytest.raises(InputError, match=r"data row 2: unknown dtype 'fp64'"):
+        canonical_rows(_deepbench_gemm(["fp32", "fp64"]), "deepbench_gemm")
+    with pytest.raises(InputError, match=r"data row 3: size 1e\+30 is not an integer"):
+        canonical_rows(_deepbench_gemm(["fp32"] * 3, [512, 512, 1e30]), "deepbench_gemm")
+    with pytest.raises(InputError, match=r"data row 1: size -4"):
+        canonical_rows(_deepbench_gemm(["fp32"], [-4]), "deepbench_gemm")
+
+
+def test_a_neusight_op_without_a_rule_is_left_out_not_guessed():
+    df = pd.DataFrame({"gpu": ["Tesla T4"] * 3, "op": ["relu", "fancy_op", "addu"],
+                       "B": [64] * 3, "H_dim": [1024] * 3,
+                       "measured_time_us": [10.0] * 3})  # fmt: skip
+    recs = canonical_rows(df, "neusight")
+    assert [r["row"] for r in recs] == [0, 2]
+    assert [r["attrs"]["arity"] for r in recs] == [1, 1]  # "addu": a scalar add
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [("NVIDIA A100 40GB PCIe", "A100-PCIe-40GB"), ("NVIDIA H100 80GB PCIe", "H100-PCIe"),
+     ("Tesla V100-PCIE-32GB", "V100-PCIe"), ("Tesla V100 32GB PCIe", "V100-PCIe")],
+)  # fmt: skip
+def test_pcie_boards_named_with_their_memory_size(name, key):
+    assert resolve_gpu(name) == key
+
+
+@pytest.mark.parametrize("name", ["NVIDIA H20", "Tesla M4", "Tesla P4000"])
+def test_a_shorter_model_number_is_not_a_longer_ones_prefix(name):
+    with pytest.raises(InputError, match="unknown GPU"):
+        resolve_gpu(name)
+
+
+def test_a_tick_too_small_for_a_float_is_refused_with_the_op():
+    g = OpGraph([Op("mm", 0.0, kind="matmul", attrs={"M": 512, "N": 512, "K": 512})])
+    with pytest.raises(GraphError, match=r"op 'mm'.*ticks long"):
+        apply(g, "T4", tick_us=1e-320)
+    assert apply(g, "T4", tick_us=1.0).ops[0].duration >= 1
+
+
+def test_predict_prices_a_table_of_shapes_without_times(tmp_path):
+    from click.testing import CliRunner
+
+    from opsched.cli import main
+
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("gpu,N,C,H,W,K,R,S,pad_h,pad_w,stride_h,stride_w\n"
+                      "T4,8,64,56,56,64,3,3,1,1,1,1\n")  # fmt: skip
+    out = tmp_path / "priced.csv"
+    r = CliRunner().invoke(main, ["cost", "predict", "-i", str(shapes), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    priced = pd.read_csv(out)
+    p = load_profile("T4")
+    conv = {"N": 8, "C": 64, "H": 56, "W": 56, "K": 64, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1}
+    for col, kind in (("predicted_time_us", "conv2d"),
+                      ("predicted_bwd_data_time_us", "conv2d_bwd_data")):  # fmt: skip
+        # DeepBench's method (back-to-back library calls) and its math mode (TF32 off)
+        want = p.predict(kind, conv | {"stride_h": 1, "stride_w": 1}, "wallclock", False)
+        assert priced[col][0] == pytest.approx(want, rel=1e-9)
+    scored = CliRunner().invoke(main, ["cost", "evaluate", str(shapes)])
+    assert scored.exit_code == 2 and "no timing column" in scored.output
+    assert str(shapes) in scored.output
