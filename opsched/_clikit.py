@@ -21,6 +21,7 @@ from opsched.errors import OpschedError, ProblemError
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INVALID",
+    "EXIT_NO_SCHEDULE",
     "FiniteFloat",
     "cap_option",
     "emit_json",
@@ -36,7 +37,11 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: Exit status of a schedule that fails validation, and of a solve that found no schedule
+#: (a heuristic's dead end under a memory cap, an exact solver out of time): the command ran,
+#: its answer is "none".
 EXIT_INVALID = 1
+EXIT_NO_SCHEDULE = 1
 EXIT_BAD_INPUT = 2
 
 
@@ -104,7 +109,12 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except OpschedError as e:
             _fail(str(e))
-        except (BrokenPipeError, KeyboardInterrupt):
+        except BrokenPipeError:  # the reader went away (`| head`): as a SIGPIPE'd tool does
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error
+            sys.exit(141)
+        except KeyboardInterrupt:
             sys.exit(130)
         except RecursionError:
             _fail("input is nested too deeply")
@@ -171,7 +181,8 @@ units_option = click.option(
     "-k",
     type=click.IntRange(min=1),
     default=None,
-    help="Number of identical compute units (streams); unlimited if omitted.",
+    help="Number of identical compute units (streams); unlimited if omitted. A count above "
+    "the ops' total unit demand is that total.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 cap_option = click.option("--memory-cap", default=None, help="Memory cap, e.g. 3GiB, 512MB, 4096.")
@@ -187,9 +198,21 @@ def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
     g = read_graph(graph)
     check_resource_names(g, machine.resources, str(graph))
     try:
-        return Problem(g, machine)
+        problem = Problem(g, machine)
     except ProblemError as e:  # an op demanding a resource no capacity is given for
         raise e.located(str(graph)) from None
+    return clamp_units(problem)
+
+
+def clamp_units(problem: Any) -> Any:
+    """``problem`` with ``units`` lowered to the ops' total unit demand where it is above it:
+    the same machine (no schedule can use more units at once), and what the solvers size
+    their per-unit state by (``--units 1000000000`` on 12 ops ran out of memory)."""
+    k = problem.machine.units
+    if k is None:
+        return problem
+    need = max(1, int(problem.graph.demand_array("units").sum()))
+    return problem.with_machine(units=need) if k > need else problem
 
 
 # public names for command modules

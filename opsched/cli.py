@@ -169,11 +169,10 @@ def analyze(
     cp_ops = a["critical_path_ops"]
     shown = " -> ".join(cp_ops[:12]) + (" -> ..." if len(cp_ops) > 12 else "")
     click.echo(f"critical path {a['critical_path']:g}: {shown}")
-    click.echo(
-        f"lower bound on {k} units: {lb['value']:g} (binding: {lb['binding']}; "
-        f"critical path {lb['critical_path']:g}, work {lb['work']:g}, "
-        f"serial {lb['serial']:g})"
-    )
+    terms = f"critical path {lb['critical_path']:g}"
+    if units:  # the work and serial bounds are terms of a unit count (0 without one)
+        terms += f", work / units {lb['work']:g}, serial part {lb['serial']:g}"
+    click.echo(f"lower bound on {k} units: {lb['value']:g} (binding: {lb['binding']}; {terms})")
     for r, v in lb["energy"].items():
         click.echo(f"  energy bound of {r}: {v:g}")
     for r, v in lb["ramp"].items():

@@ -201,11 +201,13 @@ class Schedule:
                 raise ScheduleFormatError("each entry needs a string 'name'", where)
             where = f"op {rec['name']!r} ({where})"
             start = _finite(rec.get("start"), "start", where)
-            end = _finite(rec["end"], "end", where) if rec.get("end") is not None else None
             unit = rec.get("unit")
             if unit is not None and (isinstance(unit, bool) or not isinstance(unit, int)):
                 raise ScheduleFormatError(f"unit must be an integer or null, got {unit!r}", where)
-            ops.append(ScheduledOp(rec["name"], start, start if end is None else end, unit))
+            if rec.get("end") is None:  # read as end = start before: a zero-length op
+                raise ScheduleFormatError("missing 'end' (each op needs its start and end)", where)
+            end = _finite(rec["end"], "end", where)
+            ops.append(ScheduledOp(rec["name"], start, end, unit))
         status = data.get("status", "FEASIBLE")
         try:
             status = Status(status)

@@ -29,6 +29,7 @@ import click
 
 from opsched._clikit import (
     EXIT_INVALID,
+    EXIT_NO_SCHEDULE,
     FiniteFloat,
     _emit_json,
     _fail,
@@ -225,6 +226,8 @@ def solve(
     --log).
     """
     say = None if quiet or as_json or log else progress_lines()
+    if devices is None and (link_bandwidth is not None or link_latency != 0.0):
+        raise ProblemError("--link-bandwidth and --link-latency apply with --devices only")
     if devices is not None:
         from opsched.hetero.commands import solve_on_devices
 
@@ -240,6 +243,13 @@ def solve(
     from opsched.viz import gantt_text
 
     info = get_solver(solver)
+    if not info.exact and objective != "makespan":
+        raise ProblemError(
+            f"--objective {objective}: {solver} is a heuristic, it minimises the makespan "
+            "(the exact solvers take other objectives: opsched solvers)"
+        )
+    if makespan_limit is not None and solver != "cpsat":
+        raise ProblemError(f"--makespan-limit applies to --solver cpsat, not {solver}")
     problem = _load_problem(graph, units, memory_cap, resources)
     _refuse_impossible(problem, graph)
     opts: dict[str, Any] = {}
@@ -274,14 +284,20 @@ def solve(
         raise ProblemError(f"no schedule exists: {result.info.get('reason', solver)}", str(graph))
     if not result.has_schedule and problem.memory_cap is not None and not info.exact:
         _explain_missing_schedule(problem, result, graph)
-    if output is not None:
+    if output is not None and result.has_schedule:  # no file for no schedule (exit 1)
         result.to_json(str(output))
     if as_json:
         _emit_json(result.to_dict())
+        if not result.has_schedule:
+            sys.exit(EXIT_NO_SCHEDULE)
         return
     click.echo(result.summary())
     if result.info.get("reason"):
         click.echo(f"reason: {result.info['reason']}")
+    if not result.has_schedule:
+        if output is not None:
+            click.echo(f"no schedule: {output} not written", err=True)
+        sys.exit(EXIT_NO_SCHEDULE)
     sc = result.info.get("scaling")
     if sc:
         click.echo(

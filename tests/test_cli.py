@@ -56,7 +56,7 @@ CORPUS: dict[str, tuple[str, ...]] = {
     "pred_count_mismatch.stg": ("line 4", "task 2 declares 2 predecessors but lists 1"),
     "unknown_pred.stg": ("line 4", "task 2 has unknown predecessor 7"),
     "truncated.sm": ("missing section 'REQUESTS/DURATIONS'", "truncated"),
-    "non_integer.sm": ("line 18", "request field must be an integer, got '5.5'"),
+    "non_integer.sm": ("line 18", "duration must be an integer, got '5.5'"),
     "truncated_at_resources.sm": ("truncated",),
     "unknown_ext.txt": ("unknown graph format '.txt'",),
     "non_utf8.json": ("not UTF-8 text",),
@@ -408,6 +408,7 @@ def test_validate_reports_broken_precedence(tmp_path: Path) -> None:
         ({"ops": [{"start": 0}]}, "ops[0]: each entry needs a string 'name'"),
         ({"ops": [{"name": "a", "start": "0"}]}, "op 'a' (ops[0]): start must be a finite number"),
         ({"ops": [{"name": "a", "start": 0, "unit": 1.5}]}, "unit must be an integer or null"),
+        ({"ops": [{"name": "a", "start": 0}]}, "op 'a' (ops[0]): missing 'end'"),
         ({**SCHED_OK, "status": "MEH"}, "unknown status 'MEH'"),
         ({**SCHED_OK, "machine": {"units": 0}}, "machine.units must be a positive integer"),
         # reported figures were read unchecked: a string lower bound was an internal error
@@ -433,7 +434,7 @@ def test_validate_unknown_and_missing_ops(tmp_path: Path) -> None:
     graph = tmp_path / "g.json"
     graph.write_text(json.dumps(GRAPH_A))
     sched = tmp_path / "s.json"
-    sched.write_text(json.dumps({"ops": [{"name": "zz", "start": 0}]}))
+    sched.write_text(json.dumps({"ops": [{"name": "zz", "start": 0, "end": 0}]}))
     r = invoke("validate", graph, sched, "--json")
     assert r.exit_code == 1
     kinds = [v["kind"] for v in json.loads(r.stdout)["violations"]]

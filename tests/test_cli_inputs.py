@@ -84,3 +84,104 @@ def test_import_trace_writes_nothing_when_a_later_output_cannot_be_written(tmp_p
     ok = invoke("import-trace", TRACE, "-o", graph, option, tmp_path / bad.name)
     assert ok.exit_code == 0, ok.output
     assert graph.exists() and (tmp_path / bad.name).exists()
+
+
+def _layered(tmp_path: Path, n: int = 12) -> Path:
+    from opsched.zoo import layered
+
+    path = tmp_path / "layered.json"
+    path.write_text(json.dumps(layered(n, seed=0).to_dict()))
+    return path
+
+
+def test_a_unit_count_above_the_ops_demand_is_that_demand(tmp_path):
+    # -k 1000000000 on 12 ops sized CP-SAT's and list scheduling's state by it (5 GB, hung)
+    g = _layered(tmp_path)
+    for solver in ("cpsat", "list", "heft"):
+        r = invoke("solve", g, "-k", 10**9, "-s", solver, "--time-limit", 2, "--json", "-q")
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        assert doc["machine"]["units"] == 12 and doc["makespan"] == 23  # the critical path
+    r = invoke("solve", g, "-k", 10**20, "-s", "list", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["machine"]["units"] == 12
+
+
+def test_durations_too_long_for_cpsat_are_refused_in_one_line(tmp_path):
+    doc = json.loads(_layered(tmp_path).read_text())
+    doc["ops"][1]["duration"] = 2**62
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(doc))
+    _refused(invoke("solve", path, "-k", 2, "--time-limit", 1), "over the", "(2**50)")
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [(("-s", "list", "--makespan-limit", 5), "--makespan-limit applies to --solver cpsat"),
+     (("-s", "greedy", "--objective", "peak-memory"), "greedy is a heuristic"),
+     (("--link-latency", 3), "apply with --devices only"),
+     (("--link-bandwidth", 100), "apply with --devices only")],
+)  # fmt: skip
+def test_options_a_solver_would_ignore_are_refused(tmp_path, args, phrase):
+    _refused(invoke("solve", _layered(tmp_path), "-k", 2, *args), phrase)
+
+
+def test_cpsat_under_rounded_durations_is_never_longer_than_list_scheduling(tmp_path):
+    from opsched.cost import apply
+    from opsched.zoo import build_model
+
+    g = apply(build_model("squeezenet1_1"), "A100-SXM4-80GB", "float16")
+    path = tmp_path / "sq.json"
+    path.write_text(json.dumps(g.to_dict()))
+    cp = json.loads(invoke("solve", path, "-k", 4, "--time-limit", 3, "--json").stdout)
+    ls = json.loads(invoke("solve", path, "-k", 4, "-s", "list", "--json").stdout)
+    assert cp["info"]["scaling"]["time_exact"] is False  # kernel times: no exact tick
+    assert cp["makespan"] <= ls["makespan"] + 1e-9 and cp["status"] == "FEASIBLE"
+
+
+def test_pipeline_says_when_it_is_not_periodic_and_refuses_empty_stages(tmp_path):
+    g = _layered(tmp_path)
+    args = ("pipeline", g, "-s", 3, "-m", 4, "--solver", "cpsat", "--time-limit", 2, "-q")
+    r, j = invoke(*args), invoke(*args, "--json")
+    assert r.exit_code == 0 and j.exit_code == 0, r.output
+    m = json.loads(j.stdout)["metrics"]
+    bunched = m["interval"] < m["bottleneck"]  # CP-SAT's optimum ends the inputs together
+    assert bunched and m["makespan"] >= 3 * m["bottleneck"]
+    assert ("below the bottleneck" in r.stdout.splitlines()[0]) is bunched
+    _refused(invoke("pipeline", g, "-s", 20, "-m", 2), "more stages than the graph's 12 ops")
+    none = invoke("pipeline", g, "-s", 2, "-m", 2, "--memory-cap", "40MiB")
+    assert none.exit_code == 1 and "no schedule" in none.stdout
+
+
+def test_a_bad_psplib_duration_is_named_a_duration(tmp_path):
+    lines = dataset_path("psplib/j30/j301_1.sm").read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("REQUESTS")) + 7
+    fields = lines[at].split()
+    fields[2] = "-4"
+    lines[at] = "  ".join(fields)
+    path = tmp_path / "bad.sm"
+    path.write_text("\n".join(lines) + "\n")
+    _refused(invoke("analyze", path), f"line {at + 1}: duration must be >= 0, got -4")
+
+
+def test_analyze_without_units_shows_only_the_bounds_that_apply(tmp_path):
+    r = invoke("analyze", _layered(tmp_path))
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("lower bound"))
+    assert line == "lower bound on unlimited units: 23 (binding: critical_path; critical path 23)"
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [(("network", "-n", 20, "--max-duration", 3), "--max-duration does not apply"),
+     (("layered", "-n", 20, "--avg-deps", 3), "--avg-deps is for the gnp and planted"),
+     (("seed", "--memory"), "--memory does not apply to the seed generator")],
+)  # fmt: skip
+def test_generate_refuses_options_its_generator_does_not_use(tmp_path, args, phrase):
+    out = tmp_path / "g.json"
+    _refused(invoke("generate", *args, "-o", out), phrase)
+    assert not out.exists()
+
+
+def test_cost_evaluate_without_a_scorable_row_is_an_error(tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("gpu,M,N,K,time_us,transA\nTesla T4,64,64,64,,N\nTesla T4,64,x,64,5,N\n")
+    _refused(invoke("cost", "evaluate", table), "no row could be scored: 2 rows")

@@ -209,7 +209,11 @@ def test_heuristic_without_a_schedule_says_whether_one_exists(tmp_path: Path) ->
     # a layered graph at 80 MB: both greedy orders break the cap, a one-unit order fits
     path = tmp_path / "layered.json"
     path.write_text(json.dumps(layered(30, seed=1).to_dict()))
-    doc = invoke_json("solve", path, "--solver", "greedy", "-k", "2", "--memory-cap", "80000000")
+    out = tmp_path / "none.json"
+    r = invoke("solve", path, "--solver", "greedy", "-k", "2", "--memory-cap", "80000000",
+               "-o", out, "--json")  # fmt: skip
+    assert r.exit_code == 1 and not out.exists()  # ran, found none: no schedule file
+    doc = json.loads(r.stdout)
     assert doc["status"] == "UNKNOWN" and not doc["ops"]
     assert "a schedule within the cap exists" in doc["info"]["reason"]
     assert "try --solver memory-list or cpsat" in doc["info"]["reason"]

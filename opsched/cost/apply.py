@@ -148,7 +148,8 @@ def apply(
                       workspace_bytes=op.workspace_bytes, demands=demands, kind=kind_i,
                       output=op.output, attrs=a, reads=op.reads, writes=op.writes))  # fmt: skip
     unit = "us" if tick_us is None else f"tick of {tick_us:g} us"
-    attrs = dict(graph.attrs) | {
+    # the durations are the cost model's now: a builder's placeholder note no longer holds
+    attrs = {k: v for k, v in graph.attrs.items() if k != "duration_unit"} | {
         "time_unit": unit,
         "cost_model": {
             "gpu": profile.gpu,

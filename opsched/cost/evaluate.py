@@ -120,6 +120,11 @@ def errors(pred: Any) -> Any:
             "roof_ape": np.abs(meta["roof"][target][ok] - measured[ok]) / measured[ok] * 100,
         }))  # fmt: skip
     d = pd.concat(parts, ignore_index=True)
+    if d.empty:  # a table of unmeasured or unreadable rows: say so, not an empty table
+        raise InputError(
+            f"no row could be scored: {len(pred)} rows, none with both a measured time above 0 "
+            "and a readable shape"
+        )
     g = d.groupby(["gpu", "family"], sort=True)
     res = g.agg(rows=("ape", "size"), median_ape=("ape", "median"), mean_ape=("ape", "mean"),
                 roofline_median_ape=("roof_ape", "median"),

@@ -56,6 +56,7 @@ __all__ = [
     "roofline_bound",
     "roofline_us",
     "tree_class",
+    "twin_bounds",
     "write_only",
 ]
 
@@ -159,6 +160,27 @@ def roofline_bound(family: str, t: np.ndarray, roof: np.ndarray) -> np.ndarray:
     if family.startswith("elementwise"):
         return np.where(roof >= STREAMING_ROOFLINE_US, np.maximum(t, roof), t)
     return np.maximum(t, roof)
+
+
+def twin_bounds(
+    half: Mapping[str, Any] | None, fp32: Mapping[str, Any] | None, family: str
+) -> bool:
+    """Whether an op's float32 twin bounds its half-precision price: where the GPU's float32
+    curve of ``family`` is fitted on its own timings and its half curve is not (pooled, a
+    sibling's). A half op does its twin's arithmetic on half the bytes, but the twin's price
+    is only worth more than the half one's where it rests on more: with both curves fitted,
+    each on its own rows, the half one stands (Vidur's embedding lookups, timed in float16
+    only, held out fell from 3.9 to 67 % under a float32 twin priced by the donor curve).
+    Never for the fused attention kernel, which has no float32 form.
+
+    >>> twin_bounds({"source": "pooled"}, {"source": "fitted"}, "elementwise_binary")
+    True
+    >>> twin_bounds({"source": "fitted"}, {"source": "fitted"}, "elementwise_binary")
+    False
+    """
+    if family == "attention" or half is None or fp32 is None:
+        return False
+    return half.get("source") != "fitted" and fp32.get("source") == "fitted"
 
 
 def dtype_class(dtype: str) -> str:

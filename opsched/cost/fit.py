@@ -24,7 +24,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from opsched.cost.features import (
     elementwise_cap,
     feature_matrix,
     roofline_bound,
+    twin_bounds,
 )
 from opsched.cost.fitdata import (
     FIT_FILES,
@@ -299,6 +300,15 @@ def predict_family(
     out = _predict_rows(model, fam, fd, idx)
     if floor:  # as Profile.predict bounds its prices (the trees see the unbounded curve)
         out = roofline_bound(fam, out, fd.roof[idx])
+        tw = np.zeros(len(idx), bool) if fd.twin is None else fd.twin[idx].copy()
+        pairs = {(str(g), str(m)) for g, m in zip(fd.gpu[idx][tw], fd.method[idx][tw], strict=True)}
+        for g, m in pairs:  # as Profile.predict: features.twin_bounds
+            if not twin_bounds(model.curve(g, fam, "half", m), model.curve(g, fam, "fp32", m), fam):
+                tw &= ~((fd.gpu[idx] == g) & (fd.method[idx] == m))
+        if tw.any():  # a half-precision op costs at most its float32 twin
+            j = idx[tw]
+            t32 = roofline_bound(fam, _predict_rows(model, fam, _twins(fd), j), fd.roof32[j])
+            out[tw] = np.where(np.isnan(out[tw]), out[tw], np.fmin(out[tw], t32))
     for gpu in np.unique(fd.gpu[idx]) if floor else ():
         rows = fd.gpu[idx] == gpu
         fl = floor_of(model.floors, str(gpu), _arch())[0]
@@ -310,6 +320,12 @@ def predict_family(
             fl = max(fl, floor_of(model.family_floors[fam], str(gpu), _arch())[0])
         out[rows] = apply_floor(out[rows], fl)
     return out
+
+
+def _twins(fd: FamilyData) -> FamilyData:
+    """``fd`` with every row replaced by its float32 twin (meaningful on ``fd.twin`` rows)."""
+    fp32 = np.full(len(fd.t), "fp32")
+    return replace(fd, x=fd.x32, roof=fd.roof32, x_pads=fd.x32_pads, cls=fp32, tcls=fp32)
 
 
 def _predict_rows(model: Model, fam: str, fd: FamilyData, idx: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from opsched.errors import InputError
 __all__ = [
     "FIT_FILES",
     "MAX_ROWS_PER_SLOT",
+    "TWIN_FAMILIES",
     "FamilyData",
     "FitData",
     "cap_rows",
@@ -83,6 +84,14 @@ class FamilyData:
     #: each row's place in its timing run, in [0, 1), for the runs whose per-call times drift
     #: (:data:`opsched.cost.drift.DRIFT_RUNS`); NaN for every other row; None: no such rows
     run_pos: np.ndarray | None = None
+    #: the float32 twins of the half-precision rows (:data:`TWIN_FAMILIES`): ``twin`` marks
+    #: them, ``x32`` / ``roof32`` / ``x32_pads`` are the twins' features, roofline and
+    #: paddings' features (zero on the other rows); a half op is priced at most as its twin
+    #: (:func:`opsched.cost.fit.predict_family`, as ``Profile.predict``); None: no such rows
+    twin: np.ndarray | None = None
+    x32: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    roof32: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    x32_pads: tuple[np.ndarray, ...] = ()
 
     def tree_cls(self) -> np.ndarray:
         """Per row, the dtype class of the tree features."""
@@ -153,15 +162,19 @@ def load_fit_data(
         roof = np.zeros(len(rows))
         slots = len(paddings(fam, SAMPLE_ATTRS[fam])) if fam in PADDED_FAMILIES else 0
         pads = [np.zeros_like(x) for _ in range(slots)]
+        twin = np.array([fam in TWIN_FAMILIES and r[4] == "half" for r in rows])
+        n32 = len(rows) if twin.any() else 0  # the twins' arrays only where there are twins
+        x32, roof32 = np.zeros((n32, x.shape[1])), np.zeros(n32)
+        pads32 = [np.zeros_like(x32) for _ in range(slots)]
+
         for gpu in sorted(set(gpus)):
             idx = np.nonzero(gpus == gpu)[0]
-            attrs = [rows[i][0] for i in idx]
-            x[idx] = feature_matrix(fam, attrs, specs[gpu])
-            roof[idx] = [roofline_us(kind, a, specs[gpu]) for a in attrs]
-            padded = [paddings(fam, a) for a in attrs]  # per row, one entry per slot
-            for k, xp in enumerate(pads):
-                slot = [p[k] or a for p, a in zip(padded, attrs, strict=True)]
-                xp[idx] = feature_matrix(fam, slot, specs[gpu])
+            into = (x, roof, pads)
+            _fill_features(fam, kind, idx, [rows[i][0] for i in idx], specs[gpu], *into)
+            tw = idx[twin[idx]]
+            if tw.size:
+                fp32 = [{**rows[i][0], "dtype": "float32"} for i in tw]
+                _fill_features(fam, kind, tw, fp32, specs[gpu], x32, roof32, pads32)
         out[fam] = FamilyData(
             x=x, t=np.array([r[1] for r in rows]), roof=roof, gpu=gpus,
             method=np.array([r[3] for r in rows]), cls=np.array([r[4] for r in rows]),
@@ -169,7 +182,30 @@ def load_fit_data(
             tcls=np.array([r[7] for r in rows]), x_pads=tuple(pads),
             run_pos=_run_positions(fam, rows),
         )  # fmt: skip
+        if twin.any():
+            out[fam].twin, out[fam].x32, out[fam].roof32 = twin, x32, roof32
+            out[fam].x32_pads = tuple(pads32)
     return FitData(out)
+
+
+def _fill_features(
+    fam: str,
+    kind: str,
+    idx: np.ndarray,
+    attrs: list[Any],
+    spec: Any,
+    xs: np.ndarray,
+    roofs: np.ndarray,
+    pad_xs: list[np.ndarray],
+) -> None:
+    """Write the features, roofline and paddings' features of rows ``idx`` (``attrs``, one
+    GPU's ``spec``) into ``xs``, ``roofs`` and ``pad_xs``."""
+    xs[idx] = feature_matrix(fam, attrs, spec)
+    roofs[idx] = [roofline_us(kind, a, spec) for a in attrs]
+    padded = [paddings(fam, a) for a in attrs]  # per row, one entry per slot
+    for k, xp in enumerate(pad_xs):
+        slot = [p[k] or a for p, a in zip(padded, attrs, strict=True)]
+        xp[idx] = feature_matrix(fam, slot, spec)
 
 
 def _run_positions(fam: str, rows: list[tuple[Any, ...]]) -> np.ndarray | None:
@@ -189,6 +225,11 @@ def _run_positions(fam: str, rows: list[tuple[Any, ...]]) -> np.ndarray | None:
     gpus = np.array([r[2] for r in rows])
     pos[drifting] = run_positions(np.char.add(np.char.add(table, "|"), gpus)[drifting])
     return pos
+
+
+#: Families whose half-precision rows are priced at most as their float32 twins: all but the
+#: fused attention kernel, which has no float32 form.
+TWIN_FAMILIES = frozenset(FAMILIES) - {"attention"}
 
 
 #: Math-mode dtypes (:mod:`opsched.cost.mathmode`) -> the dtype of the tensors.

@@ -58,6 +58,7 @@ from opsched.cost.features import (
     feature_matrix,
     roofline_us,
     tree_class,
+    twin_bounds,
 )
 from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
 from opsched.cost.paddings import PADDED_FAMILIES
@@ -305,6 +306,17 @@ class Profile:
                 # TF32 math mode permits tensor-core kernels; cuBLAS / cuDNN pick one only where
                 # it is faster, so the TF32 price never exceeds the FP32 one (the fp32 curve is
                 # not monotone in the peak far from its data: no TF32 convolution timings exist)
+                fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
+                t = np.minimum(t, self._predict(kinds_of, fp32, method, False, pad))
+            elif dtype_class(dtype) == "half" and twin_bounds(
+                c, self.curve(fam, "float32", method), fam
+            ):
+                # a half-precision op does its float32 twin's arithmetic on half the bytes
+                # (PyTorch's kernels compute in float32 registers; cuBLAS / cuDNN can always
+                # multiply half tensors in FP32): where the twin's price rests on this GPU's
+                # own timings and the half one does not, the twin bounds it (the V100-SXM2,
+                # its half curve the pooled one, priced a 2^24-element float16 add at 3.4
+                # times its float32 one)
                 fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
                 t = np.minimum(t, self._predict(kinds_of, fp32, method, False, pad))
             if pad and fam in PADDED_FAMILIES:  # a small op costs at most its paddings

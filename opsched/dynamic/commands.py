@@ -84,6 +84,7 @@ def register(main: click.Group) -> None:
         from opsched.ir.jsonio import load_json_file
         from opsched.problem import Machine, Problem
         from opsched.schedule import Schedule
+        from opsched.units import format_bytes
         from opsched.validate import validate
 
         g = read_graph(graph)
@@ -129,7 +130,18 @@ def register(main: click.Group) -> None:
         for key in ("static", "online"):
             if key in doc:
                 s = doc[key]
+                est = "-" if s["estimate"] is None else f"{s['estimate']:.6g}"
                 click.echo(
-                    f"  {key:7s} estimate {s['estimate']:.6g}  mean {s['mean']:.6g}  "
+                    f"  {key:7s} estimate {est}  mean {s['mean']:.6g}  "
                     f"sd {s['std']:.3g}  p95 {s['p95']:.6g}  max {s['max']:.6g}"
                 )
+                if s.get("dead_ends"):
+                    click.echo(f"  {'':7s} {s['dead_ends']} of {runs} runs hit a memory dead "
+                               "end (left out of the statistics)")  # fmt: skip
+                if s.get("memory_cap") is not None and s.get("peak_max") is not None:
+                    cap, peak = format_bytes(s["memory_cap"]), format_bytes(s["peak_max"])
+                    over = f"{s['over_cap']} of {runs} runs over the cap"
+                    click.echo(f"  {'':7s} peak memory max {peak} (cap {cap}): {over}")
+                elif s.get("broken"):
+                    click.echo(f"  {'':7s} {s['broken']} of {runs} runs break a resource "
+                               "capacity (a replay keeps the unit orders only)")  # fmt: skip

@@ -75,25 +75,31 @@ class NoiseStats:
     wall_time_s: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
 
+    # the statistics are over the runs that finished (an online run can hit a memory dead
+    # end: its makespan is NaN, counted in info["dead_ends"]); NaN if none did
+    @property
+    def _done(self) -> np.ndarray:
+        return self.makespans[np.isfinite(self.makespans)]
+
     @property
     def mean(self) -> float:
-        return float(self.makespans.mean())
+        return float(self._done.mean()) if self._done.size else float("nan")
 
     @property
     def std(self) -> float:
-        return float(self.makespans.std(ddof=1)) if len(self.makespans) > 1 else 0.0
+        return float(self._done.std(ddof=1)) if self._done.size > 1 else 0.0
 
     @property
     def p50(self) -> float:
-        return float(np.percentile(self.makespans, 50))
+        return float(np.percentile(self._done, 50)) if self._done.size else float("nan")
 
     @property
     def p95(self) -> float:
-        return float(np.percentile(self.makespans, 95))
+        return float(np.percentile(self._done, 95)) if self._done.size else float("nan")
 
     @property
     def worst(self) -> float:
-        return float(self.makespans.max())
+        return float(self._done.max()) if self._done.size else float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,17 +148,39 @@ def _prepare(problem: Problem, policy: Policy) -> tuple[str, UnitOrders | Online
     return name, UnitOrders(problem, sched), sched.makespan
 
 
-def _run_all(problem: Problem, prepared: UnitOrders | Online, draws: np.ndarray) -> np.ndarray:
+def _run_all(
+    problem: Problem, prepared: UnitOrders | Online, draws: np.ndarray
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Makespans of the runs (NaN for an online run that hit a memory dead end) and what the
+    runs did to the machine: under a memory cap ``peak_max`` and ``over_cap`` (replays
+    whose peak broke the cap: a replay keeps unit orders, not the cap), ``broken`` (replays
+    the validator refuses), ``dead_ends`` (online runs without a schedule)."""
     out = np.empty(len(draws))
+    peaks: list[float] = []
+    broken = dead = 0
     for i, d in enumerate(draws):
         if isinstance(prepared, Online):
             s = online(problem, d, prepared.priority)
             if not s.has_schedule:
-                raise ProblemError(f"online run {i} hit a dead end: {s.info.get('reason')}")
+                out[i] = np.nan
+                dead += 1
+                continue
         else:
             s = replay(problem, prepared, d)
+            broken += s.info.get("valid") is False
         out[i] = s.makespan
-    return out
+        if s.peak_memory is not None:
+            peaks.append(float(s.peak_memory))
+    info: dict[str, Any] = {}
+    if problem.memory_cap is not None:
+        cap = problem.memory_cap
+        info |= {"memory_cap": cap, "peak_max": max(peaks) if peaks else None,
+                 "over_cap": int(sum(p > cap for p in peaks))}  # fmt: skip
+    if not set(problem.capacities) <= {"units"} or problem.memory_cap is not None:
+        info["broken"] = broken
+    if isinstance(prepared, Online):
+        info["dead_ends"] = dead
+    return out, info
 
 
 def expected_makespan(
@@ -185,8 +213,8 @@ def expected_makespan(
     if estimate is None:  # online: its makespan on the estimates
         estimate = online(problem, problem.graph.durations, prepared.priority).makespan  # type: ignore[union-attr]
     draws = sample_durations(problem.graph, noise, runs, seed, decimals)
-    spans = _run_all(problem, prepared, draws)
-    return NoiseStats(name, spans, estimate, seed, time.perf_counter() - t0)
+    spans, info = _run_all(problem, prepared, draws)
+    return NoiseStats(name, spans, estimate, seed, time.perf_counter() - t0, info)
 
 
 def robust_portfolio(
@@ -261,12 +289,12 @@ def clairvoyant_gaps(
         "policies": {},
     }
     for name, prep, _ in prepared:
-        spans = _run_all(problem, prep, draws)
+        spans, _ = _run_all(problem, prep, draws)
         gaps = (spans - opt) / np.where(opt > 0, opt, 1.0)
         out["policies"][name] = {
             "makespans": spans.tolist(),
             "mean_gap": float(np.nanmean(gaps)),
             "max_gap": float(np.nanmax(gaps)),
-            "mean": float(spans.mean()),
+            "mean": float(np.nanmean(spans)),
         }
     return out

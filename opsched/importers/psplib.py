@@ -71,7 +71,8 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
         raise InputError("missing 'jobs (incl. supersource/sink)' line", where)
 
     succ = _rows(lines, sections["PRECEDENCE RELATIONS"] + 2, njobs, where, "precedence")
-    req = _rows(lines, sections["REQUESTS/DURATIONS"] + 3, njobs, where, "request")
+    req = _rows(lines, sections["REQUESTS/DURATIONS"] + 3, njobs, where, "request",
+                ("job number", "mode", "duration"))  # fmt: skip
     if sections["RESOURCEAVAILABILITIES"] + 1 >= len(lines):
         raise InputError("missing resource names and capacities (truncated file?)", where)
     head = lines[sections["RESOURCEAVAILABILITIES"] + 1].split()
@@ -135,8 +136,11 @@ def _job_graph(
 
 
 def _rows(
-    lines: list[str], first: int, count: int, where: str, what: str
-) -> list[tuple[int, list[int]]]:
+    lines: list[str], first: int, count: int, where: str, what: str,
+    columns: tuple[str, ...] = (),
+) -> list[tuple[int, list[int]]]:  # fmt: skip
+    """The ``count`` job rows of a table from line ``first``; a bad field is named by its
+    column (``columns``, the table's first fields: job, mode, duration) or by ``what``."""
     rows: list[tuple[int, list[int]]] = []
     i = first
     while len(rows) < count:
@@ -144,7 +148,13 @@ def _rows(
             raise InputError(f"{what} table has {len(rows)} of {count} jobs (truncated?)", where)
         s = lines[i].strip()
         if s and not s.startswith("-"):
-            rows.append((i + 1, [_int(t, f"{what} field", i + 1, where) for t in s.split()]))
+            fields = s.split()
+            names = [
+                columns[j] if j < len(columns) else f"{what} field" for j in range(len(fields))
+            ]
+            rows.append(
+                (i + 1, [_int(t, n, i + 1, where) for t, n in zip(fields, names, strict=True)])
+            )
         i += 1
     for k, (lineno, tok) in enumerate(rows):
         if len(tok) < 3 or tok[0] != k + 1:

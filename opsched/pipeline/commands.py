@@ -102,14 +102,19 @@ def register(main: click.Group) -> None:
         Reports the latency of one input and the initiation interval (throughput); the
         schedule is one of the unrolled graph (ops named OP@M) and is validated.
         """
-        from opsched._clikit import machine_from_options, progress_lines
+        from opsched._clikit import EXIT_NO_SCHEDULE, machine_from_options, progress_lines
+        from opsched.errors import ProblemError
         from opsched.importers import read_graph
         from opsched.ir.jsonio import write_graph_json
         from opsched.pipeline import check_stages, pipeline_cpsat, pipeline_heuristic
         from opsched.problem import Problem
         from opsched.validate import validate
 
-        problem = Problem(read_graph(graph), machine_from_options(units, memory_cap, None))
+        g = read_graph(graph)
+        if stages > g.num_ops:
+            raise ProblemError(f"--stages {stages}: more stages than the graph's {g.num_ops} ops",
+                               str(graph))  # fmt: skip
+        problem = Problem(g, machine_from_options(units, memory_cap, None))
         if solver == "cpsat":
             say = None if quiet or as_json else progress_lines()
             res = pipeline_cpsat(problem, stages, microbatches, formulation=formulation,
@@ -137,6 +142,8 @@ def register(main: click.Group) -> None:
         }
         if as_json:
             _emit_json(doc)
+            if not res.schedule.has_schedule:
+                raise SystemExit(EXIT_NO_SCHEDULE)
             return
         click.echo(res.summary())
         if res.metrics is not None:
@@ -145,10 +152,13 @@ def register(main: click.Group) -> None:
                 f"throughput {m.throughput:.6g} micro-batches per time unit; mean "
                 f"latency {m.mean_latency:g}; stage work {m.stage_work}"
             )
-        click.echo(
-            f"peak memory {res.schedule.peak_memory} B; time {res.schedule.wall_time_s:.3f} s"
-        )
+        if res.schedule.has_schedule:
+            click.echo(
+                f"peak memory {res.schedule.peak_memory} B; time {res.schedule.wall_time_s:.3f} s"
+            )
         if report is not None:
             click.echo(report.summary() if not misplaced else f"misplaced: {misplaced[:5]}")
         elif res.schedule.info.get("reason"):
             click.echo(f"no schedule: {res.schedule.info['reason']}")
+        if not res.schedule.has_schedule:  # ran, found none (as solve does): exit 1
+            raise SystemExit(EXIT_NO_SCHEDULE)

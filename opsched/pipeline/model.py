@@ -305,10 +305,15 @@ class PipelineResult:
             return f"{self.method}: {self.schedule.status.value}, no schedule"
         m = self.metrics
         sizes = np.bincount(self.assignment, minlength=len(m.stage_work)).tolist()
+        interval = f"interval {m.interval:g} (bottleneck {m.bottleneck:g})"
+        if m.interval < m.bottleneck * (1 - 1e-9):
+            # a makespan-optimal schedule may finish the micro-batches together: the spread
+            # of their ends is then no period (a periodic one cannot beat the bottleneck)
+            interval = (f"interval {m.interval:g}, below the bottleneck {m.bottleneck:g}: the "
+                        "outputs end together, not periodically")  # fmt: skip
         return (
             f"{self.method}: {self.schedule.status.value}, makespan {m.makespan:g}, latency "
-            f"{m.latency:g}, interval {m.interval:g} (bottleneck {m.bottleneck:g}), "
-            f"ops per stage {sizes}"
+            f"{m.latency:g}, {interval}, ops per stage {sizes}"
         )
 
     def to_dict(self) -> dict[str, Any]:

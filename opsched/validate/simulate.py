@@ -94,6 +94,7 @@ def execute_orders(
     orders: Mapping[int, Sequence[str]] | Sequence[Sequence[str]],
     durations: Mapping[str, float] | np.ndarray | None = None,
     solver: str = "orders",
+    check: bool = True,
 ) -> Schedule:
     """Run each unit's op sequence as early as dependencies and the unit allow.
 
@@ -106,6 +107,11 @@ def execute_orders(
     durations
         Actual durations to execute with (by name or in graph order); the estimates if omitted.
         The returned schedule uses a copy of the graph with these durations.
+
+    Only the unit orders and dependencies are enforced: with ``check``, where the problem has
+    a memory cap or resources besides ``units``, a result the validator refuses has status
+    UNKNOWN and ``info["reason"]`` names its first violation (FEASIBLE only for a valid
+    schedule).
 
     Raises
     ------
@@ -178,4 +184,14 @@ def execute_orders(
     if done < n:
         stuck = [g.names[i] for i in range(n) if indeg[i] > 0]
         raise ScheduleFormatError(f"unit orders deadlock: {stuck[:8]} wait on each other")
-    return Schedule.build(problem, start, unit_of.tolist(), solver=solver, status=Status.FEASIBLE)
+    out = Schedule.build(problem, start, unit_of.tolist(), solver=solver, status=Status.FEASIBLE)
+    if check and (problem.memory_cap is not None or not set(problem.capacities) <= {"units"}):
+        # only unit orders and dependencies are kept: a cap or another resource may break
+        from opsched.validate.checker import validate
+
+        report = validate(problem, out)
+        if not report.valid:
+            out.status = Status.UNKNOWN
+            why = f"the orders break the problem: {report.violations[0]}"
+            out.info = {**out.info, "valid": False, "reason": why}
+    return out

@@ -32,15 +32,18 @@ def generate_graph(
     seed: int = 0,
     units: int | None = None,
     memory: bool = False,
-    max_duration: int = 10,
+    max_duration: int | None = None,
     p: float | None = None,
-    avg_deps: float = 2.0,
+    avg_deps: float | None = None,
 ) -> Any:
     """Run generator ``kind``; return an OpGraph, or a PlantedGraph for ``"planted"``.
 
     ``--units`` belongs to ``planted`` only, ``--p`` to ``gnp`` (default
-    ``2 avg_deps / (ops - 1)``: about ``avg_deps`` dependencies per op); the two examples
-    have a fixed size.
+    ``2 avg_deps / (ops - 1)``: about ``avg_deps`` dependencies per op), ``avg_deps`` (default
+    2) to ``gnp`` and ``planted``; ``max_duration`` (default 10) and ``memory`` to every
+    random generator but ``network`` (its own durations and no tensors), and ``layered``
+    always draws tensor sizes; the two examples have a fixed size. An option the generator
+    does not use is refused, not ignored.
 
     Examples
     --------
@@ -58,6 +61,14 @@ def generate_graph(
         raise ProblemError(f"--units is for the planted generator, not {kind!r}")
     if p is not None and kind != "gnp":
         raise ProblemError(f"--p is for the gnp generator, not {kind!r}")
+    if avg_deps is not None and kind not in ("gnp", "planted"):
+        raise ProblemError(f"--avg-deps is for the gnp and planted generators, not {kind!r}")
+    if kind in gen.EXAMPLES or kind == "network":
+        for flag, given in (("--memory", memory), ("--max-duration", max_duration is not None)):
+            if given:
+                raise ProblemError(f"{flag} does not apply to the {kind} generator")
+    avg_deps = 2.0 if avg_deps is None else avg_deps
+    max_duration = 10 if max_duration is None else max_duration
     if kind in gen.EXAMPLES:
         g = gen.example_graph(kind)
         if ops is not None and ops != g.num_ops:
@@ -94,16 +105,18 @@ def register(main: click.Group) -> None:
     )  # fmt: skip
     @click.option(
         "--memory", is_flag=True,
-        help="Draw tensor sizes (planted: and cap memory at the planted peak).",
+        help="Draw tensor sizes (layered: always; planted: and cap memory at the planted "
+        "peak; not network).",
     )  # fmt: skip
     @click.option(
-        "--max-duration", type=click.IntRange(min=1), default=10, show_default=True,
-        help="Durations are integers in [1, max] (planted: about that mean x 2).",
+        "--max-duration", type=click.IntRange(min=1), default=None,
+        help="Durations are integers in [1, max] (planted: about that mean x 2; not network) "
+        "[default: 10].",
     )  # fmt: skip
     @click.option("--p", "p", type=FiniteFloat(0, 1), default=None, help="gnp: edge prob.")
     @click.option(
-        "--avg-deps", type=FiniteFloat(min=0), default=2.0, show_default=True,
-        help="gnp and planted: mean dependencies per op.",
+        "--avg-deps", type=FiniteFloat(min=0), default=None,
+        help="gnp and planted: mean dependencies per op [default: 2].",
     )  # fmt: skip
     @click.option(
         "--schedule", "schedule_out", type=click.Path(path_type=Path), default=None,
@@ -118,9 +131,9 @@ def register(main: click.Group) -> None:
         seed: int,
         units: int | None,
         memory: bool,
-        max_duration: int,
+        max_duration: int | None,
         p: float | None,
-        avg_deps: float,
+        avg_deps: float | None,
         schedule_out: Path | None,
         output: Path,
         as_json: bool,

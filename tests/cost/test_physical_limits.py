@@ -10,7 +10,7 @@ import pytest
 from opsched.cost import apply, load_profile, resolve_gpu
 from opsched.cost.aten import aten_kind
 from opsched.cost.data import canonical_rows
-from opsched.cost.features import STREAMING_ROOFLINE_US
+from opsched.cost.features import STREAMING_ROOFLINE_US, family_of, twin_bounds
 from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
 from opsched.cost.specs import known_gpus, load_specs
 from opsched.errors import GraphError, InputError
@@ -167,3 +167,34 @@ def test_predict_prices_a_table_of_shapes_without_times(tmp_path):
     scored = CliRunner().invoke(main, ["cost", "evaluate", str(shapes)])
     assert scored.exit_code == 2 and "no timing column" in scored.output
     assert str(shapes) in scored.output
+
+
+HALF_CASES = [
+    ("matmul", {"M": 333, "N": 100, "K": 4096}),
+    ("matmul", {"B": 16, "M": 128, "N": 128, "K": 64}),
+    ("conv2d", {"N": 8, "C": 3, "H": 224, "W": 224, "K": 64, "R": 7, "S": 7, "stride_h": 2,
+                "stride_w": 2, "pad_h": 3, "pad_w": 3}),
+    ("elementwise", {"numel": 2**24, "arity": 2, "fn": "add"}),
+    ("elementwise", {"numel": 2**20, "arity": 1, "fn": "gelu"}),
+    ("softmax", {"rows": 4096, "cols": 1000}),
+    ("layernorm", {"rows": 8192, "cols": 1024}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("gpu", known_gpus())
+@pytest.mark.parametrize("method", ["kernel", "events"])
+def test_a_half_op_costs_at_most_its_float32_twin_where_the_twin_is_measured(gpu, method):
+    # the V100-SXM2 priced a 2^24-element float16 add at 3.4 times its float32 one: its half
+    # curve is the pooled one, its float32 curve its own
+    p = load_profile(gpu)
+    kinds = [k for k, _ in HALF_CASES]
+    fams = [family_of(k, a) for k, a in HALF_CASES]
+    fp32 = p.predict_many(kinds, [a | {"dtype": "float32"} for _, a in HALF_CASES], method,
+                          allow_tf32=False)  # fmt: skip
+    bounded = [twin_bounds(p.curve(f, "float16", method), p.curve(f, "float32", method), f)
+               for f in fams]  # fmt: skip
+    for dt in ("float16", "bfloat16"):
+        half = p.predict_many(kinds, [a | {"dtype": dt} for _, a in HALF_CASES], method)
+        assert np.all((half <= fp32 * (1 + 1e-9)) | ~np.array(bounded)), (dt, half / fp32)
+    if gpu == "V100-SXM2":
+        assert bounded[fams.index("elementwise_binary")]

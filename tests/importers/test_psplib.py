@@ -137,7 +137,7 @@ def _replace_line(text: str, old: str, new: str) -> str:
         ),
         (
             _replace_line(SMALL, "  2      1     3       2    1", "  2      1     3.5     2    1"),
-            "line 14: request field must be an integer, got '3.5'",
+            "line 14: duration must be an integer, got '3.5'",
         ),
         (
             _replace_line(SMALL, "   4        1          0", "   4        1          1  1"),
@@ -157,7 +157,7 @@ def test_parse_psplib_errors(text: str, message: str) -> None:
     ("name", "message"),
     [
         ("truncated.sm", "missing section 'REQUESTS/DURATIONS' (truncated"),
-        ("non_integer.sm", "line 18: request field must be an integer, got '5.5'"),
+        ("non_integer.sm", "line 18: duration must be an integer, got '5.5'"),
     ],
 )
 def test_read_bad_sm_files(name: str, message: str) -> None:

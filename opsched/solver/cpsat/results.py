@@ -83,6 +83,13 @@ def reporter(
     kind: str, scaling: Scaling, problem: Problem, progress: Callable[[str], None]
 ) -> Callable[[float, float], None]:
     """A stage's improving solutions as lines for ``progress``, in real units."""
+    if kind == "makespan" and not scaling.time_exact:
+        # the model's durations are rounded up: its makespans and bound are of that model,
+        # not a bound on the real optimum
+        to = scaling.to_time
+        return lambda value, bound: progress(
+            f"makespan {to(value):g} in rounded-up durations (that model's bound {to(bound):g})"
+        )
     if kind == "makespan":
         return makespan_lines(progress, scaling.to_time)
     base, q = problem.graph.persistent_bytes, scaling.memory_quantum

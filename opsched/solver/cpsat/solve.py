@@ -57,6 +57,10 @@ __all__ = [
     "solve_cpsat",
 ]
 
+#: Most ticks the ops' durations may sum to: the horizon, energy and objective sums of the
+#: model stay far inside CP-SAT's 64-bit domains (its variables hold at most 2**62).
+MAX_TICKS = 2**50
+
 #: Share of the time limit the orders a memory cap forces may take (as a flow count).
 CAP_ORDER_SHARE = 0.1
 
@@ -166,6 +170,12 @@ def solve_cpsat(
             return solve_phases(problem, cuts, phase, time_limit, progress)
     scaling = choose_scaling(problem.graph, problem.memory_cap)
     sum_ticks = int(sum(scaling.durations))
+    if sum_ticks > MAX_TICKS:
+        raise ProblemError(
+            f"the ops' total duration is {sum_ticks:.3g} ticks, over the {MAX_TICKS:.3g} "
+            "(2**50) the CP-SAT model holds (its sums must stay within 64-bit integers): "
+            "give the durations in a coarser time unit"
+        )
     info: dict[str, Any] = {"objective": obj.value, "scaling": scaling.to_dict(), "stages": []}
     tick = tick_problem(problem, scaling)
     orders: tuple[tuple[int, int], ...] = ()
@@ -353,9 +363,39 @@ def solve_cpsat(
     tick_ends = [t + d for t, d in zip(best_ticks, scaling.durations, strict=True)]
     units = assign_units([float(t) for t in best_ticks], [float(e) for e in tick_ends], demand)
     starts = [scaling.to_time(t) for t in best_ticks]
-    return Schedule.build(
+    out = Schedule.build(
         problem, starts, units, solver="cpsat", status=status,
         lower_bound=lb, wall_time_s=time.perf_counter() - t0, info=info,
+    )  # fmt: skip
+    if not scaling.time_exact and order == ["makespan"]:
+        out = _no_worse_than_greedy(problem, out)
+    return out
+
+
+def _no_worse_than_greedy(problem: Problem, found: Schedule) -> Schedule:
+    """Under rounded-up durations CP-SAT's optimum is that of the rounded model: in real
+    time a greedy schedule (the model's hint) can end earlier (squeezenet, float16 on an
+    A100, 4 units: 316.247 against list scheduling's 316.239). Then the greedy schedule is
+    returned, with CP-SAT's bound and status FEASIBLE, and ``info`` says so."""
+    from opsched.heuristics.listsched import list_schedule
+
+    best = found
+    for cand in (greedy(problem, "b-level"), greedy(problem), list_schedule(problem)):
+        if (cand.has_schedule and cand.makespan is not None and best.makespan is not None
+                and cand.makespan < best.makespan - 1e-12):  # fmt: skip
+            best = cand
+    if best is found:
+        return found
+    info = {**found.info, "note_greedy": (
+        f"the rounded model's optimum ends at {found.makespan:g} in real time; "
+        f"{best.solver} ({best.makespan:g}) ends earlier: its schedule is returned"
+    )}  # fmt: skip
+    by_name = {o.name: o for o in best.ops}
+    ops = [by_name[n] for n in problem.graph.names]
+    return Schedule.build(
+        problem, [o.start for o in ops], [o.unit for o in ops], solver="cpsat",
+        status=Status.FEASIBLE, lower_bound=found.lower_bound,
+        wall_time_s=found.wall_time_s, info=info,
     )  # fmt: skip
 
 

@@ -1,0 +1,69 @@
+"""A replay keeps unit orders, not the memory cap: what breaks the cap is said, not hidden."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from opsched.cli import main
+from opsched.dynamic import Lognormal, Online, expected_makespan, replay
+from opsched.ir import Op, OpGraph
+from opsched.problem import Machine, Problem
+from opsched.schedule import Schedule, Status
+from opsched.validate import execute_orders, validate
+
+
+def _held() -> Problem:
+    """a -> c on one unit, b -> d on the other; a and b each write 10 B, c and d 1 B.
+
+    Under a 15 B cap b must wait until c has consumed a's tensor: the valid schedule runs
+    a [0, 1), c [1, 2) on unit 0 and b [2, 3), d [3, 4) on unit 1, peak 11 B (a's tensor and
+    c's, then b's and d's). Replayed, b starts as soon as its unit is free, at 0, next to a:
+    20 B live at once, 22 B while c and d run.
+    """
+    g = OpGraph([Op("a", 1.0, output_bytes=10), Op("b", 1.0, output_bytes=10),
+                 Op("c", 1.0, deps=("a",), output_bytes=1),
+                 Op("d", 1.0, deps=("b",), output_bytes=1)])  # fmt: skip
+    return Problem(g, Machine(units=2, memory_cap=15))
+
+
+def _valid(p: Problem) -> Schedule:
+    s = Schedule.build(p, [0.0, 2.0, 1.0, 3.0], [0, 1, 0, 1], solver="hand")
+    assert validate(p, s).valid and s.peak_memory == 11
+    return s
+
+
+def test_orders_replayed_past_the_cap_are_not_called_feasible():
+    p = _held()
+    run = execute_orders(p, [["a", "c"], ["b", "d"]])
+    assert run.peak_memory == 22 and run.status is Status.UNKNOWN
+    assert run.info["valid"] is False and "the orders break the problem" in run.info["reason"]
+    assert not validate(p, run).valid
+    again = replay(p, _valid(p))
+    assert again.status is Status.UNKNOWN and again.info["valid"] is False
+    # without the cap the same orders are a feasible schedule
+    free = Problem(p.graph, Machine(units=2))
+    assert execute_orders(free, [["a", "c"], ["b", "d"]]).status is Status.FEASIBLE
+
+
+def test_noise_statistics_count_the_runs_over_the_cap_and_the_dead_ends():
+    p = _held()
+    st = expected_makespan(p, _valid(p), Lognormal(0.2), runs=10, seed=3)
+    assert st.info["over_cap"] == 10 and st.info["peak_max"] >= 20  # a and b start at 0
+    assert st.info["broken"] == 10 and st.info["memory_cap"] == 15
+    on = expected_makespan(p, Online(), Lognormal(0.2), runs=10, seed=3)
+    # the online list scheduler respects the cap or stops: every run it finishes is valid
+    assert on.info["dead_ends"] + sum(map(bool, on.makespans == on.makespans)) == 10
+
+
+def test_simulate_reports_memory_and_survives_online_dead_ends(tmp_path):
+    p = _held()
+    gpath, spath = tmp_path / "g.json", tmp_path / "s.json"
+    gpath.write_text(json.dumps(p.graph.to_dict()))
+    _valid(p).to_json(str(spath))
+    r = CliRunner().invoke(main, ["simulate", str(gpath), str(spath), "--noise", "0.1",
+                                  "--runs", "8", "--online"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "(cap 15B): 8 of 8 runs over the cap" in r.output
+    assert "online" in r.output
