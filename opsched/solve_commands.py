@@ -275,8 +275,7 @@ def solve(
     if lns_note.startswith("not applicable"):
         import warnings
 
-        warnings.warn(f"lns {lns_note.replace('the start schedule', 'the portfolio schedule')}",
-                      stacklevel=1)  # fmt: skip
+        warnings.warn(f"lns {lns_note}: the portfolio schedule as it is", stacklevel=1)
     report = check(problem, result)
     if not report.valid:  # a solver bug: never hand out an invalid schedule
         _fail(f"{solver} produced an invalid schedule: {report.violations[0]}", 3)

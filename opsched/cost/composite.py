@@ -33,6 +33,7 @@ import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS
 from opsched.cost.features import ZERO_KINDS, elementwise_cap, roofline_bound, roofline_us
+from opsched.cost.mathmode import CONV_KINDS
 from opsched.cost.paddings import paddings
 from opsched.cost.specs import GpuSpec
 from opsched.ir import kinds
@@ -178,6 +179,8 @@ def bounded(
     - a fused attention kernel at most its unfused parts: its curve rests on one GPU's 216
       timings (Sq = Skv of 128-2048, compute-bound).
     """
+    if family in CONV_KINDS:  # neither bound applies (roofline_bound): no roofline to price
+        return t
     spec = profile.spec
     roof = np.array([roofline_us(k, a, spec) for k, a in zip(kind_list, attrs, strict=True)])
     if family.startswith("elementwise") and method not in FREE_OVERHEAD_METHODS:

@@ -163,9 +163,9 @@ _DEEPBENCH_KERNEL_COLUMNS = {"conv2d": "fwd_kernel", "conv2d_bwd_data": "bwd_dat
 #: float32, a row of another dtype is left out.
 _TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
                     "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # fmt: skip
-#: Other spellings of a DeepBench-schema dtype (torch's names, ``half``, ``float``).
-_DTYPE_ALIASES = {"float32": "float32", "float": "float32", "single": "float32",
-                  "float16": "float16", "half": "float16", "bfloat16": "bfloat16"}  # fmt: skip
+#: Every spelling of a DeepBench-schema dtype, lower case: DeepBench's, torch's, ``half``...
+_DEEPBENCH_SPELLINGS = {**_TORCH_DTYPES, "float": "float32", "single": "float32",
+                        "half": "float16", **_DEEPBENCH_DTYPES}  # fmt: skip
 _NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
 #: NeuSight ops read as an elementwise kernel of one operand; any op of no rule is left out.
 _NEUSIGHT_UNARY = {"relu", "gelu", "tanh", "exp", "sigmoid", "silu", "neg", "abs", "sqrt"}
@@ -230,18 +230,17 @@ def _i(v: Any) -> int:
     return round(f)
 
 
-def _deepbench_dtype(raw: Any) -> str:
-    """The dtype of a DeepBench-schema row: DeepBench's own names and torch's, any case; a
+def _deepbench_dtype(raw: Any) -> tuple[str, str]:
+    """The dtype of a DeepBench-schema row and its name as spelt in the table, lower case
+    (``tf32`` is float32 with TF32 allowed): DeepBench's own names and torch's, any case; a
     blank cell is float32 (DeepBench's single-precision sheets)."""
     if raw is None or (isinstance(raw, float) and math.isnan(raw)) or str(raw).strip() == "":
-        return "float32"
+        return "float32", ""
     name = str(raw).strip().lower()
-    if name in _DEEPBENCH_DTYPES:
-        return _DEEPBENCH_DTYPES[name]
-    if name in _DTYPE_ALIASES:
-        return _DTYPE_ALIASES[name]
-    known = sorted(set(_DEEPBENCH_DTYPES) | set(_DTYPE_ALIASES))
-    raise _BadCell(f"unknown dtype {raw!r} (known: {', '.join(known)})")
+    if name not in _DEEPBENCH_SPELLINGS:
+        known = ", ".join(sorted(_DEEPBENCH_SPELLINGS))
+        raise _BadCell(f"unknown dtype {raw!r} (known: {known})")
+    return _DEEPBENCH_SPELLINGS[name], name
 
 
 def _deepbench_conv_attrs(r: Any) -> dict[str, Any]:
@@ -402,10 +401,10 @@ def canonical_rows(
                 base: tuple[str, dict[str, Any]] = (
                     "matmul", {"M": _i(r.M), "N": _i(r.N), "K": _i(r.K)}
                 )  # fmt: skip
-                dtype = _deepbench_dtype(getattr(r, "dtype", None))
+                dtype, spelt = _deepbench_dtype(getattr(r, "dtype", None))
             elif schema == "deepbench_conv":
                 base = ("conv2d", _deepbench_conv_attrs(r))
-                dtype = _deepbench_dtype(getattr(r, "dtype", None))
+                dtype, spelt = _deepbench_dtype(getattr(r, "dtype", None))
             elif schema == "neusight":
                 base = _neusight(r)  # NeuSight's own rows are all float32; collect's may not be
                 raw = getattr(r, "dtype", None)
@@ -434,7 +433,7 @@ def canonical_rows(
             raise InputError(f"data row {pos + 1}: {e}") from None
         deepbench = schema.startswith("deepbench")
         if deepbench:  # collected rows: "tf32" allowed it; each timing names its own kernel
-            row_default = (True, True) if getattr(r, "dtype", "") == "tf32" else mode
+            row_default = (True, True) if spelt == "tf32" else mode
         else:
             shown = getattr(r, "kernels", None) or getattr(r, "main_kernel", None)
             row_mode = kernel_math_mode(shown) or mode

@@ -302,21 +302,19 @@ class Profile:
                 t = t * np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
             kinds_of = [kind_list[i] for i in idx]
             t = bounded(self, fam, t, kinds_of, attrs, [attrs_list[i] for i in idx], method)
-            if dtype == "tf32":
-                # TF32 math mode permits tensor-core kernels; cuBLAS / cuDNN pick one only where
-                # it is faster, so the TF32 price never exceeds the FP32 one (the fp32 curve is
-                # not monotone in the peak far from its data: no TF32 convolution timings exist)
-                fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
-                t = np.minimum(t, self._predict(kinds_of, fp32, method, False, pad))
-            elif dtype_class(dtype) == "half" and twin_bounds(
-                c, self.curve(fam, "float32", method), fam
+            # a twin priced in float32 (FP32 math) bounds the price: TF32 math mode permits
+            # tensor-core kernels, and cuBLAS / cuDNN pick one only where it is faster (the
+            # fp32 curve is not monotone in the peak far from its data: no TF32 convolution
+            # timings exist); a half-precision op does its float32 twin's arithmetic on half
+            # the bytes (PyTorch's kernels compute in float32 registers, the libraries can
+            # always multiply half tensors in FP32), which bounds it where the twin's price
+            # rests on this GPU's own timings and the half one does not (the V100-SXM2, its
+            # half curve the pooled one, priced a 2^24-element float16 add at 3.4 times its
+            # float32 one)
+            if dtype == "tf32" or (
+                dtype_class(dtype) == "half"
+                and twin_bounds(c, self.curve(fam, "float32", method), fam)
             ):
-                # a half-precision op does its float32 twin's arithmetic on half the bytes
-                # (PyTorch's kernels compute in float32 registers; cuBLAS / cuDNN can always
-                # multiply half tensors in FP32): where the twin's price rests on this GPU's
-                # own timings and the half one does not, the twin bounds it (the V100-SXM2,
-                # its half curve the pooled one, priced a 2^24-element float16 add at 3.4
-                # times its float32 one)
                 fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
                 t = np.minimum(t, self._predict(kinds_of, fp32, method, False, pad))
             if pad and fam in PADDED_FAMILIES:  # a small op costs at most its paddings

@@ -43,9 +43,9 @@ from opsched.errors import ScheduleFormatError
 from opsched.heuristics.listsched import list_schedule
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
-from opsched.validate.simulate import execute_orders
+from opsched.validate.simulate import execute_orders, mark_broken
 
-__all__ = ["UnitOrders", "mark_replay", "online", "replay", "unit_orders", "with_durations"]
+__all__ = ["UnitOrders", "online", "replay", "unit_orders", "with_durations"]
 
 
 def with_durations(problem: Problem, durations: Sequence[float] | np.ndarray) -> Problem:
@@ -111,24 +111,7 @@ def replay(
     starts = [o.start for o in run.ops]
     units = [orders.units[n] for n in actual.graph.names]
     out = Schedule.build(actual, starts, units, solver="replay", status=Status.FEASIBLE)
-    return mark_replay(actual, out)
-
-
-def mark_replay(problem: Problem, schedule: Schedule) -> Schedule:
-    """``schedule`` (a replay, which keeps only unit orders and dependencies) marked by what
-    it breaks: under a memory cap or resources besides ``units``, a replay the validator
-    refuses gets status UNKNOWN and ``info["reason"]`` names its first violation (a slower
-    op can keep a tensor alive past the cap). A valid one is returned as it is."""
-    if problem.memory_cap is None and set(problem.capacities) <= {"units"}:
-        return schedule
-    from opsched.validate import validate
-
-    report = validate(problem, schedule)
-    if not report.valid:
-        schedule.status = Status.UNKNOWN
-        why = f"the replay breaks the problem: {report.violations[0]}"
-        schedule.info = {**schedule.info, "valid": False, "reason": why}
-    return schedule
+    return mark_broken(actual, out)
 
 
 def online(

@@ -43,6 +43,7 @@ from opsched.dynamic.noise import NoiseModel, sample_durations
 from opsched.errors import ProblemError
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
+from opsched.validate.simulate import orders_suffice
 
 __all__ = [
     "NoiseStats",
@@ -176,7 +177,7 @@ def _run_all(
         cap = problem.memory_cap
         info |= {"memory_cap": cap, "peak_max": max(peaks) if peaks else None,
                  "over_cap": int(sum(p > cap for p in peaks))}  # fmt: skip
-    if not set(problem.capacities) <= {"units"} or problem.memory_cap is not None:
+    if not orders_suffice(problem):
         info["broken"] = broken
     if isinstance(prepared, Online):
         info["dead_ends"] = dead

@@ -136,7 +136,7 @@ def lns(
     g = problem.graph
     why = _not_applicable(problem, base)
     if why is not None:
-        base.info = {**base.info, "lns": f"not applicable ({why}): the start schedule as it is"}
+        base.info = {**base.info, "lns": f"not applicable ({why})"}
         return base
     scale = float(choose_scaling(g).time_scale)
     rng = np.random.default_rng(seed)

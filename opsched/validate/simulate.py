@@ -20,7 +20,7 @@ from opsched.liveness import memory_curve
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
 
-__all__ = ["SimulationReport", "execute_orders", "simulate"]
+__all__ = ["SimulationReport", "execute_orders", "mark_broken", "orders_suffice", "simulate"]
 
 
 @dataclass
@@ -185,13 +185,27 @@ def execute_orders(
         stuck = [g.names[i] for i in range(n) if indeg[i] > 0]
         raise ScheduleFormatError(f"unit orders deadlock: {stuck[:8]} wait on each other")
     out = Schedule.build(problem, start, unit_of.tolist(), solver=solver, status=Status.FEASIBLE)
-    if check and (problem.memory_cap is not None or not set(problem.capacities) <= {"units"}):
-        # only unit orders and dependencies are kept: a cap or another resource may break
-        from opsched.validate.checker import validate
+    return mark_broken(problem, out) if check else out
 
-        report = validate(problem, out)
-        if not report.valid:
-            out.status = Status.UNKNOWN
-            why = f"the orders break the problem: {report.violations[0]}"
-            out.info = {**out.info, "valid": False, "reason": why}
-    return out
+
+def orders_suffice(problem: Problem) -> bool:
+    """Whether keeping unit orders and dependencies keeps a schedule valid: no memory cap
+    and no resource besides ``units`` (which a replay of orders does not enforce)."""
+    return problem.memory_cap is None and set(problem.capacities) <= {"units"}
+
+
+def mark_broken(problem: Problem, schedule: Schedule) -> Schedule:
+    """``schedule``, run from unit orders (:func:`execute_orders`, a replay), marked by what it
+    breaks: where :func:`orders_suffice` does not hold and the validator refuses it, status
+    UNKNOWN, ``info["valid"]`` False and ``info["reason"]`` its first violation (a slower op
+    can keep a tensor alive past the cap). A valid one is returned as it is."""
+    if orders_suffice(problem):
+        return schedule
+    from opsched.validate.checker import validate
+
+    report = validate(problem, schedule)
+    if not report.valid:
+        schedule.status = Status.UNKNOWN
+        why = f"the orders break the problem: {report.violations[0]}"
+        schedule.info = {**schedule.info, "valid": False, "reason": why}
+    return schedule

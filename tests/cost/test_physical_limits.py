@@ -103,6 +103,10 @@ def test_deepbench_dtypes_are_read_in_any_spelling():
     got = [r["attrs"]["dtype"] for r in canonical_rows(df, "deepbench_gemm")]
     # T4: bfloat16 is a GEMM without its tensor cores, priced as half storage, FP32 math
     assert got == ["float16"] * 4 + [FP16_FP32_MATH, "float32", "float32", "int8"]
+    # collected rows: "tf32" (any case) is float32 with TF32 allowed, on a GPU that has it
+    a100 = _deepbench_gemm(["tf32", "TF32", "fp32"]).assign(gpu="NVIDIA A100-SXM4-80GB")
+    got = [r["attrs"]["dtype"] for r in canonical_rows(a100, "deepbench_gemm")]
+    assert got == ["tf32", "tf32", "float32"]
 
 
 def test_an_unknown_dtype_or_an_impossible_size_names_its_row():

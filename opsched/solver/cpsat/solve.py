@@ -379,12 +379,12 @@ def _no_worse_than_greedy(problem: Problem, found: Schedule) -> Schedule:
     returned, with CP-SAT's bound and status FEASIBLE, and ``info`` says so."""
     from opsched.heuristics.listsched import list_schedule
 
-    best = found
-    for cand in (greedy(problem, "b-level"), greedy(problem), list_schedule(problem)):
-        if (cand.has_schedule and cand.makespan is not None and best.makespan is not None
-                and cand.makespan < best.makespan - 1e-12):  # fmt: skip
-            best = cand
-    if best is found:
+    done = [(float(c.makespan), c) for c in (greedy(problem, "b-level"), greedy(problem),
+            list_schedule(problem)) if c.makespan is not None]  # fmt: skip
+    if not done or found.makespan is None:
+        return found
+    span, best = min(done, key=lambda sc: sc[0])
+    if span >= found.makespan - 1e-12:
         return found
     info = {**found.info, "note_greedy": (
         f"the rounded model's optimum ends at {found.makespan:g} in real time; "
