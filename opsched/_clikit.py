@@ -201,6 +201,12 @@ def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
         problem = Problem(g, machine)
     except ProblemError as e:  # an op demanding a resource no capacity is given for
         raise e.located(str(graph)) from None
+    if units is not None and not problem.graph.demand_array("units").any():
+        raise ProblemError(
+            f"--units {units}: no op demands a compute unit (a PSPLIB instance runs on its "
+            "resources alone), so the option would change nothing",
+            str(graph),
+        )
     return clamp_units(problem)
 
 

@@ -17,10 +17,11 @@ __all__ = [
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
-    """Return the text of ``path``; a missing, unreadable, empty or non-UTF-8 file raises."""
+    """Return the text of ``path`` (a UTF-8 byte-order mark dropped); a missing, unreadable,
+    empty or non-UTF-8 file raises."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError("no such file", str(p)) from None
     except IsADirectoryError:

@@ -7,7 +7,6 @@ Set ``OPSCHED_DATASETS`` to use another copy.
 
 from __future__ import annotations
 
-import csv
 import os
 from functools import cache
 from pathlib import Path
@@ -70,24 +69,54 @@ def stg_optima(procs: int, size: int = 50, closures: bool = False) -> dict[str, 
 def _read_stg_table(
     path: Path, procs: int | None = None
 ) -> tuple[tuple[str, tuple[int, int]], ...]:
-    """``("rand0000", (lb, ub))`` pairs of a table in the STG format (rows of ``procs`` only).
+    """``("rand0000", (lb, ub))`` pairs of a table in the STG format (rows of ``procs`` only):
+    ``graph,procs,optimum`` or ``graph,procs,lb,ub`` per line.
 
     Read once per process: batch evaluation looks an optimum up for every graph it runs.
     """
     out = []
-    with open(path, newline="") as f:
-        for row in csv.reader(f):
-            if not row or (procs is not None and int(row[1]) != procs):
-                continue
-            lb = int(row[2])
-            out.append((Path(row[0]).stem, (lb, int(row[3]) if len(row) > 3 else lb)))
+    for lineno, row in _table_rows(path):
+        if len(row) not in (3, 4):
+            raise InputError(f"line {lineno}: expected graph,procs,optimum[,upper bound], "
+                             f"got {len(row)} fields", str(path))  # fmt: skip
+        p, *bounds = (_table_int(v, lineno, path) for v in row[1:])
+        if procs is None or p == procs:
+            out.append((Path(row[0]).stem, (bounds[0], bounds[-1])))
     return tuple(out)
 
 
 def psplib_optima() -> dict[str, int]:
-    """Proven optimal makespans of the PSPLIB J30 instances, by instance name (``j301_1``)."""
+    """Proven optimal makespans of the PSPLIB J30 instances, by instance name (``j301_1``):
+    the table ``psplib/j30_optimum.csv``, a ``problem,optimum`` header and a row per instance.
+    """
+    path = dataset_path("psplib/j30_optimum.csv")
+    rows = _table_rows(path)
+    if not rows or [v.lower() for v in rows[0][1]] != ["problem", "optimum"]:
+        raise InputError("expected the header problem,optimum on line 1", str(path))
     out = {}
-    with open(dataset_path("psplib/j30_optimum.csv"), newline="") as f:
-        for row in csv.DictReader(f):
-            out[Path(row["problem"]).stem] = int(row["optimum"])
+    for lineno, row in rows[1:]:
+        if len(row) != 2:
+            raise InputError(f"line {lineno}: expected problem,optimum, got {len(row)} fields",
+                             str(path))  # fmt: skip
+        out[Path(row[0]).stem] = _table_int(row[1], lineno, path)
     return out
+
+
+def _table_rows(path: Path) -> list[tuple[int, list[str]]]:
+    """The non-empty rows of a comma-separated table (a byte-order mark, spaces around the
+    fields and a semicolon as the separator are all accepted), each with its line number;
+    an empty table or one that cannot be read raises, naming the file."""
+    from opsched._files import read_text
+
+    text = read_text(path)
+    sep = ";" if ";" in text and "," not in text else ","
+    rows = [(i + 1, [v.strip() for v in line.split(sep)])
+            for i, line in enumerate(text.splitlines()) if line.strip()]  # fmt: skip
+    return rows
+
+
+def _table_int(value: str, lineno: int, path: Path) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(f"line {lineno}: expected an integer, got {value!r}", str(path)) from None

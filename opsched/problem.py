@@ -124,6 +124,16 @@ class Problem:
     objective: Objective = Objective.MAKESPAN
 
     def __post_init__(self) -> None:
+        if not isinstance(self.graph, OpGraph):
+            raise TypeError(
+                f"Problem(graph, machine): graph must be an OpGraph, got "
+                f"{type(self.graph).__name__} (opsched.read_graph(path) reads a file)"
+            )
+        if not isinstance(self.machine, Machine):
+            raise TypeError(
+                f"Problem(graph, machine): machine must be a Machine, got "
+                f"{type(self.machine).__name__} (e.g. Machine(units=4, memory_cap='2GiB'))"
+            )
         object.__setattr__(self, "objective", Objective(self.objective))
         caps = self.capacities
         for op in self.graph.ops:
@@ -187,3 +197,18 @@ class Problem:
         m = self.machine.to_dict()
         m.update(changes)
         return Problem(self.graph, Machine.from_dict(m), self.objective)
+
+
+def require_problem(problem: Any, who: str) -> None:
+    """Raise a ``TypeError`` naming ``who`` unless ``problem`` is a :class:`Problem` (a graph
+    passed where its problem belongs is the usual slip in a notebook).
+
+    >>> require_problem("g", "solve_cpsat")
+    Traceback (most recent call last):
+    TypeError: solve_cpsat takes a Problem, got str (Problem(graph, Machine(units=4)))
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError(
+            f"{who} takes a Problem, got {type(problem).__name__} "
+            "(Problem(graph, Machine(units=4)))"
+        )

@@ -25,7 +25,7 @@ from opsched.heuristics.lns import lns
 from opsched.heuristics.memory import inductor_memory, min_memory, xla_memory
 from opsched.heuristics.memory_list import memory_list
 from opsched.heuristics.portfolio import portfolio
-from opsched.problem import Objective, Problem
+from opsched.problem import Objective, Problem, require_problem
 from opsched.schedule import Schedule
 from opsched.solver import solve_brute_force, solve_cpsat
 from opsched.solver.downset_solver import solve_downsets
@@ -116,4 +116,6 @@ def run(name: str, problem: Problem, **options: Any) -> Schedule:
     Options (``objective``, ``time_limit``, ``num_workers``, ``deterministic``, ``log``)
     reach exact solvers; heuristics ignore them.
     """
-    return get_solver(name).fn(problem, **options)
+    info = get_solver(name)
+    require_problem(problem, f"run({name!r}, problem)")
+    return info.fn(problem, **options)

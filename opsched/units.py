@@ -33,8 +33,11 @@ def parse_bytes(text: str | int) -> int:
 
     Examples
     --------
-    >>> parse_bytes("3GiB"), parse_bytes("1.5kB"), parse_bytes(12)
-    (3221225472, 1500, 12)
+    >>> parse_bytes("3GiB"), parse_bytes("1.5kB"), parse_bytes(12), parse_bytes(4096.0)
+    (3221225472, 1500, 12, 4096)
+    >>> parse_bytes(0.8)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    opsched.errors.ProblemError: size 0.8: bytes must be a whole number (a share of ...
     """
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
@@ -46,6 +49,12 @@ def parse_bytes(text: str | int) -> int:
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if not math.isfinite(value) or value > 2**62:
         raise ProblemError(f"size {text!r} is too large (max 2^62 bytes)")
+    if _UNITS[m.group(2).lower()] == 1 and value != int(value):
+        # 0.8 would round to 1 byte: more likely meant as a share of the peak
+        raise ProblemError(
+            f"size {text!r}: bytes must be a whole number (a share of the peak is "
+            "memory_cap = 0.8 in an experiment file)"
+        )
     return round(value)
 
 

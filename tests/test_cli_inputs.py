@@ -54,8 +54,11 @@ def test_resources_option_names_the_graph_resources(tmp_path):
     path.write_text(json.dumps(g.to_dict()))
     r = invoke("solve", path, "--resources", "GPU=1")
     _refused(r, "no resource 'GPU' (its resources: gpu)")
-    r = invoke("solve", path, "--units", 2, "--resources", "gpu=1", "--json")
+    r = invoke("solve", path, "--resources", "gpu=1", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["makespan"] == 2  # one gpu: serial
+    # no op takes a compute unit (as in PSPLIB): --units would change nothing
+    r = invoke("solve", path, "--units", 2, "--resources", "gpu=1")
+    _refused(r, str(path), "--units 2: no op demands a compute unit")
     # no capacity for a demanded resource: the file is named
     _refused(invoke("solve", path, "--units", 2), str(path), "op 'a'", "'gpu'")
 

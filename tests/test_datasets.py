@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from opsched.analysis import lower_bounds
 from opsched.datasets import dataset_path, psplib_optima, stg_optima
+from opsched.errors import InputError
 from opsched.heuristics import greedy
 from opsched.importers import read_stg
 from opsched.problem import Machine, Problem
@@ -73,3 +77,52 @@ def test_stg50_closure_reproduced(name: str, procs: int, optimum: int) -> None:
     r = solve_cpsat(p, time_limit=30)
     assert r.status.value == "OPTIMAL" and r.makespan == optimum
     assert validate(p, r).valid
+
+
+def _tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: bytes) -> None:
+    (tmp_path / "psplib").mkdir()
+    (tmp_path / "psplib" / "j30_optimum.csv").write_bytes(text)
+    monkeypatch.setenv("OPSCHED_DATASETS", str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"\xef\xbb\xbfproblem,optimum\nj301_1.sm,43\n",
+        b"problem, optimum\nj301_1.sm, 43\n\n",
+        b"problem;optimum\r\nj301_1.sm;43\r\n",
+    ],
+)
+def test_psplib_table_spellings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: bytes
+) -> None:
+    _tables(tmp_path, monkeypatch, text)
+    assert psplib_optima() == {"j301_1": 43}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"", "file is empty"),
+        (b"j301_1.sm,43\n", "expected the header problem,optimum on line 1"),
+        (b"problem,optimum\nj301_1.sm\n", "line 2: expected problem,optimum, got 1 fields"),
+        (b"problem,optimum\nj301_1.sm,4x\n", "line 2: expected an integer, got '4x'"),
+    ],
+)
+def test_psplib_table_errors_name_the_line(
+    tmp_path, monkeypatch, text: bytes, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    _tables(tmp_path, monkeypatch, text)
+    with pytest.raises(InputError, match=re.escape(message)):
+        psplib_optima()
+
+
+def test_stg_table_errors_name_the_line(tmp_path: Path) -> None:
+    from opsched.datasets import _read_stg_table
+
+    p = tmp_path / "Case50_4_OPT.csv"
+    p.write_text("50/rand0000.stg,4,66\n50/rand0001.stg;4;80\n")
+    with pytest.raises(InputError, match=r"line 2: expected graph,procs,optimum\[,upper bound\]"):
+        _read_stg_table(p)
+    p.write_text("50/rand0000.stg, 4, 66, 67\n")
+    assert _read_stg_table(p, 4) == (("rand0000", (66, 67)),)

@@ -92,7 +92,7 @@ def apply(
             kind, a = found[0], a | found[1]
             recorded.append(op.name)
         if dtype is not None:
-            a["dtype"] = dtype
+            a = _retyped(kind, a, dtype)
         at.append(i)
         kind_list.append(kind)
         attrs_list.append(a)
@@ -160,6 +160,25 @@ def apply(
     }
     resources = dict(graph.resources) | {"sm": profile.spec.sm_count}
     return graph.replace_ops(ops, resources=resources, attrs=attrs)
+
+
+def _retyped(kind: str, attrs: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """``attrs`` in ``dtype``: a stated ``bytes`` (the zoo states each op's traffic) is that
+    of the dtype the graph was built in, so it is dropped where the shapes give the traffic,
+    and scaled by the element sizes where they do not (``fused`` and ``opaque`` ops).
+
+    >>> _retyped("matmul", {"M": 2, "N": 2, "K": 2, "bytes": 48, "dtype": "float32"}, "float16")
+    {'M': 2, 'N': 2, 'K': 2, 'dtype': 'float16'}
+    >>> _retyped("opaque", {"flops": 0, "bytes": 48, "numel": 4}, "float16")["bytes"]
+    24
+    """
+    before = kinds.dtype_bytes(attrs)
+    out = {**attrs, "dtype": dtype}
+    if "bytes" not in attrs or kinds.dtype_bytes(out) == before:
+        return out
+    if "bytes" in kinds.KINDS.get(kind, ()):  # the stated traffic is all there is
+        return out | {"bytes": round(float(attrs["bytes"]) * kinds.dtype_bytes(out) / before)}
+    return {k: v for k, v in out.items() if k != "bytes"}
 
 
 def _communication(op: Op) -> bool:

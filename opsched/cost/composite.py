@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS
-from opsched.cost.features import ZERO_KINDS, elementwise_cap, roofline_bound, roofline_us
+from opsched.cost.features import (
+    ZERO_KINDS,
+    elementwise_cap,
+    roofline_bound,
+    roofline_us,
+    streaming_cap,
+)
 from opsched.cost.mathmode import CONV_KINDS
 from opsched.cost.paddings import paddings
 from opsched.cost.specs import GpuSpec
@@ -185,7 +191,9 @@ def bounded(
     roof = np.array([roofline_us(k, a, spec) for k, a in zip(kind_list, attrs, strict=True)])
     if family.startswith("elementwise") and method not in FREE_OVERHEAD_METHODS:
         t = np.minimum(t, elementwise_cap(roof, profile.kernel_floor))
-    t = roofline_bound(family, t, roof)
+    if method not in FREE_OVERHEAD_METHODS:
+        t = streaming_cap(family, t, roof)
+    t = roofline_bound(family, t, roof, spec.l2_us)
     if family == "attention":
         t = np.minimum(t, price_attentions(profile, given, [str(a["dtype"]) for a in attrs],
                                            method))  # fmt: skip

@@ -39,6 +39,7 @@ from opsched.cost.features import (
     elementwise_cap,
     feature_matrix,
     roofline_bound,
+    streaming_cap,
     twin_bounds,
 )
 from opsched.cost.fitdata import (
@@ -299,7 +300,9 @@ def predict_family(
     idx = np.nonzero(sel)[0]
     out = _predict_rows(model, fam, fd, idx)
     if floor:  # as Profile.predict bounds its prices (the trees see the unbounded curve)
-        out = roofline_bound(fam, out, fd.roof[idx])
+        gpus, at = np.unique(fd.gpu[idx], return_inverse=True)
+        l2 = np.array([load_specs()[str(g)].l2_us for g in gpus])[at]  # the L2's DRAM time
+        out = roofline_bound(fam, out, fd.roof[idx], l2)
         tw = np.zeros(len(idx), bool) if fd.twin is None else fd.twin[idx].copy()
         pairs = {(str(g), str(m)) for g, m in zip(fd.gpu[idx][tw], fd.method[idx][tw], strict=True)}
         for g, m in pairs:  # as Profile.predict: features.twin_bounds
@@ -307,11 +310,17 @@ def predict_family(
                 tw &= ~((fd.gpu[idx] == g) & (fd.method[idx] == m))
         if tw.any():  # a half-precision op costs at most its float32 twin
             j = idx[tw]
-            t32 = roofline_bound(fam, _predict_rows(model, fam, _twins(fd), j), fd.roof32[j])
+            t32 = roofline_bound(fam, _predict_rows(model, fam, _twins(fd), j), fd.roof32[j],
+                                 l2[tw])  # fmt: skip
             out[tw] = np.where(np.isnan(out[tw]), out[tw], np.fmin(out[tw], t32))
+        if fd.bound is not None:  # a convolution's price is at least its bound, last
+            out = np.where(np.isnan(out), out, np.maximum(out, fd.bound[idx]))
     for gpu in np.unique(fd.gpu[idx]) if floor else ():
         rows = fd.gpu[idx] == gpu
         fl = floor_of(model.floors, str(gpu), _arch())[0]
+        kernel = ~np.isin(fd.method[idx][rows], list(FREE_OVERHEAD_METHODS))
+        out[rows] = np.where(kernel, streaming_cap(fam, out[rows], fd.roof[idx][rows]),
+                             out[rows])  # fmt: skip
         if fam.startswith("elementwise"):  # kernel times, as Profile.predict prices them
             cap = np.where(np.isin(fd.method[idx][rows], list(FREE_OVERHEAD_METHODS)), np.inf,
                            elementwise_cap(fd.roof[idx][rows], fl))  # fmt: skip

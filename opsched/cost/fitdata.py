@@ -27,14 +27,16 @@ from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import (
     FAMILIES,
     SAMPLE_ATTRS,
+    STORAGE_DTYPES,
     as_priced,
+    conv_bound_us,
     dtype_class,
     family_of,
     feature_matrix,
     roofline_us,
     tree_class,
 )
-from opsched.cost.mathmode import FP16_FP32_MATH
+from opsched.cost.mathmode import CONV_KINDS
 from opsched.cost.paddings import PADDED_FAMILIES, paddings
 from opsched.cost.specs import load_specs
 from opsched.errors import InputError
@@ -92,6 +94,9 @@ class FamilyData:
     x32: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     roof32: np.ndarray = field(default_factory=lambda: np.zeros(0))
     x32_pads: tuple[np.ndarray, ...] = ()
+    #: the convolution families: each row's :func:`~opsched.cost.features.conv_bound_us`,
+    #: under which no price goes (:func:`opsched.cost.fit.predict_family`); None otherwise
+    bound: np.ndarray | None = None
 
     def tree_cls(self) -> np.ndarray:
         """Per row, the dtype class of the tree features."""
@@ -182,6 +187,8 @@ def load_fit_data(
             tcls=np.array([r[7] for r in rows]), x_pads=tuple(pads),
             run_pos=_run_positions(fam, rows),
         )  # fmt: skip
+        if fam in CONV_KINDS:
+            out[fam].bound = np.array([conv_bound_us(fam, r[0], specs[r[2]]) for r in rows])
         if twin.any():
             out[fam].twin, out[fam].x32, out[fam].roof32 = twin, x32, roof32
             out[fam].x32_pads = tuple(pads32)
@@ -232,10 +239,6 @@ def _run_positions(fam: str, rows: list[tuple[Any, ...]]) -> np.ndarray | None:
 TWIN_FAMILIES = frozenset(FAMILIES) - {"attention"}
 
 
-#: Math-mode dtypes (:mod:`opsched.cost.mathmode`) -> the dtype of the tensors.
-_STORAGE_DTYPES = {"tf32": "float32", FP16_FP32_MATH: "float16"}
-
-
 def shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
     """The k-fold group of a timing: its kind and shape attrs (dtype included), not its GPU.
 
@@ -250,7 +253,7 @@ def shape_key(kind: str, attrs: Mapping[str, Any]) -> str:
     'matmul|K=4|M=2|N=3|dtype=float32'
     """
     # the math mode is how a source ran the op, not part of its shape
-    stored = _STORAGE_DTYPES.get(str(attrs.get("dtype")))
+    stored = STORAGE_DTYPES.get(str(attrs.get("dtype")))
     a = {**attrs, "dtype": stored} if stored else attrs
     return kind + "|" + "|".join(f"{k}={a[k]}" for k in sorted(a))
 

@@ -53,6 +53,7 @@ from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
     ZERO_KINDS,
     as_priced,
+    conv_bound_us,
     dtype_class,
     family_of,
     feature_matrix,
@@ -60,7 +61,7 @@ from opsched.cost.features import (
     tree_class,
     twin_bounds,
 )
-from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
+from opsched.cost.mathmode import CONV_KINDS, FP16_FP32_MATH, math_dtype
 from opsched.cost.paddings import PADDED_FAMILIES
 from opsched.cost.profile_check import PROFILE_FORMAT, check_profile, check_trees
 from opsched.cost.sibling import method_kind
@@ -320,6 +321,10 @@ class Profile:
             if pad and fam in PADDED_FAMILIES:  # a small op costs at most its paddings
                 t = np.minimum(t, padded_prices(self, fam, idx, kind_list, attrs_list, method,
                                                 allow_tf32))  # fmt: skip
+            if fam in CONV_KINDS:  # last, since the twin and paddings bound it from above
+                stored = [str(attrs_list[i].get("dtype", "float32")) for i in idx]
+                t = np.maximum(t, [conv_bound_us(k, a, self.spec, d) for k, a, d
+                                   in zip(kinds_of, attrs, stored, strict=True)])  # fmt: skip
             out[idx] = np.maximum(t, self.family_floors.get(fam, 0.0))
         nonzero = np.array([k not in ZERO_KINDS for k in kind_list], dtype=bool)
         out[nonzero] = np.maximum(out[nonzero], self.kernel_floor)

@@ -100,6 +100,17 @@ def _num(text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+#: L2 cache per GPU in MiB (NVIDIA's architecture whitepapers and datasheets; not a column of
+#: ``gpu_specs.csv``, whose rows came without it). A GPU missing here has no L2 size: the
+#: elementwise bound that uses it (:func:`opsched.cost.features.roofline_bound`) is left out.
+L2_MIB: Mapping[str, float] = {
+    "V100-SXM2": 6, "V100-PCIe": 6, "P100-PCIe": 4, "P4": 2, "T4": 4,
+    "A100-SXM4-40GB": 40, "A100-SXM4-80GB": 40, "A100-PCIe-40GB": 40, "A100-PCIe-80GB": 40,
+    "A40": 6, "L4": 48, "H100-SXM5": 50, "H100-PCIe": 50, "H200": 50,
+    "GTX-1080-Ti": 2.75, "Titan-Xp": 3, "Titan-X-Pascal": 3, "Titan-X-Maxwell": 3, "M40": 3,
+}  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSpec:
     """Datasheet numbers of one GPU variant.
@@ -127,6 +138,17 @@ class GpuSpec:
     sm_count: int
     mem_bw_gbps: float
     peaks: Mapping[str, float]
+
+    @property
+    def l2_us(self) -> float:
+        """Microseconds the DRAM takes to move the L2 cache's size (:data:`L2_MIB`); inf
+        where the size is not known.
+
+        >>> round(load_specs()["V100-SXM2"].l2_us, 2)  # 6 MiB at 900 GB/s
+        6.99
+        """
+        mib = L2_MIB.get(self.key)
+        return math.inf if mib is None else mib * 2**20 / (self.mem_bw_gbps * 1e3)
 
     @property
     def compute_capability(self) -> int | None:

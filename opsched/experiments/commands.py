@@ -112,8 +112,14 @@ def register(main: click.Group) -> None:
         as_json: bool,
     ) -> None:
         """Export the finished jobs of a results database as CSV or Parquet."""
-        from opsched.experiments.store import load_results
+        from opsched.experiments.store import ResultStore, load_results
 
+        if experiment is not None:
+            with ResultStore(db, create=False) as store:
+                known = store.experiments()
+            if experiment not in known:
+                raise InputError(f"--experiment {experiment!r}: not in the store (it has: "
+                                 f"{', '.join(known) or 'none'})", str(db))  # fmt: skip
         df = load_results(db, experiment, schedules=schedules)
         used = write_table(df, output, fmt)
         if as_json:

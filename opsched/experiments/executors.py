@@ -44,8 +44,24 @@ class Outcome:
     value: Any  #: the function's return value (``ok``) or an error text
 
 
+#: What a worker process sends first: it started (a process that dies before is the parent
+#: script, re-imported by ``spawn``, calling :func:`run_experiment` at import time again).
+_HELLO = ("", "hello", None)
+
+#: Why worker processes that die before their first word are an error of the caller.
+UNGUARDED = (
+    "worker processes die while starting (exit code {code}): a script that runs an "
+    'experiment must do so under `if __name__ == "__main__":` (each worker starts by '
+    "importing the script)"
+)
+
+
 def _worker_main(conn: Connection, fn: Callable[[Any], Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    try:
+        conn.send(_HELLO)
+    except (BrokenPipeError, OSError):
+        return
     while True:
         try:
             msg = conn.recv()
@@ -73,6 +89,7 @@ class _Proc:
         child.close()
         self.key: str | None = None
         self.deadline = 0.0
+        self.started = False  # sent _HELLO
 
     def stop(self, kill: bool = False) -> None:
         if kill:
@@ -139,9 +156,14 @@ class LocalExecutor:
                         except (EOFError, OSError):
                             p.proc.join(timeout=5)
                             code = p.proc.exitcode
+                            if not p.started and code == 1:  # the script, not the job
+                                raise OpschedError(UNGUARDED.format(code=code)) from None
                             yield Outcome(p.key, "crash", f"worker process died (exit code {code})")
                             p.stop(kill=True)
                             procs[i] = None
+                            continue
+                        if (key, kind, value) == _HELLO:
+                            p.started = True
                             continue
                         p.key = None
                         yield Outcome(key, kind, value)

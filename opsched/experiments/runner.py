@@ -25,7 +25,7 @@ from opsched.experiments.config import ExperimentConfig, load_config
 from opsched.experiments.executors import DaskExecutor, LocalExecutor, Outcome
 from opsched.experiments.jobs import Job, expand_jobs, iter_payloads, load_graphs
 from opsched.experiments.store import ResultStore
-from opsched.experiments.worker import error_result
+from opsched.experiments.worker import CRASHED, error_result
 
 __all__ = ["Progress", "RunSummary", "environment", "run_experiment"]
 
@@ -153,7 +153,7 @@ def _as_result(o: Outcome) -> dict[str, Any]:
     if o.kind == "ok" and isinstance(o.value, dict):
         return o.value
     status = "TIMEOUT" if o.kind == "timeout" else "ERROR"
-    return error_result(status, str(o.value))
+    return error_result(status, (CRASHED if o.kind == "crash" else "") + str(o.value))
 
 
 def run_experiment(

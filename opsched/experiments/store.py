@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opsched.errors import InputError
+from opsched.experiments.worker import CRASHED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,6 +58,14 @@ CREATE TABLE IF NOT EXISTS results (
     host TEXT, error TEXT, schedule TEXT);
 """
 
+#: The jobs of each experiment's file as last run (``bench`` again after an edit that changes
+#: a setting makes new jobs; the old ones stay, stored, but are no longer ``current``). Made
+#: when first needed, so stores from before it read as they are (every job current).
+_CURRENT = """
+CREATE TABLE IF NOT EXISTS current_jobs (
+    experiment TEXT NOT NULL, job_id TEXT NOT NULL, PRIMARY KEY (experiment, job_id));
+"""
+
 _JOB_COLS = (
     "job_id", "experiment", "instance_id", "set_label", "graph", "graph_hash", "graph_source",
     "num_ops", "units", "cap_fraction", "cap_bytes", "resources", "scheduler", "exact",
@@ -66,6 +75,18 @@ _RESULT_COLS = (
     "status", "solver_status", "valid", "makespan", "peak_memory", "lower_bound", "gap",
     "memory_cap", "unconstrained_peak", "wall_time_s", "host", "error", "schedule",
 )  # fmt: skip
+
+#: Columns of numbers, NULL where a job has none (no schedule, no known optimum).
+_NUMERIC_COLS = (
+    "makespan", "peak_memory", "lower_bound", "gap", "memory_cap", "unconstrained_peak",
+    "wall_time_s", "known_lb", "known_ub", "cap_fraction", "cap_bytes",
+)  # fmt: skip
+
+
+def _crashed(table: str) -> str:
+    """SQL: the result row ``table`` is one of a job whose worker process died
+    (:data:`~opsched.experiments.worker.CRASHED`)."""
+    return f"({table}.status = 'ERROR' AND COALESCE({table}.error, '') LIKE '{CRASHED}%')"
 
 
 class ResultStore:
@@ -151,9 +172,16 @@ class ResultStore:
                     for g in graphs
                 ),
             )
+            jobs = list(jobs)
             self.conn.executemany(
                 f"INSERT OR IGNORE INTO jobs VALUES ({', '.join('?' * len(_JOB_COLS))})",
                 (_job_row(j) for j in jobs),
+            )
+            self.conn.execute(_CURRENT)
+            self.conn.execute("DELETE FROM current_jobs WHERE experiment = ?", (cfg.name,))
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO current_jobs VALUES (?, ?)",
+                ((cfg.name, j.job_id) for j in jobs),
             )
 
     def start_run(
@@ -175,24 +203,28 @@ class ResultStore:
             )
 
     def record(self, job_id: str, run_id: str, result: dict[str, Any]) -> bool:
-        """Store one finished job in its own transaction; False if it was already there."""
+        """Store one finished job in its own transaction; False if it was already there (a
+        job whose worker crashed, :data:`~opsched.experiments.worker.CRASHED`, is replaced)."""
         values = [result.get(c) for c in _RESULT_COLS]
         values[2] = None if values[2] is None else int(bool(values[2]))
+        cols = ("run_id", "finished", *_RESULT_COLS)
         with self._tx():
             marks = ", ".join("?" * len(_RESULT_COLS))
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO results (job_id, run_id, finished, "
-                f"{', '.join(_RESULT_COLS)}) VALUES (?, ?, ?, {marks})",
+                f"INSERT INTO results (job_id, {', '.join(cols)}) VALUES (?, ?, ?, {marks}) "
+                f"ON CONFLICT (job_id) DO UPDATE SET "
+                f"{', '.join(f'{c} = excluded.{c}' for c in cols)} WHERE {_crashed('results')}",
                 (job_id, run_id, time.time(), *values),
             )
         return cur.rowcount == 1
 
     # ------------------------------------------------------------------ reading
     def finished_ids(self, experiment: str | None = None) -> set[str]:
-        """Ids of the jobs that have a result (of one experiment, or all)."""
-        q = "SELECT r.job_id FROM results r JOIN jobs j USING (job_id)"
+        """Ids of the jobs that have a result (of one experiment, or all); a job whose worker
+        process died has none (:data:`~opsched.experiments.worker.CRASHED`): it runs again."""
+        q = f"SELECT r.job_id FROM results r JOIN jobs j USING (job_id) WHERE NOT {_crashed('r')}"
         rows = (
-            self.conn.execute(q + " WHERE j.experiment = ?", (experiment,))
+            self.conn.execute(q + " AND j.experiment = ?", (experiment,))
             if experiment
             else self.conn.execute(q)
         )
@@ -232,13 +264,25 @@ class ResultStore:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def frame(self, experiment: str | None = None, schedules: bool = False) -> pd.DataFrame:
-        """Every finished job as one row: job columns, then result columns."""
+        """Every finished job as one row: job columns, then result columns, then ``current``:
+        whether the job belongs to its experiment's file as last run (one whose settings were
+        edited since has new jobs; the earlier ones are kept, not current)."""
         import pandas as pd
 
         cols = [f"j.{c}" for c in _JOB_COLS] + [
             f"r.{c}" for c in ("run_id", "finished", *_RESULT_COLS) if schedules or c != "schedule"
         ]
-        q = f"SELECT {', '.join(cols)} FROM jobs j JOIN results r USING (job_id)"
+        known = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'current_jobs'"
+        ).fetchone()
+        current = (
+            "(NOT EXISTS (SELECT 1 FROM current_jobs c WHERE c.experiment = j.experiment) OR "
+            "EXISTS (SELECT 1 FROM current_jobs c WHERE c.experiment = j.experiment AND "
+            "c.job_id = j.job_id)) AS current"
+            if known
+            else "1 AS current"  # a store from before the table: every job current
+        )
+        q = f"SELECT {', '.join(cols)}, {current} FROM jobs j JOIN results r USING (job_id)"
         params: tuple[Any, ...] = ()
         if experiment:
             q += " WHERE j.experiment = ?"
@@ -247,6 +291,10 @@ class ResultStore:
         df["exact"] = df["exact"].astype(bool)
         df["valid"] = df["valid"].map(lambda v: None if v is None or v != v else bool(v))
         df["units"] = df["units"].astype("Int64")
+        df["current"] = df["current"].astype(bool)
+        for c in _NUMERIC_COLS:  # a column of NULLs alone (no job has a schedule) is numeric
+            if c in df and df[c].dtype == object:
+                df[c] = pd.to_numeric(df[c]).astype(float)
         return df
 
 

@@ -33,6 +33,12 @@ RESULT_FIELDS = (
 )
 
 
+#: How the error text of a job whose worker process died begins: such a job has no result
+#: of its own (the out-of-memory killer, a lost Dask worker, an interpreter crash), so the
+#: next run of the experiment runs it again (:meth:`ResultStore.finished_ids`).
+CRASHED = "crashed: "
+
+
 def error_result(status: str, error: str, **extra: Any) -> dict[str, Any]:
     """A result row for a job that produced nothing usable."""
     row: dict[str, Any] = dict.fromkeys(RESULT_FIELDS)
@@ -115,6 +121,8 @@ def _run(payload: dict[str, Any]) -> dict[str, Any]:
     if not sched.has_schedule:
         row["valid"] = None  # nothing to check
         row["lower_bound"] = sched.lower_bound
+        reason = sched.info.get("reason")  # a dead end, a proof of infeasibility: in the table
+        row["error"] = str(reason) if reason else None
         return row
     report = validate(problem, sched)
     if not report.valid:

@@ -3,7 +3,10 @@
 Jobs become ops named by their job number (``"1"`` .. ``"32"``, the dummy source and sink
 kept); each op demands its requests of the renewable resources ``R1..R4`` (and no compute
 ``units``); the capacities become the graph's default ``resources``. Successor lists are
-turned into ``deps``. Only single-mode files with renewable resources are accepted.
+turned into ``deps``. Only single-mode files are accepted. A nonrenewable resource (``N1``,
+and the nonrenewable side of a doubly constrained ``D1``) limits the jobs' total requests, not
+those at one time: with one mode per job it either holds whatever the schedule (and is left
+out of the graph) or holds for none (the file is refused, naming the resource).
 
 The Patterson format (``.rcp``; PSPLIB's J30-J120 are also distributed in it, e.g. by the
 OR&S group at Ghent) holds the same data without section headers: the job and resource
@@ -70,18 +73,22 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
     if njobs is None:
         raise InputError("missing 'jobs (incl. supersource/sink)' line", where)
 
-    succ = _rows(lines, sections["PRECEDENCE RELATIONS"] + 2, njobs, where, "precedence")
-    req = _rows(lines, sections["REQUESTS/DURATIONS"] + 3, njobs, where, "request",
+    succ = _rows(lines, sections["PRECEDENCE RELATIONS"] + 1, njobs, where, "precedence")
+    req = _rows(lines, sections["REQUESTS/DURATIONS"] + 1, njobs, where, "request",
                 ("job number", "mode", "duration"))  # fmt: skip
-    if sections["RESOURCEAVAILABILITIES"] + 1 >= len(lines):
+    head_line = sections["RESOURCEAVAILABILITIES"] + 1
+    if head_line >= len(lines):
         raise InputError("missing resource names and capacities (truncated file?)", where)
-    head = lines[sections["RESOURCEAVAILABILITIES"] + 1].split()
-    res_names = [f"{a}{b}" for a, b in zip(head[::2], head[1::2], strict=False)]
-    cap_line = sections["RESOURCEAVAILABILITIES"] + 2
+    head = lines[head_line]
+    res_names = [a + b for a, b in _RESOURCE_NAME.findall(head)]  # "R 1" and "R1" alike
+    if not res_names or _RESOURCE_NAME.sub("", head).strip():
+        raise InputError(f"line {head_line + 1}: expected resource names (R 1 R 2 ...), "
+                         f"got {head.strip()!r}", where)  # fmt: skip
+    cap_line = head_line + 1
     if cap_line >= len(lines):
         raise InputError("missing resource capacities (truncated file?)", where)
     caps = [_int(t, "capacity", cap_line + 1, where) for t in lines[cap_line].split()]
-    if len(caps) != len(res_names) or not res_names:
+    if len(caps) != len(res_names):
         raise InputError(
             f"line {cap_line + 1}: {len(caps)} capacities for resources {res_names}", where
         )
@@ -99,11 +106,7 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
                 where,
             )
         for s in tok[3:]:
-            if s == job:
-                raise InputError(f"line {lineno}: job {job} lists itself as a successor", where)
-            if s not in deps:
-                raise InputError(f"line {lineno}: job {job} has unknown successor {s}", where)
-            deps[s].append(str(job))
+            _add_successor(deps, job, s, lineno, where)
     rows: list[tuple[int, int, int, dict[str, int]]] = []
     for lineno, tok in req:
         if len(tok) != 3 + len(res_names):
@@ -112,7 +115,48 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
                 where,
             )
         rows.append((lineno, tok[0], tok[2], dict(zip(res_names, tok[3:], strict=True))))
-    return _job_graph(rows, deps, dict(zip(res_names, caps, strict=True)), name, where)
+    capacity = dict(zip(res_names, caps, strict=True))
+    _check_nonrenewable(rows, capacity, cap_line + 1, where)
+    return _job_graph(rows, deps, capacity, name, where)
+
+
+#: A resource name of a PSPLIB header: its letter (R renewable, N nonrenewable, D doubly
+#: constrained) and number, with or without a space between them.
+_RESOURCE_NAME = re.compile(r"([A-Za-z]+)\s*(\d+)")
+
+
+def _add_successor(deps: dict[int, list[str]], job: int, s: int, lineno: int, where: str) -> None:
+    """Record that ``job`` precedes ``s`` (listed on line ``lineno``)."""
+    if s == job:
+        raise InputError(f"line {lineno}: job {job} lists itself as a successor", where)
+    if s not in deps:
+        raise InputError(f"line {lineno}: job {job} has unknown successor {s}", where)
+    if str(job) in deps[s]:
+        raise InputError(f"line {lineno}: job {job} lists successor {s} twice", where)
+    deps[s].append(str(job))
+
+
+def _check_nonrenewable(
+    rows: list[tuple[int, int, int, dict[str, int]]],
+    capacity: dict[str, int],
+    lineno: int,
+    where: str,
+) -> None:
+    """Refuse an instance whose nonrenewable resources (``N*``, ``D*``) its jobs overdraw in
+    total, then leave the ``N*`` ones out of the jobs' demands and the capacities: single-mode,
+    they hold for every schedule. A doubly constrained ``D*`` stays, renewable as well."""
+    for r in [r for r in capacity if r[0] in "NnDd"]:
+        total = sum(d[r] for _, _, _, d in rows)
+        if total > capacity[r]:
+            raise InputError(
+                f"line {lineno}: no schedule exists: the jobs request {total} of the "
+                f"nonrenewable resource {r} in all, its capacity is {capacity[r]}",
+                where,
+            )
+        if r[0] in "Nn":
+            del capacity[r]
+            for _, _, _, d in rows:
+                del d[r]
 
 
 def _job_graph(
@@ -147,7 +191,7 @@ def _rows(
         if i >= len(lines) or lines[i].lstrip().startswith("*"):
             raise InputError(f"{what} table has {len(rows)} of {count} jobs (truncated?)", where)
         s = lines[i].strip()
-        if s and not s.startswith("-"):
+        if s and not s.startswith("-") and not s.lower().startswith("jobnr"):  # rule, header
             fields = s.split()
             names = [
                 columns[j] if j < len(columns) else f"{what} field" for j in range(len(fields))
@@ -212,16 +256,11 @@ def parse_patterson(text: str, name: str = "rcp", where: str = "<rcp>") -> OpGra
         for _ in range(count):
             lno = toks[pos][0] if pos < len(toks) else lineno
             s = take(f"successor of job {job}")
-            if s == job:
-                raise InputError(f"line {lno}: job {job} lists itself as a successor", where)
-            if s not in deps:
-                hint = (
-                    f" (job {job} starts on line {lineno}: does its successor count match?)"
-                    if lno != lineno
-                    else ""
-                )
-                raise InputError(f"line {lno}: job {job} has unknown successor {s}{hint}", where)
-            deps[s].append(str(job))
+            if s not in deps and s != job and lno != lineno:
+                raise InputError(f"line {lno}: job {job} has unknown successor {s} (job {job} "
+                                 f"starts on line {lineno}: does its successor count match?)",
+                                 where)  # fmt: skip
+            _add_successor(deps, job, s, lno, where)
         jobs.append((lineno, job, dur, demands))
     if pos < len(toks):
         lineno, tok = toks[pos]

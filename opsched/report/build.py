@@ -40,6 +40,9 @@ class ReportData:
     runs: list[dict[str, Any]]
     environment: dict[str, Any]
     instances: list[dict[str, Any]] = field(default_factory=list)
+    #: stored jobs left out: of an earlier version of an experiment's file (a setting edited
+    #: since made new jobs; ``load_results``' ``current`` column)
+    earlier: int = 0
 
     def summary(self) -> dict[str, Any]:
         """Headline counts (also the CLI's ``--json`` output)."""
@@ -51,6 +54,7 @@ class ReportData:
             "conflicts": int((self.optima["source"] == "conflict").sum()),
             "statuses": {str(k): int(v) for k, v in df["status"].value_counts().items()},
             "schedulers": sorted(df["scheduler"].unique().tolist()),
+            "earlier_jobs_left_out": self.earlier,
         }
 
 
@@ -82,6 +86,8 @@ def collect(
 
     with ResultStore(db, create=False) as store:
         df = store.frame(experiment)
+        earlier = int((~df["current"]).sum())  # of an earlier version of an experiment's file
+        df = df[df["current"]].reset_index(drop=True)
         if df.empty:
             what = f"experiment {experiment!r}" if experiment else "any experiment"
             raise InputError(f"no finished jobs of {what}", str(db))
@@ -106,6 +112,7 @@ def collect(
         runs=[r for r in runs if r["experiment"] in exps],
         environment=environment(),
         instances=drawn,
+        earlier=earlier,
     )
 
 

@@ -77,3 +77,6 @@ def register(main: click.Group) -> None:
             f"{s['jobs']} jobs, {s['instances']} instances ({s['with_proven_optimum']} with a "
             f"proven optimum) -> {output}"
         )
+        if s["earlier_jobs_left_out"]:
+            click.echo(f"left out {s['earlier_jobs_left_out']} stored jobs of an earlier version "
+                       "of the experiment file (settings edited since)")  # fmt: skip

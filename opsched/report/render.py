@@ -136,7 +136,14 @@ def render_html(data: ReportData, figures: list[tuple[str, Any]], png_dir: str) 
         f"({s['with_proven_optimum']} with a proven optimum); statuses: "
         + html.escape(", ".join(f"{k} {v}" for k, v in sorted(s["statuses"].items())))
         + f". Store: <code>{html.escape(data.db)}</code>. Static PNGs: "
-        f"<code>{html.escape(png_dir)}/</code>.</p><ul>",
+        f"<code>{html.escape(png_dir)}/</code>."
+        + (
+            f" Left out: {s['earlier_jobs_left_out']} stored jobs of an earlier version of the "
+            "experiment file."
+            if s["earlier_jobs_left_out"]
+            else ""
+        )
+        + "</p><ul>",
         *(f"<li>{d}</li>" for d in _DEFINITIONS),
         "</ul>",
     ]
@@ -174,7 +181,13 @@ def render_markdown(data: ReportData, png_dir: Path, md_dir: Path, pngs: list[st
         f"{s['jobs']} jobs on {s['instances']} instances ({s['with_proven_optimum']} with a "
         "proven optimum); statuses: "
         + ", ".join(f"{k} {v}" for k, v in sorted(s["statuses"].items()))
-        + ".",
+        + "."
+        + (
+            f" Left out: {s['earlier_jobs_left_out']} stored jobs of an earlier version of the "
+            "experiment file."
+            if s["earlier_jobs_left_out"]
+            else ""
+        ),
         "",
         *(f"- {d.replace('<code>', '`').replace('</code>', '`')}" for d in _DEFINITIONS),
     ]

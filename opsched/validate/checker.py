@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
 __all__ = ["ValidationReport", "Violation", "validate"]
@@ -108,6 +108,14 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     >>> validate(p, Schedule.build(p, {"a": 0, "b": 2}, solver="hand")).valid
     True
     """
+    if isinstance(problem, Schedule) and isinstance(schedule, Problem):
+        raise TypeError("validate(problem, schedule): the arguments are the other way round")
+    require_problem(problem, "validate(problem, schedule)")
+    if not isinstance(schedule, Schedule):
+        raise TypeError(
+            f"validate(problem, schedule): schedule must be a Schedule, got "
+            f"{type(schedule).__name__} (Schedule.from_dict reads a file's)"
+        )
     g = problem.graph
     report = ValidationReport()
     out = report.violations

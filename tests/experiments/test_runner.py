@@ -201,3 +201,20 @@ def test_down_set_search_compiled_before_the_jobs(tmp_path, monkeypatch) -> None
     assert not calls
     assert "compiling the down-set search" in run("[0.8]", "['cpsat', 'greedy']")
     assert calls == [1]
+
+
+def test_a_script_without_a_main_guard_gets_the_reason(tmp_path) -> None:
+    # spawn starts each worker by importing the script, which then runs the experiment again
+    # while it bootstraps: every worker died at start, and each job was stored as an error
+    exp = tmp_path / "e.toml"
+    exp.write_text('[experiment]\nname="g"\n[[graphs]]\ngenerate="layered"\nops=6\n'
+                   '[machines]\nunits=[2]\n[schedulers]\nnames=["greedy"]\n')  # fmt: skip
+    script = tmp_path / "unguarded.py"
+    script.write_text("from opsched.experiments import run_experiment\n"
+                      f"run_experiment({str(exp)!r}, {str(tmp_path / 'r.sqlite')!r}, "
+                      "workers=1, progress=False)\n")  # fmt: skip
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 1
+    assert 'under `if __name__ == "__main__":`' in out.stderr.splitlines()[-1]
+    assert _count(tmp_path / "r.sqlite") == 0  # nothing stored as if the job had run

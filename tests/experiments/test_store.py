@@ -66,3 +66,20 @@ def test_refuses_foreign_and_newer_files(tmp_path) -> None:
     with pytest.raises(InputError, match="no such results database"):
         load_results(tmp_path / "missing.sqlite")
     assert not (tmp_path / "missing.sqlite").exists()
+
+
+def test_a_crashed_job_runs_again_and_its_rerun_replaces_it(tmp_path) -> None:
+    from opsched.experiments.worker import CRASHED, error_result
+
+    store, jobs = _filled(tmp_path / "r.sqlite")
+    a, b = jobs[0].job_id, jobs[1].job_id
+    assert store.record(a, "run1", error_result("ERROR", CRASHED + "worker process died (-9)"))
+    assert store.record(b, "run1", error_result("ERROR", "ValueError: the scheduler's own"))
+    assert store.finished_ids("s") == {b}  # the crash is no result: the next run redoes it
+    ok = {"status": "FEASIBLE", "valid": True, "makespan": 7.0, "peak_memory": 0}
+    assert store.record(a, "run2", ok) is True
+    assert store.record(b, "run2", ok) is False  # a real error stands
+    assert store.finished_ids("s") == {a, b}
+    rows = dict(store.conn.execute("SELECT job_id, run_id || ':' || status FROM results"))
+    assert rows == {a: "run2:FEASIBLE", b: "run1:ERROR"}
+    store.close()

@@ -179,3 +179,61 @@ def test_self_successor_error_names_the_precedence_line() -> None:
     with pytest.raises(InputError) as exc:
         parse_psplib(text, where="f.sm")
     assert str(exc.value).startswith("f.sm: line 6: ")
+
+
+def _with_nonrenewable(requests: tuple[int, int], capacity: int) -> str:
+    """SMALL with one nonrenewable resource N 1: jobs 2 and 3 request ``requests``."""
+    text = SMALL.replace("R 1  R 2\n---", "R 1  R 2  N 1\n---")
+    text = text.replace(
+        "  2      1     3       2    1\n", f"  2      1     3       2    1  {requests[0]}\n"
+    )
+    text = text.replace(
+        "  3      1     5       1    2\n", f"  3      1     5       1    2  {requests[1]}\n"
+    )
+    text = text.replace("  1      1     0       0    0\n", "  1      1     0       0    0  0\n")
+    text = text.replace("  4      1     0       0    0\n", "  4      1     0       0    0  0\n")
+    return text.replace("  R 1  R 2\n    3    2\n", f"  R 1  R 2  N 1\n    3    2  {capacity}\n")
+
+
+def test_nonrenewable_resource_within_its_total_is_left_out() -> None:
+    # 4 + 5 = 9 <= 9: any schedule keeps the total, so the graph only has R1 and R2
+    g = parse_psplib(_with_nonrenewable((4, 5), 9))
+    assert dict(g.resources) == {"R1": 3, "R2": 2}
+    assert dict(g["3"].demands) == {"R1": 1, "R2": 2}
+
+
+def test_nonrenewable_resource_overdrawn_has_no_schedule() -> None:
+    # 4 + 6 = 10 > 9: the jobs cannot all run, whatever their order (was: read as renewable)
+    with pytest.raises(
+        InputError,
+        match=r"line 20: no schedule exists: .* request 10 of the "
+        r"nonrenewable resource N1 in all, its capacity is 9",
+    ):
+        parse_psplib(_with_nonrenewable((4, 6), 9))
+
+
+def test_resource_names_without_spaces_and_no_rule_line() -> None:
+    text = SMALL.replace("  R 1  R 2\n    3", "  R1  R2\n    3").replace("-" * 72 + "\n", "", 1)
+    g = parse_psplib(text)
+    assert dict(g.resources) == {"R1": 3, "R2": 2}
+    assert g["3"].duration == 5.0 and dict(g["2"].demands) == {"R1": 2, "R2": 1}
+
+
+def test_bad_resource_header_is_named() -> None:
+    text = SMALL.replace("  R 1  R 2\n    3", "  R 1  R x\n    3")
+    with pytest.raises(InputError, match=r"line 19: expected resource names .* 'R 1  R x'"):
+        parse_psplib(text)
+
+
+def test_duplicate_successor_names_the_precedence_line() -> None:
+    text = SMALL.replace(
+        "   1        1          2           2   3", "   1        1          2           2   2"
+    )
+    with pytest.raises(InputError, match=r"^<sm>: line 5: job 1 lists successor 2 twice$"):
+        parse_psplib(text)
+
+
+def test_byte_order_mark(tmp_path: Path) -> None:
+    p = tmp_path / "small.sm"
+    p.write_bytes(b"\xef\xbb\xbf" + SMALL.encode())
+    assert read_psplib(p).num_ops == 4

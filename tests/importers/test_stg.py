@@ -142,3 +142,13 @@ def test_header_overflow_is_read() -> None:
     assert g.num_ops == 4
     # a non-finite header value is dropped (it could not be written back as JSON)
     assert "CP Length" not in g.attrs["stg"]
+
+
+def test_byte_order_mark(tmp_path: Path) -> None:
+    # an editor on Windows may save one; read as the file without it, not as a bad count
+    src = dataset_path("stg/50/rand0000.stg")
+    p = tmp_path / "bom.stg"
+    p.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    g, ref = read_stg(p), read_stg(src)
+    assert g.num_ops == ref.num_ops == 52
+    assert [op.deps for op in g.ops] == [op.deps for op in ref.ops]

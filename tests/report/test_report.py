@@ -78,3 +78,38 @@ def test_report_writes_nothing_when_the_markdown_cannot_be_written(tmp_path):
     assert not html.exists() and not (tmp_path / "r_figures").exists()
     build_report(tmp_path / "h.sqlite", html, markdown=tmp_path / "r.md", n_instances=0)
     assert html.exists() and (tmp_path / "r.md").exists()
+
+
+def test_report_of_a_store_without_one_schedule(tmp_path) -> None:
+    # every job a dead end (half the peak is below what a greedy order can keep): the result
+    # columns hold NULLs alone, which once reached np.isnan as objects (internal error)
+    cfg = RUN.replace('["none", 0.8]', "[0.3]").replace('"cpsat", ', "")
+    cfg = cfg.replace("ops = 8", "ops = 24")
+    db = tmp_path / "r.sqlite"
+    s = run_experiment(parse_config(cfg), db, workers=1, progress=False)
+    assert s.statuses == {"UNKNOWN": 2}
+    md = tmp_path / "r.md"
+    data = build_report(db, tmp_path / "r.html", markdown=md, n_instances=0)
+    assert (data.summary()["jobs"], data.summary()["instances"]) == (2, 2)
+    assert "greedy" in md.read_text() and (tmp_path / "r.html").exists()
+
+
+def test_an_edited_experiment_reports_its_current_jobs_only(tmp_path) -> None:
+    # the same name run again with another time limit: new jobs, the old ones kept but no
+    # longer current, so the report counts each (instance, scheduler) once
+    db = tmp_path / "r.sqlite"
+    cfg = RUN.replace('"cpsat", ', "")
+    run_experiment(parse_config(cfg), db, workers=1, progress=False)
+    run_experiment(parse_config(cfg.replace("time_limit = 5", "time_limit = 4")), db,
+                   workers=1, progress=False)  # fmt: skip
+    from opsched.experiments import load_results
+
+    df = load_results(db)
+    assert len(df) == 8 and df["current"].sum() == 4
+    data = build_report(db, tmp_path / "r.html", n_instances=0)
+    assert (data.summary()["jobs"], data.summary()["earlier_jobs_left_out"]) == (4, 4)
+    assert set(data.results["time_limit"]) == {4.0}
+    r = CliRunner().invoke(main, ["results", str(db), "-o", str(tmp_path / "x.csv"),
+                                  "--experiment", "nope"])  # fmt: skip
+    assert r.exit_code == 2 and "--experiment 'nope': not in the store (it has: fig)" in r.output
+    assert not (tmp_path / "x.csv").exists()

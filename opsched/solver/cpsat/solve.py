@@ -21,7 +21,7 @@ from opsched.analysis.cap_orders import cap_orders, flow_budget
 from opsched.analysis.overlap import budgeted_overlap_bound
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
-from opsched.problem import Objective, Problem
+from opsched.problem import Objective, Problem, require_problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import (
     CpsatModel,
@@ -144,6 +144,7 @@ def solve_cpsat(
     >>> r.status.value, r.makespan, r.lower_bound
     ('OPTIMAL', 6.0, 6.0)
     """
+    require_problem(problem, "solve_cpsat")
     t0 = time.perf_counter()
     deadline = t0 + check_seconds(time_limit)
     if makespan_limit is not None and not math.isfinite(makespan_limit):
