@@ -255,6 +255,10 @@ class Schedule:
             }
         )
 
+    def __repr__(self) -> str:
+        # the ops are left out: a notebook cell echoing a 10,000-op schedule printed them all
+        return f"<Schedule {self.summary()}; {len(self.ops)} ops>"
+
     def summary(self) -> str:
         """A short human-readable description."""
         parts = [f"{self.solver} on {self.graph}: {self.status.value}"]

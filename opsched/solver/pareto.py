@@ -47,6 +47,13 @@ class ParetoFront:
     reason: str | None = None
     wall_time_s: float = 0.0
 
+    def __repr__(self) -> str:
+        # the points' schedules are left out (each is a whole schedule)
+        front = ", ".join(f"({p.makespan:g}, {p.peak_memory})" for p in self.points[:8])
+        more = f", ... {len(self.points) - 8} more" if len(self.points) > 8 else ""
+        state = "complete" if self.complete else "incomplete"
+        return f"<ParetoFront {self.graph}: {state}, (makespan, peak) {front}{more}>"
+
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd
 
