@@ -110,9 +110,8 @@ def _table_rows(path: Path) -> list[tuple[int, list[str]]]:
 
     text = read_text(path)
     sep = ";" if ";" in text and "," not in text else ","
-    rows = [(i + 1, [v.strip() for v in line.split(sep)])
+    return [(i + 1, [v.strip() for v in line.split(sep)])
             for i, line in enumerate(text.splitlines()) if line.strip()]  # fmt: skip
-    return rows
 
 
 def _table_int(value: str, lineno: int, path: Path) -> int:

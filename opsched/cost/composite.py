@@ -189,9 +189,9 @@ def bounded(
         return t
     spec = profile.spec
     roof = np.array([roofline_us(k, a, spec) for k, a in zip(kind_list, attrs, strict=True)])
-    if family.startswith("elementwise") and method not in FREE_OVERHEAD_METHODS:
-        t = np.minimum(t, elementwise_cap(roof, profile.kernel_floor))
-    if method not in FREE_OVERHEAD_METHODS:
+    if method not in FREE_OVERHEAD_METHODS:  # kernel times: a per-call price keeps its sum
+        if family.startswith("elementwise"):
+            t = np.minimum(t, elementwise_cap(roof, profile.kernel_floor))
         t = streaming_cap(family, t, roof)
     t = roofline_bound(family, t, roof, spec.l2_us)
     if family == "attention":

@@ -289,9 +289,9 @@ def elementwise_cap(roofline: np.ndarray, floor: float) -> np.ndarray:
 #: The row-wise and reducing families whose large ops :func:`streaming_cap` bounds.
 STREAMING_CAPPED = frozenset({"softmax", "layernorm", "rmsnorm", "batchnorm", "pool", "reduce"})
 #: A kernel of :data:`STREAMING_CAPPED` whose roofline time is at least
-#: :data:`STREAMING_CAP_FROM_US` takes at most :data:`STREAMING_CAP` times it. Of the 15,900
+#: :data:`STREAMING_CAP_FROM_US` takes at most :data:`STREAMING_CAP` times it. Of the 14,600
 #: such timings, none takes more than 6.2 times (that one per call, with PyTorch's dispatch in
-#: it), none of those timed as kernels more than 4.3; beyond their data the curves grew faster
+#: it), none of those timed as kernels more than 4.2; beyond their data the curves grew faster
 #: than the work (an A100's float16 layernorm over 256 x 65,536 priced at 34 times its
 #: roofline, 9 times its float32 twin).
 STREAMING_CAP = 8.0

@@ -322,8 +322,7 @@ def predict_family(
         out[rows] = np.where(kernel, streaming_cap(fam, out[rows], fd.roof[idx][rows]),
                              out[rows])  # fmt: skip
         if fam.startswith("elementwise"):  # kernel times, as Profile.predict prices them
-            cap = np.where(np.isin(fd.method[idx][rows], list(FREE_OVERHEAD_METHODS)), np.inf,
-                           elementwise_cap(fd.roof[idx][rows], fl))  # fmt: skip
+            cap = np.where(kernel, elementwise_cap(fd.roof[idx][rows], fl), np.inf)
             out[rows] = np.fmin(out[rows], cap)
         if fam in model.family_floors:
             fl = max(fl, floor_of(model.family_floors[fam], str(gpu), _arch())[0])
