@@ -35,7 +35,7 @@ from opsched.heuristics import greedy, serial
 from opsched.importers import read_graph, read_psplib, read_stg
 from opsched.ir import Op, OpGraph, read_graph_json, write_graph_json
 from opsched.problem import Machine, Objective, Problem
-from opsched.schedule import Schedule, ScheduledOp, Status
+from opsched.schedule import Schedule, ScheduledOp, Status, read_schedule
 from opsched.solver import (
     pareto_front,
     serial_cap_check,
@@ -80,6 +80,7 @@ __all__ = [
     "read_graph",
     "read_graph_json",
     "read_psplib",
+    "read_schedule",
     "read_stg",
     "registry",
     "rename_buffers",

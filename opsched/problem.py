@@ -156,6 +156,14 @@ class Problem:
     def capacity(self, resource: str) -> int | None:
         return self.capacities[resource]
 
+    def machine_record(self) -> dict[str, Any]:
+        """The machine a schedule records: :meth:`Machine.to_dict` with every capacity in
+        force, the graph's defaults included (a PSPLIB file brings its own), so the file
+        says what the schedule was made for without the graph."""
+        rec = self.machine.to_dict()
+        rec["resources"] = {r: c for r, c in self.capacities.items() if r != "units"}
+        return rec
+
     @property
     def memory_cap(self) -> int | None:
         cap = self.machine.memory_cap

@@ -13,6 +13,7 @@ objective. The JSON format ``opsched-schedule/1``::
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -27,7 +28,7 @@ from opsched.problem import Problem
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SCHEDULE_FORMAT", "Schedule", "ScheduledOp", "Status"]
+__all__ = ["SCHEDULE_FORMAT", "Schedule", "ScheduledOp", "Status", "read_schedule"]
 
 SCHEDULE_FORMAT = "opsched-schedule/1"
 
@@ -124,7 +125,7 @@ class Schedule:
             solver=solver,
             status=Status(status),
             ops=ops,
-            machine=problem.machine.to_dict(),
+            machine=problem.machine_record(),
             makespan=makespan,
             peak_memory=peak_memory(g, arr, makespan),
             lower_bound=lower_bound,
@@ -135,7 +136,7 @@ class Schedule:
     @classmethod
     def empty(cls, problem: Problem, *, solver: str, status: Status | str, **kw: Any) -> Schedule:
         """A result without a schedule (INFEASIBLE or UNKNOWN)."""
-        return cls(problem.graph.name, solver, Status(status), [], problem.machine.to_dict(), **kw)
+        return cls(problem.graph.name, solver, Status(status), [], problem.machine_record(), **kw)
 
     @property
     def has_schedule(self) -> bool:
@@ -288,6 +289,32 @@ class Schedule:
             f"<p><b>{self.summary()}</b></p><table><tr><th>op</th><th>start</th><th>end</th>"
             f"<th>unit</th></tr>{rows}</table>{more}"
         )
+
+
+def read_schedule(path: str | os.PathLike[str]) -> Schedule:
+    """Read a schedule file (:meth:`Schedule.to_json`, ``opsched solve -o``) back.
+
+    As :meth:`Schedule.from_dict`, the makespan is recomputed from the ops. Errors
+    (:class:`~opsched.errors.InputError` for a file that is not JSON,
+    :class:`~opsched.errors.ScheduleFormatError` for one that is not a schedule) name the file.
+
+    Examples
+    --------
+    >>> import os, tempfile, opsched
+    >>> p = opsched.Problem(opsched.seed_graph(), opsched.Machine(units=2))
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.json")
+    >>> _ = opsched.greedy(p).to_json(path)
+    >>> s = opsched.read_schedule(path)
+    >>> s.makespan, s.solver, opsched.validate(p, s).valid
+    (6.0, 'greedy', True)
+    """
+    from opsched.ir.jsonio import load_json_file
+
+    doc = load_json_file(path)  # its errors already name the file
+    try:
+        return Schedule.from_dict(doc)
+    except ScheduleFormatError as e:
+        raise e.located(str(path)) from None
 
 
 def _num(x: float | None) -> float | int | None:

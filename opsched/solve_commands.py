@@ -44,7 +44,7 @@ from opsched._clikit import (
     units_option,
 )
 from opsched._files import check_writable
-from opsched.errors import OpschedError, ProblemError
+from opsched.errors import ProblemError
 from opsched.solver.defaults import DEFAULT_WORKERS
 
 __all__ = ["OBJECTIVES", "pareto", "register", "solve", "solvers", "validate"]
@@ -72,17 +72,12 @@ def validate(
     The machine defaults to the one recorded in the schedule file.
     """
     from opsched.importers import read_graph
-    from opsched.ir.jsonio import load_json_file
     from opsched.problem import Problem
-    from opsched.schedule import Schedule
+    from opsched.schedule import read_schedule
     from opsched.validate import validate as check
 
     g = read_graph(graph)
-    doc = load_json_file(schedule)  # its errors already name the file
-    try:
-        sched = Schedule.from_dict(doc)
-    except OpschedError as e:
-        raise e.located(str(schedule)) from None
+    sched = read_schedule(schedule)  # its errors name the file
     recorded = sched.machine or {}
     if units is None:
         units = recorded.get("units")
