@@ -3,6 +3,9 @@
 Every error that bad input can cause derives from :class:`OpschedError` and carries a one-line
 message that names the problem and where it is (file, op, line). The CLI prints that line and
 exits with status 2; it never shows a traceback for these.
+
+:class:`OpschedError` is a :class:`ValueError` (bad input is a bad value), so code that
+guards a call with ``except ValueError`` catches opsched's refusals too.
 """
 
 from __future__ import annotations
@@ -10,8 +13,18 @@ from __future__ import annotations
 __all__ = ["GraphError", "InputError", "OpschedError", "ProblemError", "ScheduleFormatError"]
 
 
-class OpschedError(Exception):
-    """Base class of every error opsched raises on purpose."""
+class OpschedError(ValueError):
+    """Base class of every error opsched raises on purpose.
+
+    Examples
+    --------
+    >>> import opsched
+    >>> try:
+    ...     opsched.Machine(units=0)
+    ... except ValueError as e:  # every opsched error is a ValueError
+    ...     print(type(e).__name__, "-", e)
+    ProblemError - units must be a positive integer, got 0
+    """
 
     def __init__(self, message: str, where: str | None = None) -> None:
         self.message = message

@@ -21,6 +21,7 @@ import math
 import re
 from typing import Any
 
+from opsched.errors import OpschedError
 from opsched.importers.trace.aten_names import attention_attrs, conv_backward_operands
 from opsched.ir import kinds
 from opsched.ir.kinds import DTYPE_BYTES
@@ -287,6 +288,8 @@ def aten_kind(
             numel = max((_prod(t) for t in ts), default=1)
             return "elementwise", {"numel": numel, "arity": _elementwise_arity(name, ts),
                                    "fn": name, "dtype": dtype}  # fmt: skip
+    except OpschedError:  # already names the problem (and is a ValueError)
+        raise
     except (IndexError, TypeError, ValueError, ZeroDivisionError):
         return None
     return None

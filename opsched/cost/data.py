@@ -41,7 +41,7 @@ from opsched.cost.mathmode import (
     with_math_dtype,
 )
 from opsched.cost.specs import load_specs, resolve_gpu
-from opsched.errors import InputError
+from opsched.errors import InputError, OpschedError
 from opsched.ir import kinds
 
 __all__ = [
@@ -427,6 +427,8 @@ def canonical_rows(
             else:
                 base = _profiler(r, "op_input_dims", "op_input_types")
                 dtype = base[1].get("dtype", "float32")
+        except OpschedError:  # already names the problem (and is a ValueError)
+            raise
         except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
             continue
         except _BadCell as e:

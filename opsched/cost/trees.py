@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from opsched._jit import compiled, kernel
-from opsched.errors import InputError
+from opsched.errors import InputError, OpschedError
 
 __all__ = [
     "NODE_ARRAYS",
@@ -193,6 +193,8 @@ class TreeEnsemble:
         try:
             arrays = {k: _unpack(doc[k]).astype(kinds[dt]) for k, dt in _ARRAY_DTYPES.items()}
             ens = cls(baseline=float(doc["baseline"]), **arrays)
+        except OpschedError:  # already names the problem (and is a ValueError)
+            raise
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"malformed tree ensemble ({e})") from None
         n = ens.feature.size

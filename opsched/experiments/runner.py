@@ -53,7 +53,18 @@ class Progress:
     """A progress bar on stderr: done / total, failures, elapsed time and ETA.
 
     On a terminal the line is redrawn in place; otherwise a line is printed at most every
-    ``every`` seconds and at the end (logs of batch systems stay short).
+    ``every`` seconds and at the end (logs of batch systems stay short). The ETA is the pace
+    since the first job finished, so starting the workers (a Dask cluster, numba's cache)
+    does not inflate it; after the first job it is that job's time.
+
+    Examples
+    --------
+    >>> import io
+    >>> p = Progress(4, io.StringIO())
+    >>> p.t0, p.t_first = 0.0, 30.0  # 30 s to start, then one job every 2 s
+    >>> p.done = 3
+    >>> p.eta(now=34.0)
+    2.0
     """
 
     def __init__(
@@ -65,11 +76,23 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.every = every
         self.t0 = time.monotonic()
+        self.t_first: float | None = None  # when the first job finished
         self._last = -1e9
+        self._closed = False
+
+    def eta(self, now: float | None = None) -> float:
+        """Seconds left at the pace since the first job finished (NaN before it)."""
+        now = time.monotonic() if now is None else now
+        left = self.total - self.done
+        if not self.done or self.t_first is None:
+            return float("nan")
+        if self.done == 1 or now <= self.t_first:
+            return (self.t_first - self.t0) * left
+        return (now - self.t_first) / (self.done - 1) * left
 
     def line(self) -> str:
         el = time.monotonic() - self.t0
-        eta = el / self.done * (self.total - self.done) if self.done else float("nan")
+        eta = self.eta()
         width = 24
         filled = int(width * self.done / self.total) if self.total else width
         bar = "#" * filled + "." * (width - filled)
@@ -82,6 +105,8 @@ class Progress:
     def update(self, failed: bool = False) -> None:
         self.done += 1
         self.failed += failed
+        if self.t_first is None:
+            self.t_first = time.monotonic()
         if not self.enabled:
             return
         now = time.monotonic()
@@ -92,8 +117,10 @@ class Progress:
             self._last = now
 
     def close(self) -> None:
-        if self.enabled and self.tty:
+        """End the redrawn line (once; a second call does nothing)."""
+        if self.enabled and self.tty and not self._closed:
             print(file=self.stream, flush=True)
+        self._closed = True
 
 
 def environment() -> dict[str, Any]:
@@ -242,6 +269,16 @@ def run_experiment(
                 summary.statuses[status] = summary.statuses.get(status, 0) + 1
                 summary.ran += 1
                 bar.update(failed=status in ("ERROR", "TIMEOUT"))
+        except KeyboardInterrupt:
+            bar.close()
+            print(
+                f"[bench] interrupted: {summary.ran} of {len(todo)} jobs stored this run "
+                f"({summary.skipped + summary.ran} of {len(jobs)} in all); run the same "
+                "command again to resume",
+                file=stream or sys.stderr,
+                flush=True,
+            )
+            raise
         finally:
             bar.close()
         store.finish_run(run_id)

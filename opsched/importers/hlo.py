@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from opsched._files import read_text
-from opsched.errors import InputError
+from opsched.errors import InputError, OpschedError
 from opsched.importers._build import GraphBuilder, TensorMeta
 from opsched.importers.hlo_kinds import OpMapper
 from opsched.importers.hlo_text import leaves, parse_computations, parse_type
@@ -110,6 +110,8 @@ def from_hlo_text(text: str, name: str | None = None, where: str = "<hlo>") -> O
             continue
         try:
             m = module.map(ins, [shapes[o] for o in ins.operands])
+        except OpschedError:  # already names the problem (and is a ValueError)
+            raise
         except (KeyError, IndexError, ValueError):
             raise InputError(
                 f"line {ins.line}: cannot read {ins.opcode} {ins.name!r}", where

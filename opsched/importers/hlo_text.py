@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from opsched.errors import InputError
+from opsched.errors import InputError, OpschedError
 from opsched.importers._build import TensorMeta, dtype_name
 
 __all__ = ["Computation", "Instr", "leaves", "parse_computations", "parse_type"]
@@ -201,6 +201,8 @@ def parse_computations(text: str, where: str) -> dict[str, Computation]:
             raise InputError(f"line {n}: expected 'name = type opcode(operands)'", where)
         try:
             cur.instrs.append(_parse_instr(m.group(3), bool(m.group(1)), m.group(2), n))
+        except OpschedError:  # already names the problem (and is a ValueError)
+            raise
         except ValueError as e:
             raise InputError(f"line {n}: {e}", where) from None
     if cur is not None:

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from opsched.errors import InputError, ProblemError
+from opsched.errors import InputError, OpschedError, ProblemError
 from opsched.importers._build import GraphBuilder, TensorMeta, dtype_name
 from opsched.importers.torch.aten import Mapped, map_aten
 from opsched.ir.graph import OpGraph
@@ -317,6 +317,8 @@ def _add_node(b: GraphBuilder, node: Any, i: int, meta: Any, opset: int, where: 
     op_type = t if node.domain in ("", "ai.onnx") else f"{node.domain}.{t}"
     try:
         m = _map(op_type, ins, a, metas, opset) if ins or op_type in _SAME_AS else None
+    except OpschedError:  # already names the problem (and is a ValueError)
+        raise
     except (KeyError, IndexError, ValueError, TypeError, AttributeError):
         m = None
     if m is None:

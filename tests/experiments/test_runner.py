@@ -218,3 +218,46 @@ def test_a_script_without_a_main_guard_gets_the_reason(tmp_path) -> None:
     assert out.returncode == 1
     assert 'under `if __name__ == "__main__":`' in out.stderr.splitlines()[-1]
     assert _count(tmp_path / "r.sqlite") == 0  # nothing stored as if the job had run
+
+
+def test_progress_eta_counts_from_the_first_finished_job() -> None:
+    import io
+
+    from opsched.experiments.runner import Progress
+
+    p = Progress(10, io.StringIO())
+    assert p.eta(now=5.0) != p.eta(now=5.0)  # NaN: nothing finished yet
+    p.t0, p.t_first, p.done = 0.0, 20.0, 1  # 20 s for the first (start-up included)
+    assert p.eta(now=20.0) == 20.0 * 9
+    p.done = 5  # four more in the next 8 s: 2 s a job, 5 left
+    assert p.eta(now=28.0) == 10.0
+    # the old estimate, elapsed / done, would have said 28 / 5 * 5 = 28 s
+    p.done = 10
+    assert p.eta(now=40.0) == 0.0
+
+
+def test_ctrl_c_says_what_was_stored_and_how_to_resume(tmp_path, monkeypatch) -> None:
+    import io
+
+    real_run = LocalExecutor.run
+
+    def run_then_interrupt(self, tasks):
+        for i, outcome in enumerate(real_run(self, tasks)):
+            if i == 2:
+                raise KeyboardInterrupt
+            yield outcome
+
+    monkeypatch.setattr(LocalExecutor, "run", run_then_interrupt)
+    cfg = parse_config(SMALL.format(names='["greedy"]'))
+    err = io.StringIO()
+    try:
+        run_experiment(cfg, tmp_path / "r.sqlite", workers=1, stream=err)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interrupt was swallowed")
+    assert "interrupted: 2 of 6 jobs stored this run (2 of 6 in all)" in err.getvalue()
+    assert "run the same command again to resume" in err.getvalue()
+    monkeypatch.setattr(LocalExecutor, "run", real_run)
+    s = run_experiment(cfg, tmp_path / "r.sqlite", workers=1, progress=False)
+    assert (s.skipped, s.ran) == (2, 4)

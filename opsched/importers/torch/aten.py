@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from opsched.errors import OpschedError
 from opsched.importers._build import TensorMeta
 from opsched.importers.torch.aten_rules import HANDLERS, Args, Mapped
 
@@ -145,6 +146,8 @@ def map_aten(
     if handler is not None:
         try:
             return handler(base, a, outs)
+        except OpschedError:  # already names the problem (and is a ValueError)
+            raise
         except (ValueError, IndexError, TypeError, ZeroDivisionError):
             pass  # unusual signature: fall through to the generic mapping
     if base in _RESHAPES and ins and not ins[0].contiguous:  # strides do not allow a view
