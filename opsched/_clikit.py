@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from opsched._files import guarding_outputs
 from opsched.errors import OpschedError, ProblemError
 
 __all__ = [
@@ -106,7 +107,8 @@ def handle_errors(fn: F) -> F:
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with guarding_outputs():  # no output may replace an input or another output
+                return fn(*args, **kwargs)
         except OpschedError as e:
             _fail(str(e))
         except BrokenPipeError:  # the reader went away (`| head`): as a SIGPIPE'd tool does

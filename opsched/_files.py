@@ -1,14 +1,27 @@
-"""File helpers shared by every reader and writer: one-line errors, atomic writes."""
+"""File helpers shared by every reader and writer: one-line errors, atomic writes.
+
+Inside a command (:func:`guarding_outputs`, which the CLI's error handler opens) the files a
+command reads are noted (:func:`note_input`), and an output that would replace one of them,
+or that the command already wrote, is refused before it is written: ``opsched results
+db.sqlite -o db.sqlite`` would otherwise turn the database into a CSV. From Python nothing is
+tracked (reading a graph and writing it back to its file is a normal thing to do there).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from opsched.errors import InputError
 
 __all__ = [
     "check_writable",
+    "guarding_outputs",
+    "note_input",
     "parse_count",
     "read_text",
     "write_bytes_atomic",
@@ -16,10 +29,49 @@ __all__ = [
 ]
 
 
+#: inside a command: (the inputs it read, the outputs it wrote), as resolved paths
+_GUARD: ContextVar[tuple[set[str], set[str]] | None] = ContextVar("opsched_files", default=None)
+
+
+@contextlib.contextmanager
+def guarding_outputs() -> Iterator[None]:
+    """Refuse, until the block ends, outputs that replace an input or an earlier output."""
+    token = _GUARD.set((set(), set()))
+    try:
+        yield
+    finally:
+        _GUARD.reset(token)
+
+
+def _key(path: str | os.PathLike[str]) -> str:
+    return os.path.realpath(path)
+
+
+def note_input(path: str | os.PathLike[str]) -> None:
+    """Note ``path`` as read by the running command (nothing happens outside a command)."""
+    guard = _GUARD.get()
+    if guard is not None:
+        guard[0].add(_key(path))
+
+
+def _check_target(p: Path, written: bool = False) -> None:
+    """Refuse an output at an input of the command, or at one it wrote (``written``: check
+    the outputs too)."""
+    guard = _GUARD.get()
+    if guard is None:
+        return
+    k = _key(p)
+    if k in guard[0]:
+        raise InputError("would overwrite an input of this command; choose another path", str(p))
+    if written and k in guard[1]:
+        raise InputError("is given for two outputs; choose another path", str(p))
+
+
 def read_text(path: str | os.PathLike[str]) -> str:
     """Return the text of ``path`` (a UTF-8 byte-order mark dropped); a missing, unreadable,
     empty or non-UTF-8 file raises."""
     p = Path(path)
+    note_input(p)
     try:
         text = p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -50,10 +102,15 @@ def check_writable(*paths: str | os.PathLike[str] | None) -> None:
     Traceback (most recent call last):
     opsched.errors.InputError: no/such/dir/out.csv: no such folder 'no/such/dir'
     """
+    seen: set[str] = set()
     for path in paths:
         if path is None:
             continue
         p = Path(path)
+        _check_target(p, written=True)
+        if _key(p) in seen:
+            raise InputError("is given for two outputs; choose another path", str(p))
+        seen.add(_key(p))
         if p.is_dir():
             raise InputError("is a directory, not a file", str(p))
         parent = p.parent
@@ -75,8 +132,26 @@ def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
 
 def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename (as
-    :func:`write_text_atomic`)."""
+    :func:`write_text_atomic`).
+
+    A symbolic link is written through (its target is replaced, the link kept); a device or
+    a pipe (``/dev/stdout``, a FIFO) is written to directly, never replaced by a file.
+    """
     p = Path(path)
+    _check_target(p, written=True)
+    guard = _GUARD.get()
+    if guard is not None:
+        guard[1].add(_key(p))
+    if p.is_symlink():
+        p = Path(os.path.realpath(p))
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(p.stat().st_mode) and not p.is_dir():
+            try:
+                with open(p, "wb") as f:
+                    f.write(data)
+            except OSError as e:
+                raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
+            return
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
     try:
         tmp.write_bytes(data)

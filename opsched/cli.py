@@ -51,7 +51,35 @@ __all__ = [
 ]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineGroup(click.Group):
+    """The ``opsched`` group: a bad option or argument is one line on stderr, as every other
+    refusal (``opsched: error: WHAT (see 'opsched CMD --help')``, exit status 2), not click's
+    usage block."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
+        import sys
+
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
+        except click.UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError" and e.ctx is not None:
+                click.echo(e.ctx.get_help())  # a group called bare: its help, as click does
+                sys.exit(e.exit_code)
+            path = e.ctx.command_path if e.ctx is not None else "opsched"
+            message = " ".join(e.format_message().split())
+            click.echo(f"opsched: error: {message} (see '{path} --help')", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            click.echo(f"opsched: error: {' '.join(e.format_message().split())}", err=True)
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            sys.exit(130)  # Ctrl-C before a command started
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="opsched")
 def main() -> None:
     """opsched: operator scheduling for AI compilers (exact optima, heuristics, validation)."""

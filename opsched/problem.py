@@ -135,6 +135,7 @@ class Problem:
                 f"{type(self.machine).__name__} (e.g. Machine(units=4, memory_cap='2GiB'))"
             )
         object.__setattr__(self, "objective", Objective(self.objective))
+        _check_data_deps(self.graph)
         caps = self.capacities
         for op in self.graph.ops:
             for r in op.demands:
@@ -220,3 +221,40 @@ def require_problem(problem: Any, who: str) -> None:
             f"{who} takes a Problem, got {type(problem).__name__} "
             "(Problem(graph, Machine(units=4)))"
         )
+
+
+def _check_data_deps(graph: OpGraph) -> None:
+    """Refuse a graph in program form whose ``deps`` miss a read-after-write edge.
+
+    :class:`OpGraph` takes its edges from ``deps`` alone; a graph file's ``reads`` /
+    ``writes`` become edges when it is read, and :func:`opsched.derive_deps` derives them for
+    a graph built in Python. An op that reads a buffer an earlier op wrote, without
+    depending on it (directly or through others), would let a schedule read data not yet
+    written, so no problem is made of it.
+    """
+    if not any(op.reads for op in graph.ops):
+        return
+    from opsched.ir.program import derive_dependencies
+
+    raw = derive_dependencies([op.reads for op in graph.ops], [op.writes for op in graph.ops],
+                              ("RAW",))  # fmt: skip
+    ptr, idx = graph.pred_ptr, graph.pred_idx
+    for e in raw:
+        preds = idx[ptr[e.dst] : ptr[e.dst + 1]]
+        if e.src in preds:
+            continue
+        seen, stack = set(), list(preds)
+        while stack and e.src not in seen:
+            v = int(stack.pop())
+            if v not in seen:
+                seen.add(v)
+                stack.extend(idx[ptr[v] : ptr[v + 1]].tolist())
+        if e.src not in seen:
+            names = graph.names
+            raise ProblemError(
+                f"reads buffer {e.buffer!r}, written by op {names[e.src]!r}, without depending "
+                f"on it: an OpGraph takes its edges from deps alone; derive them from "
+                f"reads/writes with opsched.derive_deps(graph) (graph files are derived when "
+                f"read)",
+                f"op {names[e.dst]!r}",
+            )

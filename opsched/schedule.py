@@ -108,6 +108,11 @@ class Schedule:
             arr = np.asarray(starts, dtype=np.float64)
             if arr.shape != (g.num_ops,):
                 raise ScheduleFormatError(f"expected {g.num_ops} start times, got {arr.shape}")
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            raise ScheduleFormatError(
+                f"start time must be finite, got {float(arr[bad[0]])!r}", f"op {g.names[bad[0]]!r}"
+            )
         if isinstance(units, Mapping):
             unit_list: list[int | None] = [units.get(n) for n in g.names]
         elif units is None:
@@ -140,7 +145,9 @@ class Schedule:
 
     @property
     def has_schedule(self) -> bool:
-        return bool(self.ops)
+        """Whether this is a schedule: it has ops, or it is the (empty) schedule of a graph
+        without ops (OPTIMAL, makespan 0); INFEASIBLE and UNKNOWN results have none."""
+        return bool(self.ops) or self.status in (Status.OPTIMAL, Status.FEASIBLE)
 
     @property
     def gap(self) -> float | None:

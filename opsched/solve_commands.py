@@ -43,7 +43,7 @@ from opsched._clikit import (
     res_option,
     units_option,
 )
-from opsched._files import check_writable
+from opsched._files import check_writable, note_input
 from opsched.errors import ProblemError
 from opsched.solver.defaults import DEFAULT_WORKERS
 
@@ -224,6 +224,7 @@ def solve(
     say = None if quiet or as_json or log else progress_lines()
     if devices is None and (link_bandwidth is not None or link_latency != 0.0):
         raise ProblemError("--link-bandwidth and --link-latency apply with --devices only")
+    note_input(graph)  # so that -o GRAPH is refused now, not after the search
     check_writable(output)  # before the search, not after it
     if devices is not None:
         from opsched.hetero.commands import solve_on_devices

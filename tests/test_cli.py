@@ -365,6 +365,7 @@ def test_solve_then_validate(tmp_path: Path) -> None:
     assert report.exit_code == 0
     assert json.loads(report.stdout) == {
         "valid": True,
+        "checked": True,
         "makespan": doc["makespan"],
         "peak_memory": 0,
         "violations": [],

@@ -188,3 +188,78 @@ def test_cost_evaluate_without_a_scorable_row_is_an_error(tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("gpu,M,N,K,time_us,transA\nTesla T4,64,64,64,,N\nTesla T4,64,x,64,5,N\n")
     _refused(invoke("cost", "evaluate", table), "no row could be scored: 2 rows")
+
+
+def test_an_output_never_replaces_an_input_or_another_output(
+    tmp_path: Path, branches: Path
+) -> None:
+    before = branches.read_bytes()
+    _refused(invoke("solve", branches, "-o", branches), "would overwrite an input")
+    _refused(invoke("fuse", branches, "-o", branches), "would overwrite an input")
+    assert branches.read_bytes() == before
+    s = tmp_path / "s.json"
+    _refused(invoke("import-trace", TRACE, "-o", s, "--schedule", s), "given for two outputs")
+    assert not s.exists()
+    p = tmp_path / "p.json"
+    _refused(invoke("generate", "planted", "-n", 5, "--schedule", p, "-o", p), "two outputs")
+    # an output beside a missing folder leaves the other output unwritten too
+    g = tmp_path / "g.json"
+    _refused(invoke("generate", "planted", "-n", 5, "--schedule", tmp_path / "no" / "s.json",
+                    "-o", g), "no such folder")  # fmt: skip
+    assert not g.exists()
+
+
+def test_a_results_store_is_not_overwritten_by_its_own_export(tmp_path: Path) -> None:
+    toml = tmp_path / "q.toml"
+    toml.write_text('[experiment]\nname = "q"\n[[graphs]]\ngenerate = "layered"\nops = 6\n'
+                    '[machines]\nunits = [2]\n[schedulers]\nnames = ["greedy"]\n')  # fmt: skip
+    db = tmp_path / "db.sqlite"
+    assert invoke("bench", toml, "--db", db, "-q").exit_code == 0
+    _refused(invoke("results", db, "-o", db), "would overwrite an input")
+    _refused(invoke("report", db, "-o", db), "would overwrite an input")
+    assert db.read_bytes()[:15] == b"SQLite format 3"
+    assert invoke("results", db, "-o", tmp_path / "r.csv").exit_code == 0
+
+
+def test_links_are_written_through_and_pipes_written_into(tmp_path: Path, branches: Path) -> None:
+    import os
+
+    target = tmp_path / "target.json"
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert invoke("solve", branches, "-o", link).exit_code == 0
+    assert link.is_symlink() and json.loads(target.read_text())["graph"] == "two-branches"
+    assert invoke("solve", branches, "-o", os.devnull).exit_code == 0
+    assert Path(os.devnull).is_char_device()  # /dev/null was not replaced by a file
+
+
+def test_option_errors_are_one_line(branches: Path) -> None:
+    _refused(invoke("solve", branches, "-k", 0), "--units", "(see 'opsched solve --help')")
+    _refused(invoke("solve", branches, "--objective", "foo"), "--objective")
+    _refused(invoke("solve", branches, "--nope"), "No such option '--nope'")
+    _refused(invoke("solvx"), "No such command 'solvx'")
+    _refused(invoke("cost", "predict"), "Missing option '--input'")
+    assert invoke("--version").exit_code == 0
+    assert invoke("solve", "--help").output.startswith("Usage: opsched solve")
+
+
+def test_a_graph_without_ops_has_an_empty_optimal_schedule(tmp_path: Path) -> None:
+    g = tmp_path / "e.json"
+    g.write_text('{"format": "opsched-graph/1", "name": "e", "ops": []}')
+    out = tmp_path / "s.json"
+    r = invoke("solve", g, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "OPTIMAL, makespan 0" in r.output and json.loads(out.read_text())["ops"] == []
+    assert invoke("validate", g, out).exit_code == 0
+
+
+def test_pipeline_refuses_a_cap_no_micro_batch_meets(branches: Path) -> None:
+    _refused(invoke("pipeline", branches, "-s", 2, "-m", 2, "--memory-cap", 0),
+             "no schedule exists", "memory cap 0B")  # fmt: skip
+
+
+def test_a_file_that_is_no_archive_is_refused_without_torch_noise(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    junk = tmp_path / "j.pt2"
+    junk.write_text("junk")
+    _refused(invoke("convert", junk, tmp_path / "o.json"), "not a torch.export archive")

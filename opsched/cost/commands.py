@@ -14,24 +14,13 @@ __all__ = ["register"]
 
 def _write_table(df: object, path: Path) -> None:
     import gzip
-    import os
 
-    from opsched._files import write_text_atomic
+    from opsched._files import write_bytes_atomic
 
-    text = df.to_csv(index=False)  # type: ignore[attr-defined]
+    data = df.to_csv(index=False).encode()  # type: ignore[attr-defined]
     if path.name.endswith(".gz"):
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        try:
-            with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
-                fh.write(text.encode())
-            os.replace(tmp, path)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            from opsched.errors import InputError
-
-            raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
-    else:
-        write_text_atomic(text, path)
+        data = gzip.compress(data, mtime=0)
+    write_bytes_atomic(data, path)
 
 
 @click.group("cost")

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from opsched._files import note_input
 from opsched.cost.aten import aten_dtype, aten_kind, input_bytes
 from opsched.cost.mathmode import (
     FP16_FP32_MATH,
@@ -184,6 +185,7 @@ def read_table(path: str | Path) -> Any:
     p = Path(path)
     if not p.is_file():
         raise InputError("no such file", str(p))
+    note_input(p)
     try:
         return pd.read_csv(p, low_memory=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:

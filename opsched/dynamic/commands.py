@@ -49,7 +49,7 @@ def register(main: click.Group) -> None:
         help="Noise model.",
     )
     @click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True)
-    @click.option("--seed", type=int, default=0, show_default=True)
+    @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
     @click.option(
         "--online", is_flag=True, help="Also run online list scheduling (b-level of the estimates)."
     )

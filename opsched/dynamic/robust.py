@@ -117,6 +117,9 @@ class NoiseStats:
             **self.info,
         }
 
+    def __repr__(self) -> str:  # one line, not every run's makespan
+        return f"<NoiseStats {self.summary()}>"
+
     def summary(self) -> str:
         est = "-" if self.estimate is None else f"{self.estimate:g}"
         return (

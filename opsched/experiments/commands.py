@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
+from opsched._files import write_bytes_atomic
 from opsched.errors import InputError
 
 __all__ = ["register", "write_table"]
@@ -28,20 +28,18 @@ def write_table(df: object, path: Path, fmt: str | None) -> str:
     path = Path(path)
     if fmt is None:
         fmt = "parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv"
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        if fmt == "csv":
-            df.to_csv(tmp, index=False)
-        else:
-            try:
-                df.to_parquet(tmp, index=False)
-            except ImportError:
-                raise InputError("parquet output needs pyarrow: pip install pyarrow") from None
-        os.replace(tmp, path)
-    except OSError as e:
-        raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
-    finally:
-        tmp.unlink(missing_ok=True)
+    if fmt == "csv":
+        data = df.to_csv(index=False).encode("utf-8")
+    else:
+        import io
+
+        buf = io.BytesIO()
+        try:
+            df.to_parquet(buf, index=False)
+        except ImportError:
+            raise InputError("parquet output needs pyarrow: pip install pyarrow") from None
+        data = buf.getvalue()
+    write_bytes_atomic(data, path)
     return fmt
 
 

@@ -189,6 +189,8 @@ def _int(t: Mapping[str, Any], key: str, where: str, source: str, default: int, 
     v = t.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
         raise _err(source, where, f"must be an integer >= {lo}, got {v!r}")
+    if v > 2**40:  # far past any graph that fits in memory, and past C integers
+        raise _err(source, where, f"must be at most 2^40, got {v!r}")
     return v
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from opsched._files import note_input
 from opsched.errors import InputError
 from opsched.experiments.worker import CRASHED
 
@@ -103,6 +104,7 @@ class ResultStore:
 
     def __init__(self, path: str | os.PathLike[str], create: bool = True) -> None:
         self.path = Path(path)
+        note_input(self.path)  # a command's output must not replace the store
         if not create and not self.path.is_file():
             raise InputError("no such results database", str(self.path))
         try:

@@ -70,7 +70,8 @@ from opsched.hetero.schedule import HeteroSchedule
 from opsched.hetero.simulate import execute_placement, placement_orders
 from opsched.hetero.validate import validate_hetero
 from opsched.schedule import Status
-from opsched.solver.defaults import check_seconds
+from opsched.solver.defaults import check_seconds, check_workers
+from opsched.solver.interrupt import run_solver
 
 __all__ = ["FORMULATIONS", "solve_hetero_cpsat", "tick_scale"]
 
@@ -147,6 +148,7 @@ def solve_hetero_cpsat(
 
     t0 = time.perf_counter()
     check_seconds(time_limit)
+    check_workers(num_workers)
     if formulation not in FORMULATIONS:
         raise ProblemError(f"unknown formulation {formulation!r}; known: {', '.join(FORMULATIONS)}")
     g = problem.graph
@@ -241,13 +243,12 @@ def solve_hetero_cpsat(
     p = solver.parameters
     p.max_time_in_seconds = max(0.01, time_limit - (time.perf_counter() - t0))
     p.num_workers = num_workers
-    p.log_search_progress = log
     if deterministic:
         p.interleave_search = True
     improvements = None
     if progress is not None:  # each improving makespan and CP-SAT's bound, in time units
         improvements = Improvements(makespan_lines(progress, lambda t: t / scale))
-    code = solver.solve(m, improvements)
+    code = run_solver(solver, m, improvements, log=log)
     name = solver.status_name(code)
     info["cpsat_status"] = name
     info["conflicts"] = solver.num_conflicts

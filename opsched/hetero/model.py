@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from opsched.errors import ProblemError
-from opsched.ir.graph import Op, OpGraph
+from opsched.ir.graph import MAX_SIZE, Op, OpGraph
 
 __all__ = ["CostFn", "DeviceType", "HeteroMachine", "HeteroProblem", "Link", "roofline_cost"]
 
@@ -213,9 +213,9 @@ class HeteroProblem:
                 if v is None:
                     continue
                 if isinstance(v, bool) or not isinstance(v, int | float) \
-                        or not math.isfinite(v) or v < 0:  # fmt: skip
-                    raise ProblemError(f"duration on {t!r} must be a finite number >= 0, "
-                                       f"got {v!r}", where)  # fmt: skip
+                        or not math.isfinite(v) or not 0 <= v <= MAX_SIZE:  # fmt: skip
+                    raise ProblemError(f"duration on {t!r} must be a finite number in "
+                                       f"[0, 2^62], got {v!r}", where)  # fmt: skip
                 dur[i, k] = float(v)
             if np.isnan(dur[i]).all():
                 known = ", ".join(given) if given else "none"

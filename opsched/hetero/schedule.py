@@ -219,6 +219,9 @@ class HeteroSchedule:
             }
         )
 
+    def __repr__(self) -> str:  # one line, not every placed op
+        return f"<HeteroSchedule {self.summary()}>"
+
     def summary(self) -> str:
         """One line: solver, status, makespan, bound, gap, time, ops per device type."""
         parts = [f"{self.solver} on {self.graph}: {self.status.value}"]

@@ -67,6 +67,12 @@ class HeteroReport:
     violations: list[HeteroViolation] = field(default_factory=list)
     makespan: float | None = None
 
+    def __repr__(self) -> str:  # one line, not every violation
+        if self.valid:
+            return f"<HeteroReport {self.summary()}>"
+        return (f"<HeteroReport invalid: {len(self.violations)} violation(s); "
+                f"first: {self.violations[0]}>")  # fmt: skip
+
     def summary(self) -> str:
         if self.valid:
             return f"valid: makespan {self.makespan:g}"

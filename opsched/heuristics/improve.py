@@ -89,7 +89,7 @@ def justify(problem: Problem, schedule: Schedule, max_rounds: int = 10) -> Sched
     from opsched.heuristics.listsched import units_only
 
     if (
-        not schedule.has_schedule
+        not schedule.ops  # no schedule, or the empty one of a graph without ops
         or problem.memory_cap is not None
         or problem.machine.units is None
         or not units_only(problem)

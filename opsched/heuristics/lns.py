@@ -35,6 +35,7 @@ from opsched.heuristics.portfolio import portfolio
 from opsched.problem import Problem
 from opsched.schedule import Schedule
 from opsched.solver.defaults import check_seconds
+from opsched.solver.interrupt import run_solver
 
 __all__ = ["lns"]
 
@@ -101,7 +102,7 @@ def _window_model(
     solver.parameters.max_time_in_seconds = max(0.05, time_limit)
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
-    st = solver.solve(m)
+    st = run_solver(solver, m)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     out = starts.copy()

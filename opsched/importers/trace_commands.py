@@ -29,21 +29,13 @@ def _check_suffix(path: Path, suffixes: tuple[str, ...], what: str) -> None:
 def _write_rows(frame: Any, path: Path) -> None:
     """Write a DataFrame as CSV (gzip-compressed for ``.gz``), atomically."""
     import gzip
-    import os
 
-    from opsched._files import write_text_atomic
+    from opsched._files import write_bytes_atomic
 
-    if not path.name.lower().endswith(".gz"):
-        write_text_atomic(frame.to_csv(index=False), path)
-        return
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with gzip.open(tmp, "wt", encoding="utf-8") as f:
-            frame.to_csv(f, index=False)
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
+    data = frame.to_csv(index=False).encode("utf-8")
+    if path.name.lower().endswith(".gz"):
+        data = gzip.compress(data)
+    write_bytes_atomic(data, path)
 
 
 def _import_trace(

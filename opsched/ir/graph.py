@@ -40,6 +40,10 @@ class OpGraph:
     ops
         The ops, in file (program) order. The order matters for stable tie-breaking: Kahn's
         topological order, the greedy ready queue and dependency derivation all follow it.
+        The edges are the ops' ``deps`` alone: ops given in program form (``reads`` /
+        ``writes``) need :func:`opsched.derive_deps` (a graph file's are derived when it is
+        read), and :class:`~opsched.problem.Problem` refuses a graph whose ``deps`` miss a
+        read-after-write edge.
     name
         Graph name, carried into schedules and reports.
     persistent_bytes

@@ -103,6 +103,7 @@ def register(main: click.Group) -> None:
         schedule is one of the unrolled graph (ops named OP@M) and is validated.
         """
         from opsched._clikit import EXIT_NO_SCHEDULE, machine_from_options, progress_lines
+        from opsched._files import check_writable
         from opsched.errors import ProblemError
         from opsched.importers import read_graph
         from opsched.ir.jsonio import write_graph_json
@@ -111,10 +112,15 @@ def register(main: click.Group) -> None:
         from opsched.validate import validate
 
         g = read_graph(graph)
+        check_writable(output, graph_out)  # both, before either is written
         if stages > g.num_ops:
             raise ProblemError(f"--stages {stages}: more stages than the graph's {g.num_ops} ops",
                                str(graph))  # fmt: skip
         problem = Problem(g, machine_from_options(units, memory_cap, None))
+        # a cap one micro-batch cannot meet, no pipeline of them meets: bad input, as in solve
+        reason = problem.infeasibility_reason(cut=True)
+        if reason is not None:
+            raise ProblemError(f"no schedule exists: {reason}", str(graph))
         if solver == "cpsat":
             say = None if quiet or as_json else progress_lines()
             res = pipeline_cpsat(problem, stages, microbatches, formulation=formulation,

@@ -60,6 +60,7 @@ from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import Improvements, makespan_lines
 from opsched.solver.defaults import check_seconds
+from opsched.solver.interrupt import run_solver
 from opsched.solver.scaling import choose_scaling
 
 __all__ = ["AUTO_UNROLLED_MAX_COPIES", "FORMULATIONS", "pipeline_cpsat"]
@@ -112,7 +113,7 @@ def _solve(
     solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
     solver.parameters.num_workers = workers
     callback = None if on_solution is None else Improvements(on_solution)
-    return solver, solver.solve(model, callback)
+    return solver, run_solver(solver, model, callback)
 
 
 def _stage_literals(

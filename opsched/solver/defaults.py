@@ -33,14 +33,30 @@ Examples
 from __future__ import annotations
 
 import math
+import numbers
 
 from opsched.errors import ProblemError
 
-__all__ = ["DEFAULT_SUBSOLVERS", "DEFAULT_WORKERS", "check_seconds"]
+__all__ = ["DEFAULT_SUBSOLVERS", "DEFAULT_WORKERS", "check_seconds", "check_workers"]
 
 DEFAULT_WORKERS = 2
 #: CP-SAT full searches, in order; with more workers than names CP-SAT repeats them.
 DEFAULT_SUBSOLVERS: tuple[str, ...] = ("no_lp", "default_lp")
+
+
+def check_workers(value: int, name: str = "num_workers") -> int:
+    """``value`` as a count of search threads: an integer of at least 1 (CP-SAT refuses
+    anything else without saying why).
+
+    >>> check_workers(2)
+    2
+    >>> check_workers(0)
+    Traceback (most recent call last):
+    opsched.errors.ProblemError: num_workers must be an integer >= 1, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ProblemError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
 
 
 def check_seconds(value: float, name: str = "time_limit") -> float:

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from opsched.errors import OpschedError
+from opsched.errors import OpschedError, ProblemError
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.solve import solve_cpsat
-from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds
+from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds, check_workers
 from opsched.solver.scaling import choose_scaling
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ class ParetoFront:
     #: why no schedule exists at all (an empty front proven so); None otherwise
     reason: str | None = None
     wall_time_s: float = 0.0
+    #: why the front is not complete (time limit, ``max_points``, a point not proven); None
+    #: when it is
+    stopped: str | None = None
 
     def __repr__(self) -> str:
         # the points' schedules are left out (each is a whole schedule)
@@ -67,13 +70,14 @@ class ParetoFront:
 
     def summary(self) -> str:
         pts = ", ".join(f"({p.makespan:g}, {p.peak_memory})" for p in self.points)
-        state = "complete" if self.complete else "incomplete"
+        state = "complete" if self.complete else f"incomplete: {self.stopped}"
         return f"Pareto front of {self.graph} ({state}, {self.wall_time_s:.2f} s): {pts}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "graph": self.graph,
             "complete": self.complete,
+            "stopped": self.stopped,
             "wall_time_s": self.wall_time_s,
             "points": [
                 {"makespan": p.makespan, "peak_memory": p.peak_memory, "proven": p.proven}
@@ -89,13 +93,18 @@ class ParetoFront:
             raise OpschedError("plotting needs matplotlib: pip install 'opsched[plot]'") from None
 
         if ax is None:
-            _, ax = plt.subplots(figsize=(5, 3.5))
+            _, ax = plt.subplots(figsize=(5, 3.5), layout="constrained")
         xs = [p.makespan for p in self.points]
         ys = [p.peak_memory for p in self.points]
         ax.step(xs, ys, where="post", color="tab:blue")
         ax.scatter(xs, ys, color="tab:blue", zorder=3)
         ax.set_xlabel("makespan")
-        ax.set_ylabel("peak memory (bytes)")
+        from matplotlib.ticker import FuncFormatter
+
+        from opsched.units import format_bytes
+
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+        ax.set_ylabel("peak memory")
         ax.set_title(f"{self.graph}: makespan vs peak memory")
         return ax
 
@@ -113,7 +122,10 @@ def pareto_front(
 
     The problem's memory cap, if any, bounds the whole front. ``progress``, if given, is
     called with each point as it is found (a later point with the same makespan and a lower
-    peak replaces it in the front).
+    peak replaces it in the front). The front is ``complete`` when every point is proven and
+    the search ran until no schedule was left below the last peak; otherwise ``stopped`` says
+    why not (the time limit, ``max_points`` points found, a point not proven in
+    ``point_time_limit``).
 
     Examples
     --------
@@ -130,9 +142,13 @@ def pareto_front(
     t0 = time.perf_counter()
     deadline = t0 + check_seconds(time_limit)
     check_seconds(point_time_limit, "point_time_limit")
+    check_workers(num_workers)
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+        raise ProblemError(f"max_points must be an integer >= 1, got {max_points!r}")
     front = ParetoFront(problem.graph.name)
     cap = problem.memory_cap
     all_proven = True
+    stopped: str | None = None
     quantum = choose_scaling(problem.graph).memory_quantum
     if problem.graph.num_ops == 0:  # nothing to schedule: the one point (0, persistent)
         r = solve_cpsat(problem, Objective.MAKESPAN_THEN_MEMORY, time_limit=point_time_limit)
@@ -141,10 +157,13 @@ def pareto_front(
             front.complete = True
         front.wall_time_s = time.perf_counter() - t0
         return front
-    while len(front.points) < max_points:
+    while True:
+        if len(front.points) >= max_points:
+            stopped = f"stopped at max_points={max_points}"
+            break
         left = deadline - time.perf_counter()
         if left <= 0:
-            all_proven = False
+            stopped = f"stopped at the time limit ({time_limit:g} s)"
             break
         p = problem if cap is None else problem.with_machine(memory_cap=cap)
         r = solve_cpsat(
@@ -156,10 +175,13 @@ def pareto_front(
                 front.reason = str(r.info.get("reason", "the memory cap is too tight"))
             break
         if not r.has_schedule or r.makespan is None or r.peak_memory is None:
-            all_proven = False
+            below = "" if cap is None else f" with a peak of at most {cap}"
+            stopped = f"no schedule{below} found, nor refuted, in point_time_limit"
             break
         proven = r.status is Status.OPTIMAL
-        all_proven &= proven
+        if not proven and all_proven:
+            all_proven = False
+            stopped = f"the point of makespan {r.makespan:g} is not proven optimal"
         if front.points and front.points[-1].makespan == r.makespan:
             front.points.pop()  # same makespan, lower peak: the new point dominates
         front.points.append(ParetoPoint(r.makespan, r.peak_memory, proven, r))
@@ -168,6 +190,7 @@ def pareto_front(
         cap = r.peak_memory - quantum  # every peak is persistent + a multiple of it
         if cap < problem.graph.persistent_bytes:
             break
-    front.complete = all_proven
+    front.complete = all_proven and stopped is None
+    front.stopped = None if front.complete else stopped
     front.wall_time_s = time.perf_counter() - t0
     return front

@@ -42,11 +42,32 @@ class Violation:
 
 @dataclass
 class ValidationReport:
-    """The validator's verdict: ``valid`` iff there are no violations."""
+    """The validator's verdict: ``valid`` iff there are no violations.
+
+    A result without a schedule (INFEASIBLE, or UNKNOWN with no ops) breaks nothing, so it is
+    ``valid``, but there was nothing to check: ``checked`` is False, and a filter for usable
+    schedules wants ``report.valid and report.checked`` (or ``schedule.has_schedule``).
+    """
 
     violations: list[Violation] = field(default_factory=list)
     makespan: float | None = None
     peak_memory: int | None = None
+    #: False for a result without a schedule (nothing was checked)
+    checked: bool = True
+
+    def __repr__(self) -> str:
+        # one line: a report of thousands of violations would flood a notebook
+        if not self.checked:
+            return "<ValidationReport: no schedule to check>"
+        if self.valid:
+            return (f"<ValidationReport valid: makespan {self.makespan:g}, "
+                    f"peak memory {self.peak_memory} B>")  # fmt: skip
+        counts: dict[str, int] = {}
+        for v in self.violations:
+            counts[v.kind] = counts.get(v.kind, 0) + 1
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+        return (f"<ValidationReport invalid: {len(self.violations)} violation(s) ({kinds}); "
+                f"first: {self.violations[0]}>")  # fmt: skip
 
     @property
     def valid(self) -> bool:
@@ -61,6 +82,7 @@ class ValidationReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "valid": self.valid,
+            "checked": self.checked,
             "makespan": self.makespan,
             "peak_memory": self.peak_memory,
             "violations": [
@@ -70,7 +92,7 @@ class ValidationReport:
         }
 
     def summary(self) -> str:
-        if self.valid and self.makespan is None:
+        if not self.checked or (self.valid and self.makespan is None):
             return "no schedule to check (the solver found none)"
         if self.valid:
             return f"valid: makespan {self.makespan:g}, peak memory {self.peak_memory} B"
@@ -121,6 +143,7 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     out = report.violations
 
     if schedule.status in (Status.INFEASIBLE, Status.UNKNOWN) and not schedule.ops:
+        report.checked = False
         return report  # no schedule to check
     if schedule.graph != g.name:
         out.append(Violation("graph", f"schedule is for graph {schedule.graph!r}, not {g.name!r}"))

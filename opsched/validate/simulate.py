@@ -9,6 +9,7 @@ have finished, optionally with actual durations that differ from the estimates.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,12 @@ class SimulationReport:
     unit_busy: dict[int, float] = field(default_factory=dict)
     unit_idle: dict[int, float] = field(default_factory=dict)
     utilisation: float = 0.0
+
+    def __repr__(self) -> str:  # one line, not the memory curve's arrays
+        return (
+            f"<SimulationReport makespan {self.makespan:g}, peak memory {self.peak_memory} B, "
+            f"utilisation {self.utilisation:.1%}, {len(self.memory_times)} memory steps>"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,16 +138,36 @@ def execute_orders(
     g = problem.graph
     if durations is not None:
         if isinstance(durations, Mapping):
+            unknown = [str(n) for n in durations if n not in g]
+            if unknown:
+                raise ScheduleFormatError(f"durations name op(s) not in the graph: {unknown[:8]}")
             new = [
                 float(durations.get(n, op.duration)) for n, op in zip(g.names, g.ops, strict=True)
             ]
         else:
             new = [float(x) for x in durations]
+            if len(new) != g.num_ops:
+                raise ScheduleFormatError(
+                    f"durations has {len(new)} entries, the graph {g.num_ops} ops"
+                )
+        bad = [(g.names[i], x) for i, x in enumerate(new) if not (math.isfinite(x) and x >= 0)]
+        if bad:
+            raise ScheduleFormatError(
+                f"duration of op {bad[0][0]!r} must be finite and >= 0, got {bad[0][1]!r}"
+            )
         from dataclasses import replace
 
         g = g.replace_ops([replace(op, duration=d) for op, d in zip(g.ops, new, strict=True)])
         problem = Problem(g, problem.machine, problem.objective)
-    items = orders.items() if isinstance(orders, Mapping) else enumerate(orders)
+    items = list(orders.items() if isinstance(orders, Mapping) else enumerate(orders))
+    units = problem.capacity("units")
+    for u, _ in items:
+        if isinstance(u, bool) or not isinstance(u, int | np.integer) or u < 0:
+            raise ScheduleFormatError(f"unit orders: unit {u!r} is not an index >= 0")
+        if units is not None and u >= units:
+            raise ScheduleFormatError(
+                f"unit orders name unit {u}, but the machine has {units} unit(s) (0..{units - 1})"
+            )
     unit_of = np.full(g.num_ops, -1, dtype=np.int64)
     prev_on_unit = np.full(g.num_ops, -1, dtype=np.int64)
     for u, seq in items:
@@ -191,7 +218,11 @@ def execute_orders(
 def orders_suffice(problem: Problem) -> bool:
     """Whether keeping unit orders and dependencies keeps a schedule valid: no memory cap
     and no resource besides ``units`` (which a replay of orders does not enforce)."""
-    return problem.memory_cap is None and set(problem.capacities) <= {"units"}
+    return (
+        problem.memory_cap is None
+        and set(problem.capacities) <= {"units"}
+        and all(op.units <= 1 for op in problem.graph.ops)  # an order holds one unit
+    )
 
 
 def mark_broken(problem: Problem, schedule: Schedule) -> Schedule:

@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from opsched.errors import OpschedError
+from opsched.errors import OpschedError, ScheduleFormatError
 from opsched.liveness import memory_curve
 from opsched.problem import Problem
 from opsched.schedule import Schedule
+from opsched.units import format_bytes
 
 __all__ = ["plot_gantt", "plot_memory"]
 
@@ -26,27 +27,61 @@ def _plt() -> Any:
     return plt
 
 
+def _lanes(ops: list[Any]) -> dict[str, int]:
+    """Rows for ops without a unit: each op in the first row free at its start (as few rows
+    as ops ever run at once)."""
+    free_at: list[float] = []
+    lane: dict[str, int] = {}
+    for o in sorted(ops, key=lambda o: (o.start, o.end)):
+        k = next((i for i, f in enumerate(free_at) if f <= o.start), len(free_at))
+        if k == len(free_at):
+            free_at.append(o.end)
+        free_at[k] = o.end
+        lane[o.name] = k
+    return lane
+
+
+def _figure(plt: Any, size: tuple[float, float]) -> Any:
+    # constrained layout keeps the axis labels inside a saved figure
+    _, ax = plt.subplots(figsize=size, layout="constrained")
+    return ax
+
+
+def _bytes_axis(ax: Any, label: str) -> None:
+    """Label the y axis in binary units (KiB, MiB, GiB) rather than raw bytes."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+    ax.set_ylabel(label)
+
+
 def plot_gantt(schedule: Schedule, ax: Any = None, labels: bool = True) -> Any:
-    """One row per unit (or per op when units are not assigned), one bar per op."""
+    """One row per unit, one bar per op. Ops without a unit (a schedule of unlimited units)
+    are packed into as many rows ("lanes") as ever run at once."""
     plt = _plt()
+    if not schedule.has_schedule:
+        raise OpschedError(f"no schedule to plot ({schedule.status.value})")
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 3))
+        ax = _figure(plt, (8, 3))
     ops = [o for o in schedule.ops if o.end > o.start]
     by_unit = all(o.unit is not None for o in ops)
+    lane = {} if by_unit else _lanes(ops)
     keys: list[Any] = (
-        sorted({o.unit for o in ops if o.unit is not None}) if by_unit else [o.name for o in ops]
+        sorted({o.unit for o in ops if o.unit is not None})
+        if by_unit
+        else list(range(max(lane.values(), default=-1) + 1))
     )
     row_of: dict[Any, int] = {r: i for i, r in enumerate(keys)}
     rows = keys
     colors = plt.get_cmap("tab20")
     for k, o in enumerate(ops):
-        y = row_of[o.unit] if by_unit else row_of[o.name]
+        y = row_of[o.unit] if by_unit else lane[o.name]
         ax.barh(y, o.end - o.start, left=o.start, color=colors(k % 20), edgecolor="black",
                 linewidth=0.5)  # fmt: skip
         if labels and len(ops) <= 80:
             ax.text((o.start + o.end) / 2, y, o.name, ha="center", va="center", fontsize=7)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"unit {r}" for r in rows] if by_unit else rows)
+    ax.set_yticklabels([f"unit {r}" if by_unit else f"lane {r}" for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("time")
     ax.set_title(schedule.summary(), fontsize=8)
@@ -56,15 +91,23 @@ def plot_gantt(schedule: Schedule, ax: Any = None, labels: bool = True) -> Any:
 def plot_memory(problem: Problem, schedule: Schedule, ax: Any = None) -> Any:
     """Memory in use over time (persistent bytes included), with the cap if there is one."""
     plt = _plt()
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 2.5))
+    if not schedule.has_schedule:
+        raise OpschedError(f"no schedule to plot ({schedule.status.value})")
     starts = schedule.starts()
+    missing = [n for n in problem.graph.names if n not in starts]
+    if missing:
+        raise ScheduleFormatError(
+            f"the schedule (of graph {schedule.graph!r}) has no start for op(s) {missing[:5]} "
+            f"of graph {problem.graph.name!r}"
+        )
+    if ax is None:
+        ax = _figure(plt, (8, 2.5))
     arr = np.array([starts[n] for n in problem.graph.names], dtype=np.float64)
     t, m = memory_curve(problem.graph, arr, schedule.makespan)
     ax.step(t, m, where="post", color="tab:blue", label="memory in use")
     if problem.memory_cap is not None:
         ax.axhline(problem.memory_cap, color="tab:red", linestyle="--", label="memory cap")
     ax.set_xlabel("time")
-    ax.set_ylabel("bytes")
-    ax.legend(loc="upper right", fontsize=7)
+    _bytes_axis(ax, "memory")
+    ax.legend(loc="best", fontsize=7)
     return ax

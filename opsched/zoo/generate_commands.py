@@ -109,13 +109,13 @@ def register(main: click.Group) -> None:
         "peak; not network).",
     )  # fmt: skip
     @click.option(
-        "--max-duration", type=click.IntRange(min=1), default=None,
+        "--max-duration", type=click.IntRange(min=1, max=2**40), default=None,
         help="Durations are integers in [1, max] (planted: about that mean x 2; not network) "
         "[default: 10].",
     )  # fmt: skip
     @click.option("--p", "p", type=FiniteFloat(0, 1), default=None, help="gnp: edge prob.")
     @click.option(
-        "--avg-deps", type=FiniteFloat(min=0), default=None,
+        "--avg-deps", type=FiniteFloat(min=0, max=1e6), default=None,
         help="gnp and planted: mean dependencies per op [default: 2].",
     )  # fmt: skip
     @click.option(
@@ -149,6 +149,9 @@ def register(main: click.Group) -> None:
 
         if schedule_out is not None and kind != "planted":
             raise ProblemError(f"--schedule is for the planted generator, not {kind!r}")
+        from opsched._files import check_writable
+
+        check_writable(output, schedule_out)  # both, before either is written
         made = generate_graph(
             kind, ops, seed=seed, units=units, memory=memory, max_duration=max_duration,
             p=p, avg_deps=avg_deps,

@@ -199,3 +199,20 @@ def test_plot_draws_the_front() -> None:
     xs, ys = ax.lines[0].get_data()
     assert list(xs) == [1.0, 2.0] and list(ys) == [16, 8]
     assert ax.get_xlabel() == "makespan"
+
+
+def test_a_front_cut_at_max_points_is_not_complete_and_says_why() -> None:
+    from opsched.errors import ProblemError
+    from opsched.zoo.generators import layered
+
+    p = Problem(layered(12, seed=3), Machine(units=3))
+    whole = pareto_front(p, point_time_limit=5)
+    assert whole.complete and whole.stopped is None and len(whole.points) > 2
+    cut = pareto_front(p, point_time_limit=5, max_points=2)
+    assert not cut.complete and cut.stopped == "stopped at max_points=2"
+    assert [(q.makespan, q.peak_memory) for q in cut.points] == [
+        (q.makespan, q.peak_memory) for q in whole.points[:2]
+    ]
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ProblemError, match="max_points"):
+            pareto_front(p, max_points=bad)

@@ -32,3 +32,33 @@ def test_memory_curve_and_cap() -> None:
     assert max(ys) == 21 == s.peak_memory
     assert list(xs)[:3] == [0.0, 1.0, 2.0]
     assert ax.lines[1].get_ydata()[0] == 30  # the cap line
+
+
+def test_ops_without_units_pack_into_as_few_lanes_as_run_at_once() -> None:
+    from opsched.ir import Op, OpGraph
+    from opsched.schedule import Schedule
+
+    g = OpGraph((Op("a", 2), Op("b", 1), Op("c", 1, deps=("b",)), Op("d", 1, deps=("a",))))
+    p = Problem(g, Machine(units=None))
+    s = Schedule.build(p, {"a": 0, "b": 0, "c": 1, "d": 2}, solver="hand")  # no unit indices
+    ax = plot_gantt(s)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["lane 0", "lane 1"]
+    rows = {round(b.get_y() + b.get_height() / 2): b.get_x() for b in ax.patches}
+    assert sorted(rows) == [0, 1]  # b, c, d on lane 0 (first fit), a on lane 1
+
+
+def test_memory_axis_reads_in_binary_units_and_bad_schedules_are_refused() -> None:
+    import pytest
+
+    from opsched.errors import OpschedError, ScheduleFormatError
+    from opsched.ir import Op, OpGraph
+
+    p = Problem(branches_graph(), Machine(units=2))
+    ax = plot_memory(p, greedy(p))
+    fmt = ax.yaxis.get_major_formatter()
+    assert fmt(3 * 2**20, 0) == "3.0MiB" and ax.get_ylabel() == "memory"
+    tight = Problem(OpGraph((Op("a", 1, output_bytes=8),)), Machine(memory_cap=4))
+    with pytest.raises(OpschedError, match="no schedule to plot"):
+        plot_memory(tight, greedy(tight))  # a dead end has no ops
+    with pytest.raises(ScheduleFormatError, match="has no start for op"):
+        plot_memory(p, greedy(seed_problem(units=2)))  # another graph's schedule

@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from opsched._files import note_input
 from opsched.errors import InputError, ProblemError
 from opsched.importers._build import GraphBuilder, dtype_name
 from opsched.ir.graph import OpGraph
@@ -182,6 +183,11 @@ def read_pt2(path: str | os.PathLike[str]) -> OpGraph:
     p = Path(path)
     if not p.is_file():
         raise InputError("no such file", str(p))
+    note_input(p)
+    import zipfile
+
+    if not zipfile.is_zipfile(p):  # torch would log a whole traceback before it raises
+        raise InputError("not a torch.export archive (not a zip file)", str(p))
     try:
         ep = torch.export.load(str(p))
     except Exception as e:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opsched._files import note_input
 from opsched.errors import InputError
 
 __all__ = [
@@ -198,6 +199,7 @@ def load_trace(path: str | os.PathLike[str]) -> TraceData:
         Missing, unreadable, truncated or not a profiler trace; the message names the file.
     """
     p = Path(path)
+    note_input(p)
     try:
         raw = p.read_bytes()
     except FileNotFoundError:

@@ -27,6 +27,7 @@ from opsched.solver.cpsat.constraints import Constraints
 from opsched.solver.cpsat.objective import Objective
 from opsched.solver.cpsat.variables import Variables
 from opsched.solver.defaults import DEFAULT_SUBSOLVERS, DEFAULT_WORKERS
+from opsched.solver.interrupt import run_solver
 from opsched.solver.scaling import Scaling, choose_scaling
 
 __all__ = ["HINT_ORDER_SEARCHES", "CpsatModel", "Params", "assign_units", "tick_problem"]
@@ -277,7 +278,6 @@ class CpsatModel:
         p.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
         p.num_workers = params.num_workers
         p.random_seed = params.seed
-        p.log_search_progress = params.log
         if params.deterministic:
             p.interleave_search = True
         for name in params.subsolvers:
@@ -296,7 +296,7 @@ class CpsatModel:
         callback = None
         if on_solution is not None or known_bound is not None:
             callback = Improvements(on_solution, known_bound)
-        self.status = solver.solve(self.model, callback)
+        self.status = run_solver(solver, self.model, callback, log=params.log)
         self.met_known_bound = (
             known_bound is not None
             and self.status == cp_model.FEASIBLE

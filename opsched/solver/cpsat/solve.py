@@ -30,7 +30,7 @@ from opsched.solver.cpsat.model import (
     tick_problem,
 )
 from opsched.solver.cpsat.results import greedy_fallback, no_schedule, reporter
-from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds
+from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds, check_workers
 from opsched.solver.downsets import (
     COMPILE_S,
     compile_kernels,
@@ -147,6 +147,7 @@ def solve_cpsat(
     require_problem(problem, "solve_cpsat")
     t0 = time.perf_counter()
     deadline = t0 + check_seconds(time_limit)
+    check_workers(params.num_workers if params is not None else num_workers)
     if makespan_limit is not None and not math.isfinite(makespan_limit):
         raise ProblemError(f"makespan_limit must be a finite number, got {makespan_limit!r}")
     obj = Objective(objective if objective is not None else problem.objective)
