@@ -145,8 +145,9 @@ def _parse_resources(text: str | None) -> dict[str, int]:
                 f"--resources: capacity of {name.strip()!r} must be an integer, got {value!r}"
             ) from None
         name = name.strip()
-        if cap < 0:
-            raise ProblemError(f"--resources: capacity of {name!r} must be >= 0")
+        if not 0 <= cap <= 2**62:
+            raise ProblemError(f"--resources: capacity of {name!r} must be in [0, 2^62], "
+                               f"got {value.strip()}")  # fmt: skip
         if name == "units":
             raise ProblemError("--resources: the 'units' capacity is set with --units")
         if name in out:

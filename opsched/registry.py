@@ -110,12 +110,38 @@ def get_solver(name: str) -> SolverInfo:
         raise ProblemError(f"unknown solver {name!r}; known: {', '.join(SOLVERS)}") from None
 
 
+#: The options :func:`run` passes on; each scheduler takes those that apply to it.
+RUN_OPTIONS = frozenset({
+    "objective", "time_limit", "num_workers", "deterministic", "log", "hint", "makespan_limit",
+    "params", "progress", "seed", "noise",
+})  # fmt: skip
+
+
 def run(name: str, problem: Problem, **options: Any) -> Schedule:
     """Run scheduler ``name`` on ``problem``.
 
-    Options (``objective``, ``time_limit``, ``num_workers``, ``deterministic``, ``log``)
-    reach exact solvers; heuristics ignore them.
+    Options (:data:`RUN_OPTIONS`: ``objective``, ``time_limit``, ``num_workers``,
+    ``deterministic``, ``log``...) reach the schedulers that take them: the exact solvers
+    take them all, ``lns`` its time limit, seed and progress, ``portfolio`` and
+    ``list-random`` a seed, and the other heuristics none. A name outside that list (a typo)
+    is refused, and so is an objective other than the makespan for a heuristic, which would
+    ignore it.
+
+    >>> from opsched.demo import seed_problem
+    >>> run("greedy", seed_problem(units=2), time_limt=2)
+    Traceback (most recent call last):
+    opsched.errors.ProblemError: run('greedy'): unknown option 'time_limt'; known: ...
     """
     info = get_solver(name)
     require_problem(problem, f"run({name!r}, problem)")
+    unknown = sorted(set(options) - RUN_OPTIONS)
+    if unknown:
+        raise ProblemError(f"run({name!r}): unknown option {unknown[0]!r}; known: "
+                           f"{', '.join(sorted(RUN_OPTIONS))}")  # fmt: skip
+    obj = options.get("objective")
+    if not info.exact and obj is not None and Objective(obj) is not Objective.MAKESPAN:
+        raise ProblemError(
+            f"run({name!r}): a heuristic minimises the makespan, not {Objective(obj).value} "
+            "(the exact solvers take other objectives)"
+        )
     return info.fn(problem, **options)

@@ -72,3 +72,50 @@ def test_start_times_must_be_finite() -> None:
     p = _three(units=2)
     with pytest.raises(ScheduleFormatError, match=r"op 'b': start time must be finite, got nan"):
         opsched.Schedule.build(p, [0.0, float("nan"), 2.0], solver="hand")
+
+
+def test_registry_refuses_options_it_would_drop() -> None:
+    p = _three(units=2)
+    with pytest.raises(ProblemError, match=r"unknown option 'time_limt'"):
+        opsched.registry.run("greedy", p, time_limt=2)
+    with pytest.raises(ProblemError, match=r"a heuristic minimises the makespan, not peak_memory"):
+        opsched.registry.run("list", p, objective="peak_memory")
+    assert opsched.registry.run("list", p, time_limit=2, objective="makespan").makespan == 2.0
+
+
+def test_bounds_refuse_unit_counts_and_horizons_no_machine_has() -> None:
+    from opsched.analysis import amdahl, latest_starts, slack
+
+    g = opsched.seed_graph()  # critical path 6
+    for bad in (0, -2, 1.5):
+        with pytest.raises(ProblemError, match="units must be a positive integer"):
+            opsched.lower_bounds(g, units=bad)
+        with pytest.raises(ProblemError, match="units must be a positive integer"):
+            amdahl(g, units=bad)
+    with pytest.raises(ProblemError, match=r"critical path \(6\), got 2"):
+        slack(g, horizon=2)  # was a list of negative slacks
+    with pytest.raises(ProblemError, match="got nan"):
+        latest_starts(g, horizon=float("nan"))
+    assert slack(g, horizon=8).min() == 2.0
+
+
+def test_noise_spreads_are_bounded_and_per_op_names_checked() -> None:
+    from opsched.dynamic.noise import Lognormal
+    from opsched.dynamic.robust import expected_makespan
+
+    with pytest.raises(ProblemError, match=r"must be a number in \[0, 5\], got 50"):
+        Lognormal(50)  # every draw underflowed: makespans of 0
+    p = _three(units=2)
+    with pytest.raises(ProblemError, match=r"not in the graph: \['typo'\]"):
+        expected_makespan(p, "greedy", Lognormal(0.1, per_op={"typo": 0.5}), runs=5)
+
+
+def test_graph_files_refuse_repeated_keys_and_nameless_resources(tmp_path) -> None:
+    from opsched.errors import GraphError, InputError
+
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"ops": [{"name": "a", "duration": 1, "duration": 2}]}')
+    with pytest.raises(InputError, match="the key 'duration' appears twice"):
+        opsched.read_graph(dup)  # read as duration 2 before, without a word
+    with pytest.raises(GraphError, match="resource names must be non-empty"):
+        OpGraph((Op("a", 1),), resources={"": 3})

@@ -263,3 +263,20 @@ def test_a_file_that_is_no_archive_is_refused_without_torch_noise(tmp_path: Path
     junk = tmp_path / "j.pt2"
     junk.write_text("junk")
     _refused(invoke("convert", junk, tmp_path / "o.json"), "not a torch.export archive")
+
+
+def test_sizes_past_any_machine_are_refused_not_run(tmp_path: Path, branches: Path) -> None:
+    _refused(invoke("generate", "layered", "-n", 99999999999999, "-o", tmp_path / "x.json"),
+             "--ops")  # fmt: skip
+    _refused(invoke("pipeline", branches, "-s", 2, "-m", 99999999999), "--microbatches")
+    _refused(invoke("solve", branches, "--resources", "R1=99999999999999999999999"),
+             "--resources: capacity of 'R1' must be in [0, 2^62]")  # fmt: skip
+    _refused(invoke("simulate", branches, branches, "--noise", 50), "--noise")
+
+
+def test_a_store_in_a_missing_folder_is_named_as_such(tmp_path: Path) -> None:
+    toml = tmp_path / "q.toml"
+    toml.write_text('[experiment]\nname = "q"\n[[graphs]]\ngenerate = "layered"\nops = 6\n'
+                    '[machines]\nunits = [2]\n[schedulers]\nnames = ["greedy"]\n')  # fmt: skip
+    _refused(invoke("bench", toml, "--db", tmp_path / "no" / "db.sqlite"), "no such folder")
+    _refused(invoke("bench", toml, "--db", tmp_path), "is a directory")

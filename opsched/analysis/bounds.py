@@ -7,6 +7,7 @@ Every bound here holds for every valid schedule under the problem model
 from __future__ import annotations
 
 import math
+import numbers
 import weakref
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,7 @@ from opsched.analysis.ramp import (
     ramp_bound,
 )
 from opsched.analysis.topo import topo_indices
+from opsched.errors import ProblemError
 from opsched.ir.graph import OpGraph
 
 __all__ = [
@@ -106,6 +108,14 @@ def serial_ops(graph: OpGraph) -> np.ndarray:
     return mask
 
 
+def _check_units(units: int | None) -> None:
+    """``units`` as the bounds take it: a positive integer, or None for unlimited."""
+    if units is not None and (
+        isinstance(units, bool) or not isinstance(units, numbers.Integral) or units < 1
+    ):
+        raise ProblemError(f"units must be a positive integer or None, got {units!r}")
+
+
 @dataclass(frozen=True)
 class Amdahl:
     """Amdahl's law applied to a DAG.
@@ -143,6 +153,7 @@ def amdahl(graph: OpGraph, units: int | None = None) -> Amdahl:
     (0.5714285714285714, 1.2727, 1.1667)
     """
     d = graph.durations
+    _check_units(units)
     work = float(d.sum())
     mask = serial_ops(graph)
     serial = float(d[mask].sum())
@@ -240,6 +251,7 @@ def lower_bounds(
     >>> lower_bounds(g, units=4).ramp, lower_bounds(g, units=4, nested=True).ramp
     ({'units': 699.0}, {'units': 708.0})
     """
+    _check_units(units)
     d = graph.durations
     integral = bool(np.all(d == np.round(d)))
 

@@ -12,6 +12,7 @@ multiprocessors", ACM Computing Surveys 31(4), 1999 (t-level and b-level).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from opsched._jit import call
 from opsched.analysis._kernels import backward_longest, forward_longest
 from opsched.analysis.topo import topo_indices
+from opsched.errors import ProblemError
 from opsched.ir.graph import OpGraph
 
 __all__ = [
@@ -79,8 +81,14 @@ def latest_starts(graph: OpGraph, horizon: float | None = None) -> np.ndarray:
     [1.0, 0.0, 3.0]
     """
     bl = b_level(graph)
+    cp = float(bl.max()) if len(bl) else 0.0
     if horizon is None:
-        horizon = float(bl.max()) if len(bl) else 0.0
+        horizon = cp
+    elif not (math.isfinite(horizon) and horizon >= cp - 1e-9 * max(1.0, cp)):
+        raise ProblemError(
+            f"horizon must be a finite time >= the critical path ({cp:g}), got {horizon!r}: "
+            "no schedule finishes sooner"
+        )
     return horizon - bl
 
 

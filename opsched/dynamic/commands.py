@@ -35,7 +35,7 @@ def register(main: click.Group) -> None:
     @click.argument("schedule", type=click.Path(path_type=Path))
     @click.option(
         "--noise",
-        type=FiniteFloat(min=0),
+        type=FiniteFloat(min=0, max=5),
         default=0.1,
         show_default=True,
         help="Spread: lognormal sigma, or the relative error with --model uniform.",

@@ -53,9 +53,15 @@ class NoiseModel(Protocol):
         ...
 
 
+#: The largest lognormal spread taken: at sigma 5 the median duration is already e^-12.5 of
+#: the estimate (the mean is kept by a few huge draws), and past about 38 every draw
+#: underflows to zero, so larger spreads only report makespans of 0.
+MAX_SPREAD = 5.0
+
+
 def _check_spread(x: float, what: str) -> float:
-    if not (isinstance(x, int | float) and math.isfinite(x) and x >= 0):
-        raise ProblemError(f"{what} must be a finite number >= 0, got {x!r}")
+    if not (isinstance(x, int | float) and math.isfinite(x) and 0 <= x <= MAX_SPREAD):
+        raise ProblemError(f"{what} must be a number in [0, {MAX_SPREAD:g}], got {x!r}")
     return float(x)
 
 
@@ -78,6 +84,9 @@ class Lognormal:
 
     def sigmas(self, graph: OpGraph) -> np.ndarray:
         """Sigma of every op (graph order)."""
+        unknown = [n for n in self.per_op if n not in graph]
+        if unknown:
+            raise ProblemError(f"noise per_op names op(s) not in the graph: {unknown[:5]}")
         return np.array(
             [
                 self.per_op.get(op.name, self.per_kind.get(op.kind or "", self.spread))

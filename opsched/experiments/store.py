@@ -107,6 +107,10 @@ class ResultStore:
         note_input(self.path)  # a command's output must not replace the store
         if not create and not self.path.is_file():
             raise InputError("no such results database", str(self.path))
+        if self.path.is_dir():
+            raise InputError("is a directory, not a results database", str(self.path))
+        if not self.path.parent.is_dir():
+            raise InputError(f"no such folder {str(self.path.parent)!r}", str(self.path))
         try:
             self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             self.conn.execute("PRAGMA busy_timeout = 60000")

@@ -119,7 +119,6 @@ def lns(
     seed: int = 0,
     start: Schedule | None = None,
     progress: Callable[[str], None] | None = None,
-    **_: object,
 ) -> Schedule:
     """Improve ``start`` (default: the portfolio's schedule) for ``time_limit`` seconds.
 

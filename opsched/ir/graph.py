@@ -78,6 +78,9 @@ class OpGraph:
         )
         if not isinstance(self.resources, Mapping):
             raise GraphError("resources must be an object of name -> capacity")
+        for r in self.resources:
+            if not isinstance(r, str) or not r:
+                raise GraphError(f"resource names must be non-empty strings, got {r!r}")
         object.__setattr__(
             self,
             "resources",

@@ -185,12 +185,23 @@ def _num(x: float) -> int | float:
     return int(x) if float(x).is_integer() and abs(x) < 2**53 else x
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused where a key repeats (Python's reader would keep the last value
+    and drop the others without a word)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"the key {k!r} appears twice in one object")
+        out[k] = v
+    return out
+
+
 def load_json_file(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file; errors become :class:`InputError` with ``file:line:col``."""
     text = read_text(path)
     try:
         # NaN and Infinity parse as floats; the graph checks then reject them naming the op
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON: {e.msg}", f"{path}:{e.lineno}:{e.colno}") from None
     except ValueError as e:

@@ -113,6 +113,10 @@ def register(main: click.Group) -> None:
 
         g = read_graph(graph)
         check_writable(output, graph_out)  # both, before either is written
+        if g.num_ops * microbatches > 50_000_000:
+            raise ProblemError(f"--microbatches {microbatches}: the unrolled graph would have "
+                               f"{g.num_ops * microbatches:,} ops (at most 50,000,000)",
+                               str(graph))  # fmt: skip
         if stages > g.num_ops:
             raise ProblemError(f"--stages {stages}: more stages than the graph's {g.num_ops} ops",
                                str(graph))  # fmt: skip

@@ -97,7 +97,8 @@ def register(main: click.Group) -> None:
 
     @main.command("generate")
     @click.argument("kind", type=click.Choice(GENERATORS))
-    @click.option("--ops", "-n", type=click.IntRange(min=1), default=None, help="Number of ops.")
+    @click.option("--ops", "-n", type=click.IntRange(min=1, max=50_000_000), default=None,
+                  help="Number of ops.")  # fmt: skip
     @click.option("--seed", "-s", type=click.IntRange(min=0), default=0, show_default=True)
     @click.option(
         "--units", "-k", type=click.IntRange(min=1), default=None,
