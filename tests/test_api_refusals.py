@@ -119,3 +119,26 @@ def test_graph_files_refuse_repeated_keys_and_nameless_resources(tmp_path) -> No
         opsched.read_graph(dup)  # read as duration 2 before, without a word
     with pytest.raises(GraphError, match="resource names must be non-empty"):
         OpGraph((Op("a", 1),), resources={"": 3})
+
+
+def test_a_graph_and_its_problem_mixed_up_get_a_clear_type_error() -> None:
+    from opsched.dynamic.robust import expected_makespan
+
+    p = Problem(opsched.seed_graph(), Machine(units=2))
+    with pytest.raises(TypeError, match="greedy takes a Problem, got OpGraph"):
+        opsched.greedy(p.graph)
+    with pytest.raises(TypeError, match=r"critical_path takes an OpGraph, got Problem"):
+        opsched.critical_path(p)
+    with pytest.raises(TypeError, match="the other way round"):
+        opsched.simulate(opsched.greedy(p), p)
+    with pytest.raises(TypeError, match=r"one Op: OpGraph\(\(op,\)\)"):
+        OpGraph(Op("a", 1))
+    with pytest.raises(TypeError, match="noise must be a noise model"):
+        expected_makespan(p, "greedy", 0.1)
+
+
+def test_the_serial_check_reads_sizes_as_a_machine_does() -> None:
+    g = opsched.seed_graph()
+    assert opsched.serial_cap_check(g, "1GiB").fits is True
+    with pytest.raises(ProblemError, match="size must be >= 0"):
+        opsched.serial_cap_check(g, -1)  # was fits=False, as if refuted

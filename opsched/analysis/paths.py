@@ -21,7 +21,7 @@ from opsched._jit import call
 from opsched.analysis._kernels import backward_longest, forward_longest
 from opsched.analysis.topo import topo_indices
 from opsched.errors import ProblemError
-from opsched.ir.graph import OpGraph
+from opsched.ir.graph import OpGraph, require_graph
 
 __all__ = [
     "CriticalPath",
@@ -127,6 +127,7 @@ def critical_path(graph: OpGraph) -> CriticalPath:
     >>> cp.length, " -> ".join(cp.ops)
     (6.0, 'Input -> Conv1 -> Conv2 -> ReLU -> Add -> Output')
     """
+    require_graph(graph, "critical_path")
     if graph.num_ops == 0:
         return CriticalPath(0.0, [])
     bl = b_level(graph)

@@ -156,6 +156,11 @@ def sample_durations(
     """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ProblemError(f"runs must be an integer >= 1, got {runs!r}")
+    if not callable(getattr(noise, "factors", None)):
+        raise TypeError(
+            f"noise must be a noise model (Lognormal(0.1), RelativeError(0.2), Empirical(...)), "
+            f"got {type(noise).__name__}"
+        )
     rng = np.random.default_rng(seed)
     d = graph.durations[None, :] * noise.factors(graph, runs, rng)
     if decimals is not None:

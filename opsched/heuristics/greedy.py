@@ -23,7 +23,7 @@ import numpy as np
 from opsched.analysis.bounds import lower_bounds
 from opsched.analysis.paths import b_level
 from opsched.analysis.topo import topo_indices
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
 __all__ = ["greedy", "serial"]
@@ -38,6 +38,7 @@ def serial(problem: Problem) -> Schedule:
     >>> serial(seed_problem()).makespan
     7.0
     """
+    require_problem(problem, "serial")
     t0 = time.perf_counter()
     reason = problem.infeasibility_reason()
     if reason:
@@ -98,6 +99,7 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     >>> greedy(seed_problem()).makespan
     6.0
     """
+    require_problem(problem, "greedy")
     t_start = time.perf_counter()
     g = problem.graph
     n = g.num_ops

@@ -31,6 +31,14 @@ from opsched.ir.op import DEFAULT_DEMANDS, MAX_SIZE, Op, check_number, check_siz
 __all__ = ["DEFAULT_DEMANDS", "MAX_SIZE", "Op", "OpGraph", "check_number", "check_size"]
 
 
+def require_graph(graph: Any, who: str) -> None:
+    """Raise a ``TypeError`` naming ``who`` unless ``graph`` is an :class:`OpGraph` (a
+    problem passed where its graph belongs: ``problem.graph``)."""
+    if not isinstance(graph, OpGraph):
+        hint = " (a Problem's graph is problem.graph)" if hasattr(graph, "graph") else ""
+        raise TypeError(f"{who} takes an OpGraph, got {type(graph).__name__}{hint}")
+
+
 @dataclass(frozen=True, eq=False)
 class OpGraph:
     """An immutable DAG of :class:`Op`.
@@ -67,6 +75,8 @@ class OpGraph:
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if isinstance(self.ops, Op):
+            raise TypeError("OpGraph takes a sequence of ops, got one Op: OpGraph((op,))")
         object.__setattr__(self, "ops", tuple(self.ops))
         for i, op in enumerate(self.ops):
             if not isinstance(op, Op):

@@ -40,9 +40,9 @@ from opsched.heuristics.memory.common import MemoryModel, order_schedule
 from opsched.heuristics.memory.layered import layered_search
 from opsched.heuristics.memory.search import min_memory_order_result
 from opsched.heuristics.memory_list import in_order
-from opsched.ir.graph import OpGraph
+from opsched.ir.graph import OpGraph, require_graph
 from opsched.problem import Problem
-from opsched.units import format_bytes
+from opsched.units import format_bytes, parse_bytes
 
 __all__ = [
     "SERIAL_STATES_PER_SECOND",
@@ -129,6 +129,8 @@ def serial_cap_check(graph: OpGraph, cap: int, *, max_states: int = 100_000) -> 
     >>> serial_cap_check(g, 8).fits, serial_cap_check(g, 7).fits
     (True, False)
     """
+    require_graph(graph, "serial_cap_check")
+    cap = parse_bytes(cap)  # "2GiB" as Machine takes it; a negative or unreadable size raises
     m = MemoryModel.of(graph)
     states = 0
     if cap < m.bound:  # the search would stop at once; say so without it

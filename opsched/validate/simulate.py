@@ -18,7 +18,7 @@ import numpy as np
 
 from opsched.errors import ScheduleFormatError
 from opsched.liveness import memory_curve
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
 __all__ = ["SimulationReport", "execute_orders", "mark_broken", "orders_suffice", "simulate"]
@@ -72,6 +72,9 @@ def simulate(problem: Problem, schedule: Schedule) -> SimulationReport:
     >>> r.makespan, r.peak_memory, r.unit_busy, r.unit_idle, r.utilisation
     (3.0, 4, {0: 3.0, 1: 1.0}, {0: 0.0, 1: 2.0}, 0.6666666666666666)
     """
+    if isinstance(problem, Schedule) and isinstance(schedule, Problem):
+        raise TypeError("simulate(problem, schedule): the arguments are the other way round")
+    require_problem(problem, "simulate(problem, schedule)")
     g = problem.graph
     starts_by_name = schedule.starts()
     try:
