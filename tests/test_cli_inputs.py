@@ -280,3 +280,23 @@ def test_a_store_in_a_missing_folder_is_named_as_such(tmp_path: Path) -> None:
                     '[machines]\nunits = [2]\n[schedulers]\nnames = ["greedy"]\n')  # fmt: skip
     _refused(invoke("bench", toml, "--db", tmp_path / "no" / "db.sqlite"), "no such folder")
     _refused(invoke("bench", toml, "--db", tmp_path), "is a directory")
+
+
+def test_cost_apply_names_the_option_or_the_file_at_fault(tmp_path: Path, branches: Path) -> None:
+    out = tmp_path / "a.json"
+    _refused(invoke("cost", "apply", branches, "--gpu", "NoGPU", "-o", out), "--gpu: unknown GPU")
+    _refused(invoke("cost", "apply", branches, "--gpu", "H200", "--dtype", "foo", "-o", out),
+             "--dtype: unknown dtype 'foo'")  # fmt: skip
+    _refused(invoke("cost", "apply", branches, "--gpu", "H200", "--tick", 0, "-o", out), "--tick")
+    kinds = tmp_path / "k.json"
+    kinds.write_text('{"ops": [{"name": "op0", "duration": 1, "kind": "layer"}]}')
+    _refused(invoke("cost", "apply", kinds, "--gpu", "H200", "-o", out),
+             "k.json: op 'op0': unknown op kind 'layer'")  # fmt: skip
+    assert not out.exists()
+
+
+def test_an_empty_scheduler_list_names_its_section(tmp_path: Path) -> None:
+    toml = tmp_path / "q.toml"
+    toml.write_text('[experiment]\nname = "q"\n[[graphs]]\ngenerate = "layered"\nops = 6\n'
+                    '[machines]\nunits = [2]\n[schedulers]\nnames = []\n')  # fmt: skip
+    _refused(invoke("bench", toml, "--db", tmp_path / "db.sqlite"), "schedulers.names")

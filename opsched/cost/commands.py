@@ -126,7 +126,7 @@ def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None, quiet: 
 @click.option(
     "--dtype", default=None, help="Precision of every op, e.g. float16 (default: each op's)."
 )
-@click.option("--tick", "tick_us", type=FiniteFloat(), default=None,
+@click.option("--tick", "tick_us", type=FiniteFloat(min=0, min_open=True), default=None,
               help="Integer durations in ticks of this many microseconds.")  # fmt: skip
 @click.option("--tf32", "tf32", type=click.Choice(["pytorch", "on", "off"]), default="pytorch",
               show_default=True,
@@ -139,11 +139,20 @@ def apply_cmd(
 ) -> None:
     """Fill a graph's durations (us), output sizes and SM demands for one GPU."""
     from opsched.cost.apply import apply
+    from opsched.errors import GraphError, ProblemError
     from opsched.importers import read_graph
     from opsched.ir import write_graph_json
+    from opsched.ir.kinds import DTYPE_BYTES
 
     allow = {"pytorch": None, "on": True, "off": False}[tf32]
-    g = apply(read_graph(graph), gpu, dtype, tick_us, allow_tf32=allow)
+    _check_gpu_option(gpu)  # the options' faults named as theirs, before the file's
+    if dtype is not None and dtype not in DTYPE_BYTES:
+        raise ProblemError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}", "--dtype")
+    g0 = read_graph(graph)
+    try:
+        g = apply(g0, gpu, dtype, tick_us, allow_tf32=allow)
+    except GraphError as e:  # an op the model cannot price: say which file it is in
+        raise e.located(str(graph)) from None
     write_graph_json(g, output)
     total = sum(op.duration for op in g.ops)
     click.echo(f"wrote {output}: {len(g.ops)} ops, {total:.1f} {g.attrs['time_unit']} of work, "

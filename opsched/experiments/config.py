@@ -235,19 +235,21 @@ def _graph(raw: Any, i: int, source: str) -> GraphSource:
     return GraphSource(kind, value, batch=batch, label=label, where=where)
 
 
-def _as_list(t: Mapping[str, Any], key: str, source: str, default: list[Any]) -> list[Any]:
+def _as_list(
+    t: Mapping[str, Any], key: str, source: str, default: list[Any], section: str
+) -> list[Any]:
     v = t.get(key, default)
     if not isinstance(v, list):
         v = [v]
     if not v:
-        raise _err(source, key, "must not be empty")
+        raise _err(source, f"{section}.{key}", "must not be empty")
     return v
 
 
 def _machines(t: Mapping[str, Any], source: str) -> MachineGrid:
     _no_unknown(t, {"units", "memory_cap", "resources"}, "machines.", source)
     units: list[int | None] = []
-    for j, u in enumerate(_as_list(t, "units", source, [1])):
+    for j, u in enumerate(_as_list(t, "units", source, [1], "machines")):
         if u == "unlimited":
             units.append(None)
         elif isinstance(u, bool) or not isinstance(u, int) or u < 1:
@@ -259,7 +261,7 @@ def _machines(t: Mapping[str, Any], source: str) -> MachineGrid:
         else:
             units.append(u)
     caps: list[MemoryCap] = []
-    for j, c in enumerate(_as_list(t, "memory_cap", source, ["none"])):
+    for j, c in enumerate(_as_list(t, "memory_cap", source, ["none"], "machines")):
         caps.append(_cap(c, f"machines.memory_cap[{j}]", source))
     res_raw = t.get("resources", {})
     if not isinstance(res_raw, dict):
@@ -299,7 +301,7 @@ def _schedulers(t: Mapping[str, Any], source: str) -> SchedulerSpec:
     from opsched import registry  # looked up now: the registry grows while opsched does
 
     _no_unknown(t, {"names", "time_limit", "objective", "workers"}, "schedulers.", source)
-    names = _as_list(t, "names", source, [])
+    names = _as_list(t, "names", source, [], "schedulers")
     for j, n in enumerate(names):
         if not isinstance(n, str) or n not in registry.SOLVERS:
             raise _err(
