@@ -7,7 +7,9 @@ signal itself: the interpreter's C-level handler writes to a wake-up pipe even w
 main thread waits inside CP-SAT, a watcher thread then stops the search, and when the solve
 returns :class:`KeyboardInterrupt` is raised, as for any other Python code. Off the main
 thread (a Dask worker's, a thread pool's), where Python delivers no signals, the solve runs
-as it is.
+as it is, and so it does where the process ignores SIGINT (a batch worker, whose parent
+decides when to stop: CP-SAT's handler had ended such a job early and stored its schedule
+as if the time limit had come).
 
 With ``log``, CP-SAT's search log goes through :func:`print` (so into a notebook's cell)
 instead of the process's C-level standard output, which Jupyter does not show.
@@ -48,6 +50,10 @@ def run_solver(solver: Any, model: Any, callback: Any = None, log: bool = False)
     if threading.current_thread() is not threading.main_thread():
         return solver.solve(model, callback)
     p.catch_sigint_signal = False
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # the process ignores Ctrl-C (a batch worker: its parent decides when to stop), so the
+        # solve does too; CP-SAT's own handler would have ended it early, as a time-out
+        return solver.solve(model, callback)
     hit: list[bool] = []
 
     def on_sigint(signum: int, frame: Any) -> None:  # runs once the solve has returned

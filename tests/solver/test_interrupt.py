@@ -47,3 +47,26 @@ def test_the_search_log_goes_through_print() -> None:
         s = opsched.solve_cpsat(p, time_limit=5, log=True)
     assert s.status is opsched.Status.OPTIMAL and s.makespan == 6.0
     assert "CP-SAT solver" in buf.getvalue()  # the log's banner, caught by Python
+
+
+IGNORED = """
+import os, signal, threading, time
+import opsched
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a batch worker does
+p = opsched.Problem(opsched.read_graph({path!r}), opsched.Machine(units=4))
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+t0 = time.perf_counter()
+s = opsched.solve_cpsat(p, time_limit=4)
+print("RETURNED", round(time.perf_counter() - t0, 1))
+"""
+
+
+def test_a_process_that_ignores_ctrl_c_runs_its_solve_to_the_limit() -> None:
+    path = str(REPO / "datasets" / "stg" / "300" / "rand0028.stg")
+    out = subprocess.run(
+        [sys.executable, "-c", IGNORED.format(path=path)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    words = out.stdout.split()
+    assert words[0] == "RETURNED", out.stdout + out.stderr
+    assert float(words[1]) >= 3.5  # not cut short at the signal (1 s), as CP-SAT's handler did
