@@ -122,7 +122,10 @@ def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None, quiet: 
 
 @cost.command("apply")
 @click.argument("graph", type=click.Path(path_type=Path))
-@click.option("--gpu", required=True, help="GPU name, e.g. A100-SXM4-80GB, H100-SXM5, T4.")
+@click.option("--gpu", required=True,
+              help="GPU name, e.g. A100-SXM4-80GB, H100-SXM5, T4 (an unknown name lists the "
+                   "known ones; a bare A100, H100 or V100 means the SXM board: A100-SXM4-80GB, "
+                   "H100-SXM5, V100-SXM2).")  # fmt: skip
 @click.option(
     "--dtype", default=None, help="Precision of every op, e.g. float16 (default: each op's)."
 )
