@@ -96,6 +96,11 @@ def _emit_json(doc: Any) -> None:
     click.echo(json.dumps(_jsonable(doc), indent=1, allow_nan=False))
 
 
+#: The most ops a command generates or unrolls (``generate --ops``, ``pipeline``): past any
+#: graph this machine's memory holds; larger sizes ran for minutes without a word.
+MAX_GENERATED_OPS = 50_000_000
+
+
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     click.echo(f"opsched: error: {message}", err=True)
     sys.exit(code)

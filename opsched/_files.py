@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -54,17 +54,16 @@ def note_input(path: str | os.PathLike[str]) -> None:
         guard[0].add(_key(path))
 
 
-def _check_target(p: Path, written: bool = False) -> None:
-    """Refuse an output at an input of the command, or at one it wrote (``written``: check
-    the outputs too)."""
-    guard = _GUARD.get()
-    if guard is None:
-        return
+def _check_target(p: Path, others: Collection[str] = ()) -> str:
+    """Refuse an output at an input of the running command, at an output it wrote, or at
+    one of ``others``; return the path's key."""
     k = _key(p)
-    if k in guard[0]:
+    guard = _GUARD.get()
+    if guard is not None and k in guard[0]:
         raise InputError("would overwrite an input of this command; choose another path", str(p))
-    if written and k in guard[1]:
+    if k in others or (guard is not None and k in guard[1]):
         raise InputError("is given for two outputs; choose another path", str(p))
+    return k
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -107,10 +106,7 @@ def check_writable(*paths: str | os.PathLike[str] | None) -> None:
         if path is None:
             continue
         p = Path(path)
-        _check_target(p, written=True)
-        if _key(p) in seen:
-            raise InputError("is given for two outputs; choose another path", str(p))
-        seen.add(_key(p))
+        seen.add(_check_target(p, seen))
         if p.is_dir():
             raise InputError("is a directory, not a file", str(p))
         parent = p.parent
@@ -138,10 +134,10 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
     a pipe (``/dev/stdout``, a FIFO) is written to directly, never replaced by a file.
     """
     p = Path(path)
-    _check_target(p, written=True)
+    k = _check_target(p)
     guard = _GUARD.get()
     if guard is not None:
-        guard[1].add(_key(p))
+        guard[1].add(k)
     if p.is_symlink():
         p = Path(os.path.realpath(p))
     with contextlib.suppress(OSError):

@@ -232,8 +232,16 @@ def _check_data_deps(graph: OpGraph) -> None:
     depending on it (directly or through others), would let a schedule read data not yet
     written, so no problem is made of it.
     """
-    if not any(op.reads for op in graph.ops):
+    if graph.__dict__.get("_data_deps_checked"):  # a Problem per cap or machine: check once
         return
+    if any(op.reads for op in graph.ops):
+        _find_missing_data_dep(graph)
+    graph.__dict__["_data_deps_checked"] = True
+
+
+def _find_missing_data_dep(graph: OpGraph) -> None:
+    """:func:`_check_data_deps`'s search: each read-after-write edge, direct or through
+    other ops."""
     from opsched.ir.program import derive_dependencies
 
     raw = derive_dependencies([op.reads for op in graph.ops], [op.writes for op in graph.ops],

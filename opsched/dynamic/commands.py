@@ -29,13 +29,14 @@ __all__ = ["register"]
 def register(main: click.Group) -> None:
     """Add the ``simulate`` command to the ``opsched`` command line."""
     from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
+    from opsched.dynamic.noise import MAX_SPREAD
 
     @main.command()
     @click.argument("graph", type=click.Path(path_type=Path))
     @click.argument("schedule", type=click.Path(path_type=Path))
     @click.option(
         "--noise",
-        type=FiniteFloat(min=0, max=5),
+        type=FiniteFloat(min=0, max=MAX_SPREAD),
         default=0.1,
         show_default=True,
         help="Spread: lognormal sigma, or the relative error with --model uniform.",

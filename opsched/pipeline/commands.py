@@ -102,7 +102,12 @@ def register(main: click.Group) -> None:
         Reports the latency of one input and the initiation interval (throughput); the
         schedule is one of the unrolled graph (ops named OP@M) and is validated.
         """
-        from opsched._clikit import EXIT_NO_SCHEDULE, machine_from_options, progress_lines
+        from opsched._clikit import (
+            EXIT_NO_SCHEDULE,
+            MAX_GENERATED_OPS,
+            machine_from_options,
+            progress_lines,
+        )
         from opsched._files import check_writable
         from opsched.errors import ProblemError
         from opsched.importers import read_graph
@@ -113,10 +118,10 @@ def register(main: click.Group) -> None:
 
         g = read_graph(graph)
         check_writable(output, graph_out)  # both, before either is written
-        if g.num_ops * microbatches > 50_000_000:
+        if g.num_ops * microbatches > MAX_GENERATED_OPS:
             raise ProblemError(f"--microbatches {microbatches}: the unrolled graph would have "
-                               f"{g.num_ops * microbatches:,} ops (at most 50,000,000)",
-                               str(graph))  # fmt: skip
+                               f"{g.num_ops * microbatches:,} ops (at most "
+                               f"{MAX_GENERATED_OPS:,})", str(graph))  # fmt: skip
         if stages > g.num_ops:
             raise ProblemError(f"--stages {stages}: more stages than the graph's {g.num_ops} ops",
                                str(graph))  # fmt: skip

@@ -92,19 +92,16 @@ class ParetoFront:
         except ImportError:
             raise OpschedError("plotting needs matplotlib: pip install 'opsched[plot]'") from None
 
+        from opsched.viz.plots import bytes_axis, new_axes
+
         if ax is None:
-            _, ax = plt.subplots(figsize=(5, 3.5), layout="constrained")
+            ax = new_axes(plt, (5, 3.5))
         xs = [p.makespan for p in self.points]
         ys = [p.peak_memory for p in self.points]
         ax.step(xs, ys, where="post", color="tab:blue")
         ax.scatter(xs, ys, color="tab:blue", zorder=3)
         ax.set_xlabel("makespan")
-        from matplotlib.ticker import FuncFormatter
-
-        from opsched.units import format_bytes
-
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
-        ax.set_ylabel("peak memory")
+        bytes_axis(ax, "peak memory")
         ax.set_title(f"{self.graph}: makespan vs peak memory")
         return ax
 

@@ -41,13 +41,13 @@ def _lanes(ops: list[Any]) -> dict[str, int]:
     return lane
 
 
-def _figure(plt: Any, size: tuple[float, float]) -> Any:
+def new_axes(plt: Any, size: tuple[float, float]) -> Any:
     # constrained layout keeps the axis labels inside a saved figure
     _, ax = plt.subplots(figsize=size, layout="constrained")
     return ax
 
 
-def _bytes_axis(ax: Any, label: str) -> None:
+def bytes_axis(ax: Any, label: str) -> None:
     """Label the y axis in binary units (KiB, MiB, GiB) rather than raw bytes."""
     from matplotlib.ticker import FuncFormatter
 
@@ -62,7 +62,7 @@ def plot_gantt(schedule: Schedule, ax: Any = None, labels: bool = True) -> Any:
     if not schedule.has_schedule:
         raise OpschedError(f"no schedule to plot ({schedule.status.value})")
     if ax is None:
-        ax = _figure(plt, (8, 3))
+        ax = new_axes(plt, (8, 3))
     ops = [o for o in schedule.ops if o.end > o.start]
     by_unit = all(o.unit is not None for o in ops)
     lane = {} if by_unit else _lanes(ops)
@@ -101,13 +101,13 @@ def plot_memory(problem: Problem, schedule: Schedule, ax: Any = None) -> Any:
             f"of graph {problem.graph.name!r}"
         )
     if ax is None:
-        ax = _figure(plt, (8, 2.5))
+        ax = new_axes(plt, (8, 2.5))
     arr = np.array([starts[n] for n in problem.graph.names], dtype=np.float64)
     t, m = memory_curve(problem.graph, arr, schedule.makespan)
     ax.step(t, m, where="post", color="tab:blue", label="memory in use")
     if problem.memory_cap is not None:
         ax.axhline(problem.memory_cap, color="tab:red", linestyle="--", label="memory cap")
     ax.set_xlabel("time")
-    _bytes_axis(ax, "memory")
+    bytes_axis(ax, "memory")
     ax.legend(loc="best", fontsize=7)
     return ax

@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
+from opsched._clikit import (
+    MAX_GENERATED_OPS,
+    FiniteFloat,
+    _emit_json,
+    handle_errors,
+    json_option,
+)
 from opsched.errors import ProblemError
 
 __all__ = ["GENERATORS", "generate_graph", "register"]
@@ -97,7 +103,7 @@ def register(main: click.Group) -> None:
 
     @main.command("generate")
     @click.argument("kind", type=click.Choice(GENERATORS))
-    @click.option("--ops", "-n", type=click.IntRange(min=1, max=50_000_000), default=None,
+    @click.option("--ops", "-n", type=click.IntRange(min=1, max=MAX_GENERATED_OPS), default=None,
                   help="Number of ops.")  # fmt: skip
     @click.option("--seed", "-s", type=click.IntRange(min=0), default=0, show_default=True)
     @click.option(
