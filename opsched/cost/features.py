@@ -82,6 +82,8 @@ _TRANSCENDENTAL = frozenset({"gelu", "tanh", "pow", "exp", "log", "log2", "sigmo
 _KNOTS = tuple(math.log(k) for k in (0.3, 3.0, 30.0, 300.0))
 #: Elementwise ops smaller than this are priced as this size (see ``_extra``).
 MIN_ELEMENTWISE_NUMEL = 256
+#: Row-wise families, whose features count at least one row per SM (:func:`feature_matrix`).
+ROW_FAMILIES = frozenset({"softmax", "layernorm", "rmsnorm"})
 _EPS_US = 1e-4
 
 
@@ -288,28 +290,32 @@ def elementwise_cap(roofline: np.ndarray, floor: float) -> np.ndarray:
 
 #: The row-wise and reducing families whose large ops :func:`streaming_cap` bounds.
 STREAMING_CAPPED = frozenset({"softmax", "layernorm", "rmsnorm", "batchnorm", "pool", "reduce"})
-#: A kernel of :data:`STREAMING_CAPPED` whose roofline time is at least
-#: :data:`STREAMING_CAP_FROM_US` takes at most :data:`STREAMING_CAP` times it. Of the 14,600
-#: such timings, none takes more than 6.2 times (that one per call, with PyTorch's dispatch in
-#: it), none of those timed as kernels more than 4.2; beyond their data the curves grew faster
-#: than the work (an A100's float16 layernorm over 256 x 65,536 priced at 34 times its
-#: roofline, 9 times its float32 twin).
+#: A kernel of :data:`STREAMING_CAPPED` takes at most :data:`STREAMING_CAP` times its roofline
+#: time, counted as at least :data:`STREAMING_CAP_FROM_US` (so at most 160 us below it). Of the
+#: 14,600 timings with a roofline of 20 us or more, none takes more than 6.2 times it (that one
+#: per call, with PyTorch's dispatch in it), none of those timed as kernels more than 5.1; of the
+#: 17,200 kernel timings below it, none takes more than 98 us (4.9 x 20 us). Beyond their data
+#: the curves grew faster than the work: an A100's float16 layernorm over 256 x 65,536 was
+#: priced at 34 times its roofline, and an L4's float16 layernorm backward over 32 x 32,768 (a
+#: 14 us roofline, under the cap's old 20 us threshold) at 612 us, above the same op over 64
+#: rows (224 us, capped).
 STREAMING_CAP = 8.0
 STREAMING_CAP_FROM_US = 20.0
 
 
 def streaming_cap(family: str, t: np.ndarray, roof: np.ndarray) -> np.ndarray:
     """Kernel prices ``t`` of one ``family`` held within :data:`STREAMING_CAP` times their
-    rooflines ``roof`` where those reach :data:`STREAMING_CAP_FROM_US` (families in
+    rooflines ``roof``, each counted as at least :data:`STREAMING_CAP_FROM_US` (families in
     :data:`STREAMING_CAPPED`; others unchanged). A per-call price keeps its fitted dispatch.
 
-    >>> streaming_cap("layernorm", np.array([1000.0, 100.0]), np.array([30.0, 10.0])).tolist()
-    [240.0, 100.0]
+    >>> streaming_cap("layernorm", np.array([1000.0, 100.0, 900.0]),
+    ...               np.array([30.0, 10.0, 10.0])).tolist()
+    [240.0, 100.0, 160.0]
     """
     t, roof = np.asarray(t, dtype=float), np.asarray(roof, dtype=float)
     if family not in STREAMING_CAPPED:
         return t
-    return np.where(roof >= STREAMING_CAP_FROM_US, np.fmin(t, STREAMING_CAP * roof), t)
+    return np.fmin(t, STREAMING_CAP * np.maximum(roof, STREAMING_CAP_FROM_US))
 
 
 def family_of(kind: str, attrs: Mapping[str, Any]) -> str:
@@ -387,7 +393,7 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
     backward = float(a.get("fn") == "backward")
     if family in ("softmax", "layernorm", "rmsnorm"):
         rows, cols = g("rows"), g("cols")
-        return [_ln(rows), _ln(cols), math.log(min(max(rows, 1) / sm, 1.0)), backward]
+        return [_ln(rows), _ln(cols), backward]  # rows: at least sm (feature_matrix)
     if family == "batchnorm":
         return [_ln(g("numel")), backward]
     if family == "pool":
@@ -420,12 +426,17 @@ def feature_matrix(
     integer-input flag for reductions, log dims, a causal flag and the wave quantisation of
     128-query blocks for fused attention).
 
+    Every feature of an elementwise op counts at least :data:`MIN_ELEMENTWISE_NUMEL` elements,
+    and every feature of a row-wise op (:data:`ROW_FAMILIES`) at least one row per SM: below
+    that the kernel's time is one thread block's (one wave's), so the curves are flat there
+    instead of extrapolating.
+
     Examples
     --------
     >>> from opsched.cost.specs import load_specs
     >>> x = feature_matrix("softmax", [{"rows": 64, "cols": 1024}], load_specs()["T4"])
     >>> x.shape
-    (1, 12)
+    (1, 11)
     """
     rows = []
     kind = {"bmm": "matmul", "elementwise_unary": "elementwise",
@@ -438,6 +449,11 @@ def feature_matrix(
             # roofline terms too) stops there: a curve cannot climb again towards a
             # one-element op by extrapolating below its smallest rows
             a = {**a, "numel": MIN_ELEMENTWISE_NUMEL}
+        elif family in ROW_FAMILIES and int(a.get("rows", 1)) < spec.sm_count:
+            # below one wave every row has a block (or warp) of its own and the op takes one
+            # wave's time: the features stop at one row per SM, so a curve cannot price one
+            # row above a hundred (the pooled softmax curve dipped 5x from 1 to 256 rows)
+            a = {**a, "rows": spec.sm_count}
         dtype = str(a.get("dtype", "float32"))
         if dtype not in peaks:
             peaks[dtype] = spec.peak_tflops(dtype) * 1e6

@@ -49,10 +49,12 @@ GEMM_PAD_BELOW = 128**3
 #: A layernorm / rmsnorm over fewer than ``ROW_PAD_BELOW`` elements is priced at most as the
 #: same op over each of these row counts (:func:`row_paddings`): more rows do more work. Their
 #: curves climbed again towards one row (a float32 layernorm of one 1024-wide row priced at
-#: 29-44 us on the A100s, one of 32 rows at 8-13 us). Softmax is left out: its small-row dip
-#: is mild (at most ~30 %), and bounded, the profiler's log-softmax rows (V100 ResNet-50,
-#: 32 x 1000) went from 3.5 to 56 % in sample, which its NeuSight-fitted curve prices lower
-#: at 64 rows than they take at 32.
+#: 29-44 us on the A100s, one of 32 rows at 8-13 us). Softmax is left out: bounded, the
+#: profiler's log-softmax rows (V100 ResNet-50, 32 x 1000) went from 3.5 to 56 % in sample
+#: (42.9 to 66.0 % held out), which its NeuSight-fitted curve prices lower at 64 rows than they
+#: take at 32. Its worst dip, below one row per SM (one float16 row of 4,096 on the A100 at 5x
+#: the price of 256), is gone since the features count at least one row per SM
+#: (:func:`opsched.cost.features.feature_matrix`).
 ROW_PADS = (64, 256, 1024)
 ROW_PAD_BELOW = 2**20
 #: A convolution (any direction, ``groups == 1``) whose implicit GEMM has less work than a

@@ -96,6 +96,43 @@ def test_a_large_row_wise_op_is_at_most_eight_times_its_roofline(gpu):
             assert p.predict(kind, a) <= STREAMING_CAP * roof * (1 + 1e-9), (kind, dtype)
 
 
+@pytest.mark.parametrize("gpu", known_gpus())
+def test_a_small_row_wise_kernel_is_capped_at_eight_times_twenty_us(gpu):
+    # under a 20 us roofline the cap counts 20 us: the L4's float16 layernorm backward over
+    # 32 x 32,768 (14 us of roofline) was priced at 612 us, the same op over 64 rows at 224
+    p = load_profile(gpu)
+    for kind in ("layernorm", "softmax", "rmsnorm"):
+        for rows in (1, 32, 64):
+            a = dict(rows=rows, cols=32768, dtype="float16", fn="backward")
+            assert p.predict(kind, a) <= STREAMING_CAP * max(
+                p.roofline(kind, a), STREAMING_CAP_FROM_US
+            ) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("gpu", known_gpus())
+def test_a_row_wise_op_below_one_wave_costs_what_one_row_per_sm_does(gpu):
+    # below one row per SM every row has its own thread block, so fewer rows take the same
+    # time: the pooled softmax curve had priced one 4,096-wide float16 row at 16.3 us on the
+    # A100-SXM4-80GB and 256 of them at 3.0
+    p = load_profile(gpu)
+    sm = p.spec.sm_count
+    for kind in ("softmax", "layernorm", "rmsnorm"):
+        for dtype in ("float32", "float16"):
+            for cols in (64, 1000, 4096):
+                wave = p.predict(kind, dict(rows=sm, cols=cols, dtype=dtype))
+                for rows in (1, 2, max(1, sm // 2)):
+                    small = p.predict(kind, dict(rows=rows, cols=cols, dtype=dtype))
+                    assert small <= wave * (1 + 1e-9), (kind, dtype, cols, rows)
+
+
+def test_a_small_softmax_is_not_priced_far_above_a_larger_one():
+    # the case the sweep found, by hand: A100-SXM4-80GB, float16, 4,096 columns
+    p = load_profile("A100-SXM4-80GB")
+    price = {r: p.predict("softmax", dict(rows=r, cols=4096, dtype="float16"))
+             for r in (1, 256)}  # fmt: skip
+    assert price[1] <= 2.0 * price[256], price
+
+
 def test_a_graph_priced_in_another_dtype_than_it_was_built_in():
     # the zoo states each op's bytes in the dtype it was built in; applied in float16, a
     # float32 ResNet-50 kept those and was priced at 71.4 ms against 45.0 ms (batch 256)
