@@ -58,7 +58,7 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
     done = [False] * n
     starts, unit_of = [0.0] * n, [-1] * n
     running: list[tuple[float, int]] = []
-    mem, t, peak = g.persistent_bytes, 0.0, g.persistent_bytes
+    mem, t = g.persistent_bytes, 0.0
 
     def finish(v: int) -> None:
         nonlocal mem
@@ -74,7 +74,33 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
             if left[u] == 0 and not is_out[u]:
                 mem -= out_b[u]
 
-    for v in order.tolist():
+    def zero_run(i: int) -> int:
+        """How many ops from position ``i`` of the order, all taking no time, to start at
+        once: the most whose level, once each has run (memory at an instant counts what
+        lives past it), fits the cap. A tensor that a zero-duration op writes and another
+        reads at the same instant takes no memory, though one at a time it would not fit."""
+        level, fits = mem, 0
+        gone: set[int] = set()
+        spent: dict[int, int] = {}  # consumers left per producer, after the run so far
+        for j in range(i, len(seq)):
+            v = seq[j]
+            if dur[v] > 0 or not all(done[u] or u in gone for u in pi[pp[v] : pp[v + 1]]):
+                break
+            level += out_b[v] if (left[v] > 0 or is_out[v]) else 0
+            gone.add(v)
+            for u in pi[pp[v] : pp[v + 1]]:
+                spent[u] = spent.get(u, left[u]) - 1
+                if spent[u] == 0 and not is_out[u]:
+                    level -= out_b[u]
+            if cap is None or level <= cap:
+                fits = j - i + 1
+        return fits
+
+    seq = order.tolist()
+    i = 0
+    while i < len(seq):
+        v = seq[i]
+        batch = 1
         while True:
             ready = all(done[u] for u in pi[pp[v] : pp[v + 1]])
             holds = dur[v] > 0 or left[v] > 0 or is_out[v]
@@ -82,6 +108,11 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
             unit_ok = not (wants[v] and dur[v] > 0) or bool(free_units)
             if ready and unit_ok and (cap is None or mem + need <= cap):
                 break
+            if ready and dur[v] == 0 and cap is not None:
+                batch = zero_run(i)
+                if batch:
+                    break
+                batch = 1
             if not running:
                 return Schedule.empty(problem, solver="memory-in-order", status=Status.UNKNOWN,
                                       info={"reason": f"op {g.names[v]!r} does not fit the "
@@ -89,15 +120,17 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
             t = running[0][0]
             while running and running[0][0] <= t:
                 finish(heapq.heappop(running)[1])
-        starts[v] = t
-        mem += need
-        peak = max(peak, mem)
-        if wants[v]:
-            unit_of[v] = heapq.heappop(free_units) if dur[v] > 0 else (free_units or [0])[0]
-        if dur[v] > 0:
-            heapq.heappush(running, (t + dur[v], v))
-        else:
-            finish(v)
+        for v in seq[i : i + batch]:
+            holds = dur[v] > 0 or left[v] > 0 or is_out[v]
+            starts[v] = t
+            mem += (out_b[v] if holds else 0) + (ws_b[v] if dur[v] > 0 else 0)
+            if wants[v]:
+                unit_of[v] = heapq.heappop(free_units) if dur[v] > 0 else (free_units or [0])[0]
+            if dur[v] > 0:
+                heapq.heappush(running, (t + dur[v], v))
+            else:
+                finish(v)
+        i += batch
     return Schedule.build(problem, starts, unit_of, solver="memory-in-order",
                           wall_time_s=time.perf_counter() - t0)  # fmt: skip
 

@@ -62,6 +62,7 @@ from opsched.solver.cpsat.model import Improvements, makespan_lines
 from opsched.solver.defaults import check_seconds
 from opsched.solver.interrupt import run_solver
 from opsched.solver.scaling import choose_scaling
+from opsched.solver.settle import settle_starts
 
 __all__ = ["AUTO_UNROLLED_MAX_COPIES", "FORMULATIONS", "pipeline_cpsat"]
 
@@ -147,6 +148,7 @@ def _result(
     t0: float,
 ) -> PipelineResult:
     up = unroll(problem.graph, assign, m_count, caps)
+    starts = settle_starts(starts, up.graph.durations).tolist()  # ticks read back exactly
     sched = Schedule.build(
         up,
         starts,

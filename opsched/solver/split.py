@@ -36,6 +36,7 @@ from opsched.ir.op import Op
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import assign_units
+from opsched.solver.settle import settle_starts
 
 __all__ = ["MIN_PHASE_OPS", "Phase", "cut_ops", "phases", "solve_phases", "split_points"]
 
@@ -211,6 +212,7 @@ def solve_phases(
         )
         statuses.append(s.status)
     status = Status.OPTIMAL if all(s is Status.OPTIMAL for s in statuses) else Status.FEASIBLE
+    starts = settle_starts(starts, g.durations)  # the phases' offsets add rounding noise
     ends = starts + g.durations
     units = assign_units(starts.tolist(), ends.tolist(), g.demand_array("units").tolist())
     info = {"split": {"cuts": [g.ops[c].name for c in cuts], "phases": report}}

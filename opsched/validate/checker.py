@@ -155,7 +155,8 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     present = np.zeros(n, dtype=bool)
     start = np.full(n, np.nan)
     end = np.full(n, np.nan)
-    unit = np.full(n, -2, dtype=np.int64)  # -2: no unit index given
+    unit = np.zeros(n, dtype=np.int64)
+    has_unit = np.zeros(n, dtype=bool)  # the op names a unit (any integer, checked below)
     for o in schedule.ops:
         pos = index.get(o.name)
         if pos is None:
@@ -166,7 +167,7 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
             present[pos] = True
             start[pos], end[pos] = o.start, o.end
             if o.unit is not None:
-                unit[pos] = o.unit
+                unit[pos], has_unit[pos] = o.unit, True
     if not present.all():
         missing = [names[i] for i in np.flatnonzero(~present)]
         out.append(
@@ -178,9 +179,11 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         )
     seen = np.abs(np.concatenate([start[present], end[present]]))
     seen = seen[np.isfinite(seen)]
-    # relative to the schedule's own times: a floor of 1 would let ops of 1e-9 overlap
+    # relative to the schedule's own times: a floor of 1 would let ops of 1e-9 overlap; none
+    # where every time and duration is a whole number (a tolerance of 1e-9 x 1e10 = 10 would
+    # let integer ops of 8 overlap)
     horizon = float(seen.max()) if len(seen) else 0.0
-    eps = tol * horizon
+    eps = 0.0 if _whole(seen) and _whole(g.durations) else tol * horizon
 
     # ---- times --------------------------------------------------------------------------
     d = g.durations
@@ -211,8 +214,8 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         out.append(
             Violation(
                 "precedence",
-                f"op {names[v]!r} starts at {S[v]:g} before its dependency {names[u]!r} ends at "
-                f"{E[u]:g}",
+                f"op {names[v]!r} starts at {S[v]:.12g} before its dependency {names[u]!r} ends "
+                f"at {E[u]:.12g}",
                 (names[u], names[v]),
                 float(S[v]),
             )
@@ -244,7 +247,7 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     # ---- unit indices ---------------------------------------------------------------------
     k = problem.machine.units
     dem = g.demand_array("units")
-    given = ok & (unit != -2)
+    given = ok & has_unit
     needs_unit = int((ok & (dem == 1)).sum())
     for i in np.flatnonzero(given & (dem != 1)):
         out.append(Violation("unit", f"op {names[i]!r} demands {dem[i]} units but names unit "
@@ -381,6 +384,11 @@ def _memory_peak(
     names = g.names
     labels = [names[i] for i in a_out] + [f"{names[i]}(workspace)" for i in a_ws]
     return base + int(level[top]), t, sorted(labels[i] for i in live_idx)
+
+
+def _whole(x: np.ndarray) -> bool:
+    """Whether every value of ``x`` is a whole number (exactly, as floats)."""
+    return bool(np.all(np.floor(x) == x))
 
 
 def _names(names: list[str]) -> str:

@@ -52,3 +52,36 @@ def test_in_order_fits_the_cap_of_its_own_order(seed: int) -> None:
     assert validate(p, best).valid
     assert best.makespan is not None and s.makespan is not None
     assert best.makespan <= s.makespan
+
+
+def test_a_zero_duration_chain_takes_no_memory_at_its_instant() -> None:
+    # x (8 B) and its reader y both take no time: x's tensor lives over [start x, end y),
+    # empty when both run at one instant, so the 4 B cap holds; placed one at a time, x
+    # alone did not fit and the in-order schedule dead-ended
+    g = OpGraph(
+        (
+            Op("a", 1, output_bytes=4),
+            Op("b", 1, deps=("a",)),
+            Op("x", 0, output_bytes=8),
+            Op("y", 0, deps=("x",)),
+        )
+    )
+    p = Problem(g, Machine(units=2, memory_cap=4))
+    s = in_order(p, np.array([2, 3, 0, 1]))
+    assert s.status == Status.FEASIBLE, s.info
+    assert [o.start for o in s.ops] == [0.0, 1.0, 0.0, 0.0]
+    assert s.peak_memory == 4
+    assert validate(p, s).valid
+    assert memory_list(p).status == Status.FEASIBLE
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_in_order_fits_the_cap_of_its_own_order_with_zero_duration_ops(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    g = random_graph(rng, rng.randint(6, 14), zero_dur=True)
+    order = np.asarray(min_memory_order(g))
+    cap = order_peak(g, order)
+    p = Problem(g, Machine(units=rng.choice([2, 3]), memory_cap=cap))
+    s = in_order(p, order)
+    assert s.status == Status.FEASIBLE, s.info
+    assert validate(p, s).valid

@@ -495,3 +495,38 @@ def test_a_schedule_file_stating_a_wrong_makespan_is_reported():
     assert rep.kinds() == {"report"} and "reports makespan 4, recomputed 5" in str(
         rep.violations[0]
     )
+
+
+def test_integer_schedules_are_compared_exactly_at_any_size() -> None:
+    # the relative tolerance (1e-9 x 1e10 = 10) let b start 20 before a ended and three
+    # ops of 8 share one unit
+    from opsched.ir import Op, OpGraph
+    from opsched.problem import Machine, Problem
+    from opsched.schedule import Schedule
+    from opsched.validate import validate
+
+    d = 10**10
+    g = OpGraph((Op("a", d), Op("b", d, deps=("a",)), Op("x", 8), Op("y", 8), Op("z", 8)))
+    p = Problem(g, Machine(units=1))
+    s = Schedule.build(p, {"a": 0, "b": d - 20, "x": 0, "y": 0, "z": 0},
+                       dict.fromkeys("abxyz", 0), solver="hand")  # fmt: skip
+    kinds = validate(p, s).kinds()
+    assert {"precedence", "capacity", "unit_overlap"} <= set(kinds)
+    ok = Schedule.build(p, {"a": 0, "b": d, "x": 2 * d, "y": 2 * d + 8, "z": 2 * d + 16},
+                        dict.fromkeys("abxyz", 0), solver="hand")  # fmt: skip
+    assert validate(p, ok).valid
+
+
+def test_a_unit_index_of_minus_two_is_refused() -> None:
+    # -2 was the checker's own mark for "no unit given"
+    from opsched.ir import Op, OpGraph
+    from opsched.problem import Machine, Problem
+    from opsched.schedule import Schedule
+    from opsched.validate import validate
+
+    p = Problem(OpGraph((Op("a", 1), Op("b", 1)), name="g2"), Machine(units=2))
+    s = Schedule.from_dict({"graph": "g2", "ops": [
+        {"name": "a", "start": 0, "end": 1, "unit": -2},
+        {"name": "b", "start": 0, "end": 1, "unit": -2}]})  # fmt: skip
+    report = validate(p, s)
+    assert [v.kind for v in report.violations] == ["unit", "unit"]

@@ -311,9 +311,6 @@ class CpsatModel:
         assert self.solver is not None
         return [int(self.solver.value(s)) for s in self.vars.start]
 
-    def real_starts(self) -> list[float]:
-        return [self.scaling.to_time(t) for t in self.tick_starts()]
-
     def units_of(self, tick_starts: list[int]) -> list[int | None]:
         """Unit indices by colouring in integer ticks (no float rounding; real intervals lie
         inside their tick intervals, so a colouring valid in ticks is valid in real time)."""

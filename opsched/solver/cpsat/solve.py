@@ -46,6 +46,7 @@ from opsched.solver.serial import (
     serial_cap_check,
     serial_state_budget,
 )
+from opsched.solver.settle import settle_starts
 from opsched.solver.split import solve_phases, split_points
 
 __all__ = [
@@ -318,6 +319,9 @@ def solve_cpsat(
         Objective.MAKESPAN_THEN_MEMORY: ["makespan", "peak"],
         Objective.MEMORY_THEN_MAKESPAN: ["peak", "makespan"],
     }[obj]
+    # rounded sizes cost no proof where memory plays no part (no cap, makespan only)
+    memory_counts = problem.memory_cap is not None or "peak" in order
+    exact = scaling.time_exact and (scaling.memory_exact or not memory_counts)
     lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
     if makespan_limit is not None and makespan_limit < lb - 1e-9:
         info["reason"] = (
@@ -337,7 +341,7 @@ def solve_cpsat(
             if best_ticks is None:  # the first stage found nothing
                 fallback = greedy_fallback(model, last, makespan_limit)
                 if fallback is None:
-                    return no_schedule(problem, last, scaling.exact, info, t0, makespan_limit)
+                    return no_schedule(problem, last, exact, info, t0, makespan_limit)
                 best_ticks = fallback
                 info["note_fallback"] = "time ran out: the greedy schedule CP-SAT started from"
             break  # keep the previous stage's schedule
@@ -346,7 +350,7 @@ def solve_cpsat(
         bound = round(model.solver.objective_value)
     assert best_ticks is not None
     proven = len(statuses) == len(order) and all(s == "OPTIMAL" for s in statuses)
-    status = Status.OPTIMAL if proven and scaling.exact else Status.FEASIBLE
+    status = Status.OPTIMAL if proven and exact else Status.FEASIBLE
     first = info["stages"][0]
     if order[0] == "makespan" and scaling.time_exact and first["cpsat_status"] != "UNKNOWN":
         lb = max(lb, math.ceil(first["objective_bound"] - 1e-9) / scaling.time_scale)
@@ -359,12 +363,12 @@ def solve_cpsat(
                 + math.ceil(first["objective_bound"] - 1e-9) * scaling.memory_quantum,
             )
         info["peak_lower_bound"] = need
-    if not scaling.exact:
+    if not exact:
         info["note"] = "durations or sizes were rounded; optimality is not claimed"
     demand = problem.graph.demand_array("units").tolist()
     tick_ends = [t + d for t, d in zip(best_ticks, scaling.durations, strict=True)]
     units = assign_units([float(t) for t in best_ticks], [float(e) for e in tick_ends], demand)
-    starts = [scaling.to_time(t) for t in best_ticks]
+    starts = settle_starts([scaling.to_time(t) for t in best_ticks], problem.graph.durations)
     out = Schedule.build(
         problem, starts, units, solver="cpsat", status=status,
         lower_bound=lb, wall_time_s=time.perf_counter() - t0, info=info,
