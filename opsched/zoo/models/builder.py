@@ -9,7 +9,11 @@ shape). Every op gets:
   :func:`opsched.ir.kinds.bytes_min` (for the build dtype), ``attrs["params"]`` (the weights
   the op owns: convolution and linear weights and biases, batch-norm and layer-norm scale and
   shift) and ``attrs["out_shape"]``;
-- ``output_bytes = output_numel x dtype size``;
+- ``output_bytes = output_numel x dtype size``, except a ``view``'s: 0, since it aliases its
+  input's memory. Each reader of a view also depends on the op(s) owning that memory, so
+  under the liveness rule the memory stays allocated until the view's last reader ends (as
+  the importers do, docs/importers.md); a view that is a graph output keeps its owners to the
+  end as outputs too;
 - a placeholder ``duration`` of ``max(1, ceil(flops / FLOPS_PER_TICK))`` integer ticks: time
   proportional to FLOPs (one tick per MFLOP, i.e. microseconds at 1 TFLOP/s), never zero. Real
   durations (a roofline on a given GPU) are the cost model's job (``opsched.cost.apply``).
@@ -49,10 +53,14 @@ FLOPS_PER_TICK = 10**6
 
 @dataclass(frozen=True)
 class Tensor:
-    """A value of the network: the op that produces it and its shape (NCHW for images)."""
+    """A value of the network: the op that produces it and its shape (NCHW for images).
+
+    ``owners``: for a view, the ops whose memory it aliases (empty for a tensor of its own).
+    """
 
     op: str
     shape: tuple[int, ...]
+    owners: tuple[str, ...] = ()
 
     @property
     def numel(self) -> int:
@@ -86,6 +94,7 @@ class NetBuilder:
         self._names: set[str] = set()
         self._prefix: list[str] = []
         self._counter = 0
+        self._aliases: dict[str, tuple[str, ...]] = {}  # view -> the ops owning its memory
 
     # ------------------------------------------------------------------ naming
     @contextmanager
@@ -137,18 +146,23 @@ class NetBuilder:
         fl = kinds.flops(kind, attrs)
         by = kinds.bytes_min(kind, attrs)
         attrs.update(flops=fl, bytes=by, params=params, out_shape=list(out_shape))
-        deps = tuple(dict.fromkeys(t.op for t in inputs))
+        # a reader of a view also reads the memory the view aliases
+        deps = tuple(dict.fromkeys(d for t in inputs for d in (t.op, *t.owners)))
         self._ops.append(
             Op(
                 name=full,
                 duration=max(1, math.ceil(fl / FLOPS_PER_TICK)),
                 deps=deps,
-                output_bytes=numel * self.elem,
+                output_bytes=0 if kind == "view" else numel * self.elem,
                 kind=kind,
                 attrs=attrs,
             )
         )
         self.params += params
+        if kind == "view":
+            owners = tuple(dict.fromkeys(o for t in inputs for o in (t.owners or (t.op,))))
+            self._aliases[full] = owners
+            return Tensor(full, tuple(out_shape), owners)
         return Tensor(full, tuple(out_shape))
 
     def input(self, name: str, shape: tuple[int, ...]) -> Tensor:
@@ -375,7 +389,10 @@ class NetBuilder:
         if not self._ops:
             raise GraphError(f"model {self.name!r} has no ops")
         consumed = {d for op in self._ops for d in op.deps}
-        ops = [op if op.name in consumed else replace(op, output=True) for op in self._ops]
+        outputs = {op.name for op in self._ops if op.name not in consumed}
+        for view in list(outputs):  # the memory an output view aliases lives to the end
+            outputs.update(self._aliases.get(view, ()))
+        ops = [replace(op, output=True) if op.name in outputs else op for op in self._ops]
         meta = {
             "params": self.params,
             "flops": sum(op.attrs["flops"] for op in ops),
