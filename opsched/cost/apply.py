@@ -59,7 +59,10 @@ def apply(
     -------
     OpGraph
         ``duration`` = predicted kernel time (us, or ticks); ``output_bytes`` =
-        ``output_numel x dtype size`` (0 for ``view``, an alias); ``demands["sm"]`` = the op's
+        ``output_numel x dtype size`` (0 for ``view`` and for an op marked
+        ``attrs["aliases"]``, in place; at least the graph's own figure in that dtype, for an
+        op of several outputs); ``persistent_bytes`` converted to ``dtype`` where the graph
+        records its own (``attrs["dtype"]``); ``demands["sm"]`` = the op's
         SM footprint (thread blocks it launches, 1..SM count; 0 for ``view`` / ``input``);
         graph ``resources["sm"]`` = the GPU's SM count; ``attrs["time_unit"]`` says the unit.
 
@@ -143,6 +146,7 @@ def apply(
                     f"op {op.name!r}",
                 )
             dur = float(max(1, round(ticks)))
+        out_bytes = _kept_bytes(op, kind_i, a, out_bytes)
         demands = dict(op.demands) | {"sm": sm}
         ops.append(Op(name=op.name, duration=dur, deps=op.deps, output_bytes=out_bytes,
                       workspace_bytes=op.workspace_bytes, demands=demands, kind=kind_i,
@@ -159,7 +163,30 @@ def apply(
         },
     }
     resources = dict(graph.resources) | {"sm": profile.spec.sm_count}
-    return graph.replace_ops(ops, resources=resources, attrs=attrs)
+    out = graph.replace_ops(ops, resources=resources, attrs=attrs)
+    built = graph.attrs.get("dtype")
+    if dtype is not None and isinstance(built, str) and built in kinds.DTYPE_BYTES:
+        # the weights are in the graph's dtype too: a float32 build applied in float16 had
+        # kept float32 weights (twice the persistent bytes of the same network built in
+        # float16) and said float32
+        ratio = kinds.dtype_bytes({"dtype": dtype}) / kinds.dtype_bytes({"dtype": built})
+        out = OpGraph(out.ops, name=out.name, resources=out.resources,
+                      persistent_bytes=round(out.persistent_bytes * ratio),
+                      attrs={**out.attrs, "dtype": dtype})  # fmt: skip
+    return out
+
+
+def _kept_bytes(op: Op, kind: str | None, attrs: dict[str, Any], from_shapes: int) -> int:
+    """The output size of ``op`` as priced in ``attrs``' dtype: the shapes' (one output), but
+    no less than the graph's own figure scaled to that dtype (an op of several outputs, an
+    ONNX ``Split``, had been cut to its first), and nothing for an op the importer marks as
+    writing into memory it does not own (``attrs["aliases"]``: views and in-place ops)."""
+    if kind == "view" or op.attrs.get("aliases"):
+        return 0
+    if op.output_bytes <= 0 or kind is None:
+        return from_shapes
+    stated = kinds.dtype_bytes(op.attrs) if "dtype" in op.attrs else kinds.dtype_bytes(attrs)
+    return max(from_shapes, round(op.output_bytes * kinds.dtype_bytes(attrs) / stated))
 
 
 def _retyped(kind: str, attrs: dict[str, Any], dtype: str) -> dict[str, Any]:

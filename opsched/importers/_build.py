@@ -273,6 +273,8 @@ class GraphBuilder:
             raise InputError(f"op {op_name!r}: {e}", self.where) from None
         a["flops"], a["bytes"] = min(f, MAX_SIZE), min(b, MAX_SIZE)
         shares = aliasing or inplace
+        if inplace:  # writes into memory it does not own: opsched.cost.apply keeps it at 0
+            a["aliases"] = True
         out_bytes = 0 if shares else sum(t.nbytes for t in outputs)
         if shares and inputs:
             roots = set(self.value(inputs[0]).roots)

@@ -107,6 +107,7 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
             )
         for s in tok[3:]:
             _add_successor(deps, job, s, lineno, where)
+    cols = _request_columns(lines, sections["REQUESTS/DURATIONS"] + 1, res_names, where)
     rows: list[tuple[int, int, int, dict[str, int]]] = []
     for lineno, tok in req:
         if len(tok) != 3 + len(res_names):
@@ -114,7 +115,8 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
                 f"line {lineno}: expected job, mode, duration and {len(res_names)} requests",
                 where,
             )
-        rows.append((lineno, tok[0], tok[2], dict(zip(res_names, tok[3:], strict=True))))
+        got = dict(zip(cols, tok[3:], strict=True))
+        rows.append((lineno, tok[0], tok[2], {r: got[r] for r in res_names}))
     capacity = dict(zip(res_names, caps, strict=True))
     _check_nonrenewable(rows, capacity, cap_line + 1, where)
     return _job_graph(rows, deps, capacity, name, where)
@@ -123,6 +125,24 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
 #: A resource name of a PSPLIB header: its letter (R renewable, N nonrenewable, D doubly
 #: constrained) and number, with or without a space between them.
 _RESOURCE_NAME = re.compile(r"([A-Za-z]+)\s*(\d+)")
+
+
+def _request_columns(lines: list[str], first: int, names: list[str], where: str) -> list[str]:
+    """The resources of the request columns, in their order: as the REQUESTS/DURATIONS
+    header names them (they may come in another order than the availabilities', ``names``;
+    they were read in that order, swapping ``R 2  R 1``), else ``names``."""
+    for i in range(first, min(first + 3, len(lines))):
+        head = lines[i].strip()
+        if head.lower().startswith("jobnr"):
+            cols = [a + b for a, b in _RESOURCE_NAME.findall(head.split("duration", 1)[-1])]
+            if sorted(cols) != sorted(names):
+                raise InputError(
+                    f"line {i + 1}: request columns {cols} are not the resources {names} of "
+                    f"RESOURCEAVAILABILITIES",
+                    where,
+                )
+            return cols
+    return list(names)
 
 
 def _add_successor(deps: dict[int, list[str]], job: int, s: int, lineno: int, where: str) -> None:
@@ -203,6 +223,15 @@ def _rows(
     for k, (lineno, tok) in enumerate(rows):
         if len(tok) < 3 or tok[0] != k + 1:
             raise InputError(f"line {lineno}: expected job {k + 1} in the {what} table", where)
+    # the table must end where the header's job count says (extra jobs were dropped silently)
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i < len(lines) and lines[i].strip()[:1].isdigit():
+        raise InputError(
+            f"line {i + 1}: the {what} table lists more jobs than the {count} of the 'jobs "
+            f"(incl. supersource/sink)' line",
+            where,
+        )
     return rows
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from opsched._files import check_writable, write_bytes_atomic, write_text_atomic
+from opsched._files import check_writable, note_input, write_bytes_atomic, write_text_atomic
 from opsched.errors import InputError
 
 __all__ = ["ReportData", "build_report", "collect"]
@@ -91,6 +91,7 @@ def collect(
         if df.empty:
             what = f"experiment {experiment!r}" if experiment else "any experiment"
             raise InputError(f"no finished jobs of {what}", str(db))
+        _refuse_overlapping_experiments(df, str(db))
         df["cap"] = df.apply(_cap_label, axis=1)
         df["units"] = df["units"].astype(object).where(df["units"].notna(), "unlimited")
         d = stats.with_gaps(df)
@@ -167,6 +168,25 @@ def _instance(store: Any, d: pd.DataFrame, inst: str) -> dict[str, Any]:
     return info
 
 
+def _refuse_overlapping_experiments(df: pd.DataFrame, where: str) -> None:
+    """Raise if two experiments ran the same instance with the same scheduler: their runs
+    (another time limit, say) would be pooled into one row and counted twice."""
+    per_pair = df.groupby(["instance_id", "scheduler"])["experiment"].nunique()
+    both = per_pair[per_pair > 1]
+    if both.empty:
+        return
+    inst, sched = both.index[0]
+    names = sorted(df.loc[(df["instance_id"] == inst) & (df["scheduler"] == sched),
+                          "experiment"].unique())  # fmt: skip
+    graph = df.loc[df["instance_id"] == inst, "graph"].iloc[0]
+    raise InputError(
+        f"experiments {', '.join(map(repr, names))} both ran {sched} on {graph} "
+        f"({len(both)} such pairs): their results would be pooled; report one at a time "
+        f"with --experiment",
+        where,
+    )
+
+
 def build_report(
     db: str | os.PathLike[str],
     html: str | os.PathLike[str],
@@ -209,8 +229,14 @@ def build_report(
     pngs_dir = (
         Path(png_dir) if png_dir is not None else html_path.with_name(f"{html_path.stem}_figures")
     )
-    # every output checked before any is written (a bad --markdown leaves no page behind)
+    # every output checked before any is written (a bad --markdown leaves no page behind),
+    # the store among the inputs (-o r.sqlite had written the figures, then refused)
+    note_input(db)
     check_writable(html_path, markdown)
+    taken = {os.path.realpath(p) for p in (db, html_path, markdown) if p is not None}
+    if os.path.realpath(pngs_dir) in taken:
+        raise InputError("is the store or a report file; choose another folder for the figures",
+                         str(pngs_dir))  # fmt: skip
     if pngs_dir.exists() and not pngs_dir.is_dir():
         raise InputError("is a file, not a folder (for the figures)", str(pngs_dir))
     data = collect(db, experiment, instances, n_instances)

@@ -168,7 +168,8 @@ def win_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def time_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Wall time per scheduler (mean / median / max) and how runs ended."""
+    """Wall time per scheduler (mean / median / max) and how runs ended. A job killed at
+    its deadline counts the deadline (a lower bound of its time); errors count none."""
     rows = []
     for s, g in df.groupby("scheduler", sort=True):
         t = g["wall_time_s"].dropna()

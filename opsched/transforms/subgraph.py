@@ -117,9 +117,13 @@ def extract(
         read_inside = any(c in inside for c in consumers[i])
         handed_on = op.output or (not read_inside and bool(consumers[i]))
         ops.append(replace(op, output=handed_on))
+    # the graph's own notes (time unit, cost model, dtype) hold for its pieces too (a piece of
+    # a costed graph had lost its time unit); its totals do not
+    notes = {k: v for k, v in graph.attrs.items() if k not in ("flops", "params")}
     return OpGraph(
         tuple(ops),
         name=name or f"{graph.name}[{'+'.join(want)}]",
         resources=graph.resources,
         persistent_bytes=graph.persistent_bytes if keep_persistent else 0,
+        attrs={**notes, "extracted_from": graph.name},
     )

@@ -21,7 +21,8 @@ def test_quick_study_small(tmp_path: Path) -> None:
     j30 = [r for r in rows if r["set"] == "j30"]
     assert len(stg) == 2 * 4 * h and len(j30) == 2 * h
     assert summary["runs"] == len(rows)
-    assert all(r["valid"] == "True" for r in rows)
+    # a dead end has nothing to validate: its validity is empty, not True
+    assert all(r["valid"] == ("" if r["makespan"] == "" else "True") for r in rows)
     # rand0000 on 4 processors: the published optimum is 66 and no heuristic beats it
     r0 = [r for r in stg if r["instance"] == "rand0000" and r["units"] == "4"]
     assert {r["optimum"] for r in r0} == {"66"}
@@ -45,3 +46,31 @@ def test_quick_study_small(tmp_path: Path) -> None:
     # the set sizes described are the ones run, not the full sets
     assert "the first 2 of 180 random 50-task graphs" in report
     assert "the first 2 of 480 instances" in report and "seeds 0..1)" in report
+
+
+def test_the_optimal_share_counts_a_dead_end_as_not_optimal() -> None:
+    # 10 instances with proven optima, 6 schedules at the optimum, 2 above it, 2 dead ends:
+    # 60 % (over the 8 schedules alone it read 75 %)
+    from opsched.bench.quick import _summarise
+
+    rows = [{"set": "s", "units": 2, "solver": "h", "optimum_proven": True, "valid": True,
+             "makespan": 10.0, "gap_percent": 0.0} for _ in range(6)]  # fmt: skip
+    rows += [dict(rows[0], makespan=11.0, gap_percent=10.0) for _ in range(2)]
+    rows += [dict(rows[0], makespan=None, gap_percent=None, valid=None) for _ in range(2)]
+    (s,) = _summarise(rows)
+    assert (s["instances"], s["with_proven_optimum"], s["no_schedule"]) == (10, 10, 2)
+    assert s["share_optimal"] == 0.6 and s["mean_gap_percent"] == 2.5 and s["all_valid"]
+
+
+def test_quick_checks_its_outputs_before_the_study(tmp_path: Path) -> None:
+    import time
+
+    import pytest
+
+    from opsched.errors import InputError
+
+    (tmp_path / "report.md").mkdir()
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"report\.md: is a directory"):
+        run_quick(tmp_path, limit=1, progress=False)
+    assert time.perf_counter() - t0 < 5 and not (tmp_path / "results.csv").exists()

@@ -143,3 +143,32 @@ def test_a_graph_priced_in_another_dtype_than_it_was_built_in():
     assert np.allclose(da, db, rtol=1e-12)
     assert [op.output_bytes for op in a.ops] == [op.output_bytes for op in b.ops]
     assert sum(da) < sum(op.duration for op in apply(g32, "A100-SXM4-80GB", None).ops)
+
+
+def test_apply_in_another_dtype_converts_the_weights_too() -> None:
+    # a float32 build applied in float16 kept float32 weights (persistent bytes) and said
+    # float32, twice the weights of the same network built in float16
+    a = apply(build("resnet50", batch=8), "A100-SXM4-80GB", "float16")
+    b = build("resnet50", batch=8, dtype="float16")
+    assert a.persistent_bytes == b.persistent_bytes == build("resnet50").persistent_bytes // 2
+    assert a.attrs["dtype"] == "float16"
+
+
+def test_apply_keeps_the_bytes_of_several_outputs_and_of_in_place_ops() -> None:
+    from opsched.ir import Op, OpGraph
+
+    # a layer norm that also writes its mean and inverse deviation (2048 x 64 + 2 x 2048
+    # floats): apply had kept the first output only; an in-place add allocates nothing
+    g = OpGraph(
+        (
+            Op("x", 0, output_bytes=2048 * 64 * 4, kind="input", attrs={"numel": 2048 * 64}),
+            Op("ln", 1, deps=("x",), output_bytes=(2048 * 64 + 2 * 2048) * 4, kind="layernorm",
+               attrs={"rows": 2048, "cols": 64, "dtype": "float32"}),
+            Op("add_", 1, deps=("ln",), output_bytes=0, kind="elementwise",
+               attrs={"numel": 2048 * 64, "arity": 2, "dtype": "float32", "aliases": True}),
+        )
+    )  # fmt: skip
+    a = apply(g, "H200")
+    h = apply(g, "H200", "float16")
+    assert [o.output_bytes for o in a.ops] == [2048 * 64 * 4, (2048 * 64 + 4096) * 4, 0]
+    assert h["ln"].output_bytes == (2048 * 64 + 4096) * 2 and h["add_"].output_bytes == 0

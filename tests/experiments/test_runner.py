@@ -261,3 +261,21 @@ def test_ctrl_c_says_what_was_stored_and_how_to_resume(tmp_path, monkeypatch) ->
     monkeypatch.setattr(LocalExecutor, "run", real_run)
     s = run_experiment(cfg, tmp_path / "r.sqlite", workers=1, progress=False)
     assert (s.skipped, s.ran) == (2, 4)
+
+
+def test_a_job_killed_at_its_deadline_stores_the_deadline_as_its_time() -> None:
+    # the time table had left timed-out jobs out (no wall time stored): a scheduler that
+    # timed out on half its jobs looked fast
+    from opsched.experiments.executors import Outcome
+    from opsched.experiments.runner import _as_result, _deadline
+    from opsched.report.stats import time_table
+
+    row = _as_result(Outcome("k", "timeout", "killed"), _deadline(2.0))
+    assert row["status"] == "TIMEOUT" and row["wall_time_s"] == _deadline(2.0) > 2.0
+    assert _as_result(Outcome("k", "error", "boom"))["wall_time_s"] is None
+    import pandas as pd
+
+    df = pd.DataFrame({"scheduler": ["s"] * 2, "status": ["FEASIBLE", "TIMEOUT"],
+                       "wall_time_s": [1.0, row["wall_time_s"]]})  # fmt: skip
+    t = time_table(df).iloc[0]
+    assert t["max_s"] == row["wall_time_s"] and t["timeouts"] == 1

@@ -237,3 +237,22 @@ def test_byte_order_mark(tmp_path: Path) -> None:
     p = tmp_path / "small.sm"
     p.write_bytes(b"\xef\xbb\xbf" + SMALL.encode())
     assert read_psplib(p).num_ops == 4
+
+
+def test_request_columns_follow_their_own_header() -> None:
+    # the requests' header may list the resources in another order than the availabilities:
+    # job 2's "2 1" under "R 2  R 1" is R1 = 1, R2 = 2 (it was read as R1 = 2, R2 = 1)
+    text = SMALL.replace("jobnr. mode duration  R 1  R 2", "jobnr. mode duration  R 2  R 1")
+    g = parse_psplib(text)
+    assert dict(g["2"].demands) == {"R1": 1, "R2": 2}
+    assert dict(g["3"].demands) == {"R1": 2, "R2": 1}
+    bad = SMALL.replace("jobnr. mode duration  R 1  R 2", "jobnr. mode duration  R 1  R 3")
+    with pytest.raises(InputError, match=r"request columns \['R1', 'R3'\] are not the resources"):
+        parse_psplib(bad)
+
+
+def test_more_jobs_than_the_header_counts_is_an_error() -> None:
+    # a header of 3 jobs over tables of 4: the fourth job was dropped without a word
+    text = SMALL.replace("supersource/sink ):  4", "supersource/sink ):  3")
+    with pytest.raises(InputError, match=r"line 8: the precedence table lists more jobs than"):
+        parse_psplib(text)

@@ -80,6 +80,23 @@ def test_report_writes_nothing_when_the_markdown_cannot_be_written(tmp_path):
     assert html.exists() and (tmp_path / "r.md").exists()
 
 
+def test_report_writes_nothing_when_an_output_is_the_store(tmp_path) -> None:
+    # the store became an input only once read: the figures were written, then exit 2
+    db = tmp_path / "h.sqlite"
+    make_hand_db(db)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for args in (
+        ["-o", str(tmp_path / "r.html"), "--markdown", str(db)],
+        ["-o", str(db)],
+        ["-o", str(tmp_path / "r.html"), "--png-dir", str(tmp_path / "r.html")],
+    ):
+        r = CliRunner().invoke(main, ["report", str(db), *args, "--gantt", "0"])
+        assert r.exit_code == 2, r.output
+        assert "opsched: error:" in r.output and "Traceback" not in r.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, args
+    assert build_report(db, tmp_path / "r.html", n_instances=0).summary()["jobs"] == 12
+
+
 def test_report_of_a_store_without_one_schedule(tmp_path) -> None:
     # every job a dead end (half the peak is below what a greedy order can keep): the result
     # columns hold NULLs alone, which once reached np.isnan as objects (internal error)
@@ -113,3 +130,27 @@ def test_an_edited_experiment_reports_its_current_jobs_only(tmp_path) -> None:
                                   "--experiment", "nope"])  # fmt: skip
     assert r.exit_code == 2 and "--experiment 'nope': not in the store (it has: fig)" in r.output
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_two_experiments_on_the_same_instances_are_not_pooled(tmp_path) -> None:
+    # a copied file renamed for a time-limit sweep: each (instance, scheduler) ran under both
+    # names and the report had counted them together (16 greedy jobs on 8 instances)
+    db = tmp_path / "r.sqlite"
+    cfg = RUN.replace('"cpsat", ', "")
+    run_experiment(parse_config(cfg), db, workers=1, progress=False)
+    short = cfg.replace('name = "fig"', 'name = "fig-short"').replace(
+        "time_limit = 5", "time_limit = 1"
+    )
+    run_experiment(parse_config(short), db, workers=1, progress=False)
+    r = CliRunner().invoke(main, ["report", str(db), "-o", str(tmp_path / "r.html")])
+    assert r.exit_code == 2
+    assert "experiments 'fig', 'fig-short' both ran greedy" in r.output
+    assert "--experiment" in r.output and not (tmp_path / "r.html").exists()
+    data = build_report(db, tmp_path / "r.html", experiment="fig-short", n_instances=0)
+    assert data.summary()["jobs"] == 4
+    # experiments on different graphs still report together
+    other = cfg.replace('name = "fig"', 'name = "other"').replace("ops = 8", "ops = 9")
+    db2 = tmp_path / "r2.sqlite"
+    run_experiment(parse_config(cfg), db2, workers=1, progress=False)
+    run_experiment(parse_config(other), db2, workers=1, progress=False)
+    assert build_report(db2, tmp_path / "r2.html", n_instances=0).summary()["jobs"] == 8

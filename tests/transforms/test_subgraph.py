@@ -67,3 +67,20 @@ def test_nasnet_cell_reads_two_earlier_cells() -> None:
     # the peak counts the inherited inputs: at least the two input tensors together
     assert s.peak_memory is not None
     assert s.peak_memory >= sum(op.output_bytes for op in piece.ops[:2])
+
+
+def test_a_piece_of_a_costed_graph_keeps_its_time_unit() -> None:
+    # extract dropped the graph's attrs: a piece written by `zoo export --gpu G --piece P`
+    # carried durations in microseconds with no unit
+    import warnings
+
+    from opsched.cost import apply
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = apply(build("squeezenet1_1"), "A100-SXM4-80GB", "float16")
+    piece = extract(g, [g.names[3], g.names[4]])
+    assert piece.attrs["time_unit"] == g.attrs["time_unit"] == "us"
+    assert piece.attrs["cost_model"] == g.attrs["cost_model"]
+    assert piece.attrs["extracted_from"] == g.name
+    assert "flops" not in piece.attrs  # the whole network's total is not the piece's
