@@ -109,8 +109,18 @@ def _conv(ins: list[TensorMeta], out: TensorMeta, a: dict[str, str]) -> Mapped:
     y = order(out, out_l, "b", "f")
     win = _window(a)
     groups = int(a.get("feature_group_count", "1"))
+    dil = win.get("rhs_dilate", [1] * len(sp))
+    lhs = win.get("lhs_dilate", [1] * len(sp))
+    if any(s > 1 for s in lhs):
+        # an input dilated by s is a transposed convolution of stride s (XLA lowers
+        # ConvTranspose so): its padding is the kernel's reach less the window's pad. Read
+        # as a plain convolution it had 5x the work and an output size its shape denied.
+        reach = [d * (k - 1) for d, k in zip(dil, w.shape[2:], strict=True)]
+        pad = [max(r - p, 0) for r, p in zip(reach, win.get("pad", [0] * len(sp)), strict=True)]
+        call = [x, w, None, lhs, pad, dil, True, [0] * len(sp), groups]
+        return map_aten("convolution", call, {}, [y])
     call = [x, w, None, win.get("stride", [1] * len(sp)), win.get("pad", [0] * len(sp)),
-            win.get("rhs_dilate", [1] * len(sp)), False, [0] * len(sp), groups]  # fmt: skip
+            dil, False, [0] * len(sp), groups]  # fmt: skip
     return map_aten("convolution", call, {}, [y])
 
 

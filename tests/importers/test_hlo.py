@@ -93,6 +93,26 @@ def test_old_style_fusion_tuple_gte() -> None:
     assert g.persistent_bytes == 4  # the scalar constant
 
 
+TRANSPOSED = """HloModule t
+ENTRY main {
+  c = f32[1,4,4,4]{3,2,1,0} parameter(0)
+  w = f32[4,4,3,3]{3,2,1,0} parameter(1)
+  ROOT ct = f32[1,4,9,9]{3,2,1,0} convolution(c, w), WINDOW, dim_labels=bf01_io01->bf01
+}
+""".replace("WINDOW", "window={size=3x3 pad=2_2x2_2 lhs_dilate=2x2}")
+
+
+def test_an_input_dilated_convolution_is_a_transposed_one() -> None:
+    # lhs_dilate = 2 is ConvTranspose of stride 2 (4 x 4 -> 9 x 9): every input element of 4
+    # channels meets 4 output channels through 3 x 3 taps, 64 x 4 x 9 = 2,304 multiply-adds.
+    # Read as a plain convolution with pad 2 it counted 23,328 FLOPs and a 10 x 10 output
+    ct = from_hlo_text(TRANSPOSED)["ct"]
+    assert ct.kind == "conv2d_bwd_data"
+    assert ct.attrs["flops"] == 2 * 2304
+    assert (ct.attrs["H"], ct.attrs["W"], ct.attrs["stride_h"], ct.attrs["pad_h"]) == (9, 9, 2, 0)
+    assert ct.output_bytes == 4 * 9 * 9 * 4
+
+
 def test_parse_type() -> None:
     assert parse_type("pred[3,<=5]{1,0}")[0] == TensorMeta((3, 5), "bool")
     t, end = parse_type("((f32[1]{0}, s64[]), token[]) tuple(a)")
