@@ -6,8 +6,9 @@ free dimensions), ``convolution`` -> ``conv2d`` (``dim_labels`` and ``window`` r
 ATen convolution rule), ``reduce`` -> ``reduce``, ``reduce-window`` -> ``pool``, arithmetic ->
 ``elementwise``, data movement -> ``copy``, views -> ``view``. A ``fusion``, ``call``,
 ``while`` or ``conditional`` becomes ``fused``, its ``flops`` summed over the called
-computations (memoised, a computation calling itself is an error) and its ``bytes`` its
-operands read once plus its result written once.
+computations (a ``conditional``'s: its costliest branch, since one runs; memoised, a
+computation calling itself is an error) and its ``bytes`` its operands read once (an
+operand passed twice counted once) plus its result written once.
 
 Examples
 --------
@@ -185,13 +186,23 @@ class OpMapper:
         numel = out.numel if out else sum(t.numel for t in leaves(ins.shape))
         op = ins.opcode
         if op in ("fusion", "call", "while", "conditional", "async-start"):
-            key = {"fusion": "calls", "call": "to_apply", "while": "body"}.get(op, "calls")
-            flops = sum(
+            keys: tuple[str, ...]
+            if op == "conditional":  # one branch runs: the costliest bounds it
+                keys = ("branch_computations", "true_computation", "false_computation")
+            else:
+                keys = ({"fusion": "calls", "call": "to_apply", "while": "body"}.get(op, "calls"),)
+            per_comp = [
                 self.flops_of(self.comp(ref, ins.line), stack)
+                for key in keys
                 for ref in ins.attrs.get(key, "").strip("{}").split(",")
                 if ref.strip()
-            )
-            nbytes = sum(t.nbytes for t in arrays) + sum(t.nbytes for t in leaves(ins.shape))
+            ]
+            flops = max(per_comp, default=0) if op == "conditional" else sum(per_comp)
+            # each operand read once, however often it is passed (conditional(p, x, x))
+            once = {
+                n: t for n, t in zip(ins.operands, ops, strict=False) if isinstance(t, TensorMeta)
+            }
+            nbytes = sum(t.nbytes for t in once.values()) + sum(t.nbytes for t in leaves(ins.shape))
             attrs: dict[str, Any] = {"flops": flops, "bytes": nbytes, "numel": numel}
             if "kind" in ins.attrs:
                 attrs["fusion_kind"] = ins.attrs["kind"]

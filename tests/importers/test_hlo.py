@@ -159,3 +159,30 @@ def test_convert_hlo_txt(tmp_path) -> None:
     res = CliRunner().invoke(main, ["convert", str(bad), str(tmp_path / "x.json")])
     assert res.exit_code == 2 and f"{bad}: line 3:" in res.output
     assert not (tmp_path / "x.json").exists()
+
+
+COND = """HloModule m
+t {
+  p = f32[64,64]{1,0} parameter(0)
+  ROOT d = f32[64,64]{1,0} dot(p, p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+f {
+  p = f32[64,64]{1,0} parameter(0)
+  ROOT n = f32[64,64]{1,0} negate(p)
+}
+ENTRY main {
+  pr = pred[] parameter(0)
+  x = f32[64,64]{1,0} parameter(1)
+  ROOT c = f32[64,64]{1,0} conditional(pr, x, x), true_computation=t, false_computation=f
+}
+"""
+
+
+def test_a_conditional_costs_its_costliest_branch() -> None:
+    # the branches are named by true_/false_computation, not calls=: it had 0 FLOPs; x, passed
+    # twice, is read once
+    c = from_hlo_text(COND)["c"]
+    assert c.kind == "fused" and c.attrs["flops"] == 2 * 64**3
+    assert c.attrs["bytes"] == 1 + 64 * 64 * 4 + 64 * 64 * 4
+    indexed = COND.replace("true_computation=t, false_computation=f", "branch_computations={f, t}")
+    assert from_hlo_text(indexed)["c"].attrs["flops"] == 2 * 64**3
