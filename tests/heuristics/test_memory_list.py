@@ -37,10 +37,13 @@ def test_output_flag_on_a_read_tensor_does_not_pin_it() -> None:
     assert validate(p, s).valid
 
 
+@pytest.mark.parametrize("zero_dur", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_in_order_fits_the_cap_of_its_own_order(seed: int) -> None:
-    rng = random.Random(seed)
-    g = random_graph(rng, rng.randint(6, 14), zero_dur=False)
+def test_in_order_fits_the_cap_of_its_own_order(seed: int, zero_dur: bool) -> None:
+    # with ops that take no time too: a zero-duration chain dead-ended (the seeds 1009, 1024
+    # and 1039 of an earlier draw did)
+    rng = random.Random(seed + (1000 if zero_dur else 0))
+    g = random_graph(rng, rng.randint(6, 14), zero_dur=zero_dur)
     order = np.asarray(min_memory_order(g))
     cap = order_peak(g, order)
     p = Problem(g, Machine(units=rng.choice([2, 3]), memory_cap=cap))
@@ -73,15 +76,3 @@ def test_a_zero_duration_chain_takes_no_memory_at_its_instant() -> None:
     assert s.peak_memory == 4
     assert validate(p, s).valid
     assert memory_list(p).status == Status.FEASIBLE
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_in_order_fits_the_cap_of_its_own_order_with_zero_duration_ops(seed: int) -> None:
-    rng = random.Random(1000 + seed)
-    g = random_graph(rng, rng.randint(6, 14), zero_dur=True)
-    order = np.asarray(min_memory_order(g))
-    cap = order_peak(g, order)
-    p = Problem(g, Machine(units=rng.choice([2, 3]), memory_cap=cap))
-    s = in_order(p, order)
-    assert s.status == Status.FEASIBLE, s.info
-    assert validate(p, s).valid
