@@ -47,7 +47,12 @@ def parse_stg(text: str, name: str = "stg", where: str = "<stg>") -> OpGraph:
                 with contextlib.suppress(ValueError):
                     value = float(m.group(2))
                     if math.isfinite(value):
-                        attrs[m.group(1).strip()] = value
+                        # a key the footer repeats (the two generators' "Random Seed"s):
+                        # "Random Seed #2", not the first overwritten
+                        key, k = m.group(1).strip(), 1
+                        while (key if k == 1 else f"{key} #{k}") in attrs:
+                            k += 1
+                        attrs[key if k == 1 else f"{key} #{k}"] = value
             continue
         body.append((lineno, stripped.split()))
     if not body:

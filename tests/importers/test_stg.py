@@ -152,3 +152,13 @@ def test_byte_order_mark(tmp_path: Path) -> None:
     g, ref = read_stg(p), read_stg(src)
     assert g.num_ops == ref.num_ops == 52
     assert [op.deps for op in g.ops] == [op.deps for op in ref.ops]
+
+
+def test_both_random_seeds_of_the_footer_are_kept() -> None:
+    # the precedence and the processing-time generators each print a "Random Seed"; the
+    # second had overwritten the first
+    from opsched.datasets import dataset_path
+    from opsched.importers import read_stg
+
+    meta = read_stg(dataset_path("stg/50") / "rand0000.stg").attrs["stg"]
+    assert (meta["Random Seed"], meta["Random Seed #2"]) == (28549, 28548)
