@@ -61,7 +61,10 @@ def with_durations(problem: Problem, durations: Sequence[float] | np.ndarray) ->
 class UnitOrders:
     """The per-unit op orders of a schedule, ready to replay many times.
 
-    Ops without a unit get a private pseudo-unit each (they only wait for dependencies).
+    Ops without a unit get a private pseudo-unit each (they only wait for dependencies), and
+    so do ops that take no time: they hold no unit (the validator's rule), so queued on one
+    behind a running op they had delayed their readers (a replay at zero noise ended at 3
+    where the schedule ends at 2).
     """
 
     def __init__(self, problem: Problem, schedule: Schedule) -> None:
@@ -73,9 +76,10 @@ class UnitOrders:
         by_unit: dict[int, list[tuple[float, float, str]]] = {}
         extra = max((o.unit for o in schedule.ops if o.unit is not None), default=-1) + 1
         self.units: dict[str, int | None] = {}
+        dur = dict(zip(problem.graph.names, problem.graph.durations.tolist(), strict=True))
         for o in schedule.ops:
             self.units[o.name] = o.unit
-            u = o.unit if o.unit is not None else extra + len(by_unit)
+            u = o.unit if o.unit is not None and dur[o.name] > 0 else extra + len(by_unit)
             by_unit.setdefault(u, []).append((o.start, o.end, o.name))
         self.orders = {u: [n for _, _, n in sorted(seq)] for u, seq in by_unit.items()}
 
@@ -107,7 +111,10 @@ def replay(
     """
     orders = schedule if isinstance(schedule, UnitOrders) else UnitOrders(problem, schedule)
     actual = problem if durations is None else with_durations(problem, durations)
-    run = execute_orders(actual, orders.orders, solver="replay", check=False)
+    # the orders sequence the units themselves; the pseudo-units of ops that hold none
+    # (unit-less, zero-duration) lie past the machine's count, which execute_orders refuses
+    free = actual.with_machine(units=None)
+    run = execute_orders(free, orders.orders, solver="replay", check=False)
     starts = [o.start for o in run.ops]
     units = [orders.units[n] for n in actual.graph.names]
     out = Schedule.build(actual, starts, units, solver="replay", status=Status.FEASIBLE)

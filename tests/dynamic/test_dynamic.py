@@ -222,3 +222,25 @@ def test_cli_simulate_wrong_graph_exits_2(tmp_path) -> None:
     )
     r = CliRunner().invoke(main, ["simulate", "datasets/stg/50/rand0001.stg", str(out)])
     assert r.exit_code == 2 and "not valid" in r.output
+
+
+def test_a_zero_duration_op_on_a_unit_does_not_wait_for_it() -> None:
+    # z takes no time, so it holds no unit (the validator's rule); queued on unit 0 behind a,
+    # the replay held it (and its reader b) until a ended: mean 3 at zero noise, estimate 2
+    g = OpGraph((Op("a", 2), Op("z", 0), Op("b", 1, deps=("z",))))
+    p = Problem(g, Machine(units=2))
+    s = Schedule.build(p, {"a": 0, "z": 1, "b": 1}, units=[0, 0, 1], solver="hand")
+    assert validate(p, s).valid and s.makespan == 2
+    st = expected_makespan(p, s, Lognormal(0.0), runs=3)
+    assert st.estimate == st.mean == st.p95 == 2
+
+
+def test_replay_with_more_unitless_ops_than_units() -> None:
+    # copies that hold no stream (demand 0 units) have no unit index: their pseudo-units lay
+    # past the machine's 2 units, which execute_orders refuses
+    ops = [Op("k", 2)] + [Op(f"c{i}", 1, demands={"units": 0}, deps=("k",)) for i in range(3)]
+    p = Problem(OpGraph(tuple(ops)), Machine(units=2))
+    s = Schedule.build(p, {"k": 0, "c0": 2, "c1": 2, "c2": 2}, [0, None, None, None], solver="h")
+    assert validate(p, s).valid
+    r = replay(p, s)
+    assert r.makespan == 3 and validate(p, r).valid

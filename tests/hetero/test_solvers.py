@@ -155,3 +155,18 @@ def test_time_limit_and_workers_are_reported_honestly():
     if r.status.value == "FEASIBLE":
         assert r.lower_bound is not None and r.lower_bound <= r.makespan
     assert math.isfinite(r.makespan) and r.makespan <= r.info["heft_makespan"] + 1e-6
+
+
+def test_heft_keeps_the_start_it_found() -> None:
+    # it stored finish - duration: (0.5 + 0.2) - 0.2 = 0.49999999999999994, before the
+    # zero-duration dependency ending at 0.5, so the instance order put b before z and
+    # CP-SAT's hint read a cycle (`opsched solve --devices gpu:1` exited 2)
+    from opsched.hetero.simulate import placement_orders
+
+    g = OpGraph((Op("a", 0.5), Op("z", 0, deps=("a",)), Op("b", 0.2, deps=("z",))))
+    p = HeteroProblem(g, HeteroMachine.parse("gpu:1"))
+    for s in (heft(p), cpop(p)):
+        start = {o.name: o.start for o in s.ops}
+        assert start["b"] == start["z"] == 0.5
+        assert placement_orders(p, s)[1][0] == [0, 1, 2]
+    assert solve_hetero_cpsat(p).makespan == pytest.approx(0.7)
