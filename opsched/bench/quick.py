@@ -185,7 +185,7 @@ def _memory_jobs(
 
     No table exists for these, so CP-SAT (10 s per instance) provides the optimum; instances
     it does not prove keep their bounds (lb, ub) and stay out of the gaps. A cap CP-SAT proves
-    infeasible, or finds no schedule within in its 10 s, leaves its graph out of that set;
+    infeasible, or finds no schedule for in its 10 s, leaves its graph out of that set;
     the second value says, per set, how many and why (for the report).
     """
     jobs: list[tuple[str, str, int | None, Problem, tuple[int, int] | None]] = []

@@ -163,24 +163,22 @@ def apply(
         },
     }
     resources = dict(graph.resources) | {"sm": profile.spec.sm_count}
-    out = graph.replace_ops(ops, resources=resources, attrs=attrs)
+    weights = graph.persistent_bytes
     built = graph.attrs.get("dtype")
     if dtype is not None and isinstance(built, str) and built in kinds.DTYPE_BYTES:
         # the weights are in the graph's dtype too: a float32 build applied in float16 had
         # kept float32 weights (twice the persistent bytes of the same network built in
         # float16) and said float32
         ratio = kinds.dtype_bytes({"dtype": dtype}) / kinds.dtype_bytes({"dtype": built})
-        out = OpGraph(out.ops, name=out.name, resources=out.resources,
-                      persistent_bytes=round(out.persistent_bytes * ratio),
-                      attrs={**out.attrs, "dtype": dtype})  # fmt: skip
-    return out
+        weights, attrs = round(weights * ratio), attrs | {"dtype": dtype}
+    return graph.replace_ops(ops, resources=resources, attrs=attrs, persistent_bytes=weights)
 
 
 def _kept_bytes(op: Op, kind: str | None, attrs: dict[str, Any], from_shapes: int) -> int:
     """The output size of ``op`` as priced in ``attrs``' dtype: the shapes' (one output), but
     no less than the graph's own figure scaled to that dtype (an op of several outputs, an
     ONNX ``Split``, had been cut to its first), and nothing for an op the importer marks as
-    writing into memory it does not own (``attrs["aliases"]``: views and in-place ops)."""
+    writing into memory it does not own (``attrs["aliases"]``: in-place ops), or a view."""
     if kind == "view" or op.attrs.get("aliases"):
         return 0
     if op.output_bytes <= 0 or kind is None:

@@ -300,7 +300,7 @@ STREAMING_CAPPED = frozenset({"softmax", "layernorm", "rmsnorm", "batchnorm", "p
 #: 17,200 kernel timings below it, none takes more than 98 us (4.9 x 20 us). Beyond their data
 #: the curves grew faster than the work: an A100's float16 layernorm over 256 x 65,536 was
 #: priced at 34 times its roofline, and an L4's float16 layernorm backward over 32 x 32,768 (a
-#: 14 us roofline, under the cap's old 20 us threshold) at 612 us, above the same op over 64
+#: 14 us roofline, under the cap's old 20 us threshold) at 483 us, above the same op over 64
 #: rows (224 us, capped).
 STREAMING_CAP = 8.0
 STREAMING_CAP_FROM_US = 20.0

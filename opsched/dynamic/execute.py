@@ -76,10 +76,11 @@ class UnitOrders:
         by_unit: dict[int, list[tuple[float, float, str]]] = {}
         extra = max((o.unit for o in schedule.ops if o.unit is not None), default=-1) + 1
         self.units: dict[str, int | None] = {}
-        dur = dict(zip(problem.graph.names, problem.graph.durations.tolist(), strict=True))
+        g = problem.graph
         for o in schedule.ops:
             self.units[o.name] = o.unit
-            u = o.unit if o.unit is not None and dur[o.name] > 0 else extra + len(by_unit)
+            # an op that takes no time holds no unit
+            u = o.unit if o.unit is not None and g[o.name].duration > 0 else extra + len(by_unit)
             by_unit.setdefault(u, []).append((o.start, o.end, o.name))
         self.orders = {u: [n for _, _, n in sorted(seq)] for u, seq in by_unit.items()}
 

@@ -152,9 +152,8 @@ class _Placer:
             j += 1
         return t, j
 
-    def best(self, i: int, only: int | None = None) -> tuple[float, int, int, float]:
-        """(finish, instance, position, start) of the earliest finish of op i (on ``only``
-        if set)."""
+    def best(self, i: int, only: int | None = None) -> tuple[float, int, int]:
+        """(start, instance, position) of the earliest finish of op i (on ``only`` if set)."""
         best_f, best_q, best_j, best_s = math.inf, -1, -1, math.nan
         row = self.dur[i]
         types = range(len(row)) if only is None else (self.inst_type[only],)
@@ -167,11 +166,13 @@ class _Placer:
                 s, j = self.slot(q, r, d)
                 if s + d < best_f:
                     best_f, best_q, best_j, best_s = s + d, q, j, s
-        return best_f, best_q, best_j, best_s
+        return best_s, best_q, best_j
 
-    def place(self, i: int, finish: float, q: int, j: int, start: float) -> None:
-        # the start found, not finish - d: (0.5 + 0.2) - 0.2 is 0.49999999999999994, before
-        # the dependency that ends at 0.5, and the instance orders read back a cycle
+    def place(self, i: int, start: float, q: int, j: int) -> None:
+        # from the start found, not back from its finish: (0.5 + 0.2) - 0.2 is
+        # 0.49999999999999994, before the dependency that ends at 0.5, and the instance
+        # orders read back a cycle
+        finish = start + self.dur[i][self.inst_type[q]]
         self.start[i], self.end[i], self.where[i] = start, finish, q
         if j >= 0:
             self.starts_on[q].insert(j, start)

@@ -74,6 +74,12 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
             if left[u] == 0 and not is_out[u]:
                 mem -= out_b[u]
 
+    def need_of(v: int) -> int:
+        """Bytes ``v`` allocates as it starts: its output unless nothing keeps it (no reader,
+        not an output, no time), its workspace while it runs."""
+        holds = dur[v] > 0 or left[v] > 0 or is_out[v]
+        return (out_b[v] if holds else 0) + (ws_b[v] if dur[v] > 0 else 0)
+
     def zero_run(i: int) -> int:
         """How many ops from position ``i`` of the order, all taking no time, to start at
         once: the most whose level, once each has run (memory at an instant counts what
@@ -86,7 +92,7 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
             v = seq[j]
             if dur[v] > 0 or not all(done[u] or u in gone for u in pi[pp[v] : pp[v + 1]]):
                 break
-            level += out_b[v] if (left[v] > 0 or is_out[v]) else 0
+            level += need_of(v)
             gone.add(v)
             for u in pi[pp[v] : pp[v + 1]]:
                 spent[u] = spent.get(u, left[u]) - 1
@@ -103,8 +109,7 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
         batch = 1
         while True:
             ready = all(done[u] for u in pi[pp[v] : pp[v + 1]])
-            holds = dur[v] > 0 or left[v] > 0 or is_out[v]
-            need = (out_b[v] if holds else 0) + (ws_b[v] if dur[v] > 0 else 0)
+            need = need_of(v)
             unit_ok = not (wants[v] and dur[v] > 0) or bool(free_units)
             if ready and unit_ok and (cap is None or mem + need <= cap):
                 break
@@ -121,9 +126,8 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
             while running and running[0][0] <= t:
                 finish(heapq.heappop(running)[1])
         for v in seq[i : i + batch]:
-            holds = dur[v] > 0 or left[v] > 0 or is_out[v]
             starts[v] = t
-            mem += (out_b[v] if holds else 0) + (ws_b[v] if dur[v] > 0 else 0)
+            mem += need_of(v)
             if wants[v]:
                 unit_of[v] = heapq.heappop(free_units) if dur[v] > 0 else (free_units or [0])[0]
             if dur[v] > 0:

@@ -49,10 +49,12 @@ def parse_stg(text: str, name: str = "stg", where: str = "<stg>") -> OpGraph:
                     if math.isfinite(value):
                         # a key the footer repeats (the two generators' "Random Seed"s):
                         # "Random Seed #2", not the first overwritten
-                        key, k = m.group(1).strip(), 1
-                        while (key if k == 1 else f"{key} #{k}") in attrs:
-                            k += 1
-                        attrs[key if k == 1 else f"{key} #{k}"] = value
+                        key, n = m.group(1).strip(), 1
+                        label = key
+                        while label in attrs:
+                            n += 1
+                            label = f"{key} #{n}"
+                        attrs[label] = value
             continue
         body.append((lineno, stripped.split()))
     if not body:

@@ -20,7 +20,6 @@ from opsched.solver.downsets import (
     downset_search_applies,
     must_compile,
 )
-from opsched.solver.settle import settle_starts
 
 __all__ = ["solve_downsets"]
 
@@ -115,8 +114,7 @@ def solve_downsets(
     real_ms = max((scaling.to_time(e) for e in ends), default=0.0)
     proven = proven or (scaling.exact and real_ms <= lb + 1e-9)  # a beam schedule at the bound
     return Schedule.build(
-        problem, settle_starts([scaling.to_time(t) for t in ticks], problem.graph.durations),
-        units, solver="downsets",
+        problem, scaling.starts_of(ticks, problem.graph.durations), units, solver="downsets",
         status=Status.OPTIMAL if proven else Status.FEASIBLE, lower_bound=lb,
         wall_time_s=time.perf_counter() - t0, info=info,
     )  # fmt: skip

@@ -25,12 +25,14 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
 import numpy as np
 
 from opsched.ir.graph import OpGraph
+from opsched.solver.settle import settle_starts
 
 __all__ = ["Scaling", "choose_scaling"]
 
@@ -60,6 +62,12 @@ class Scaling:
 
     def to_time(self, ticks: float) -> float:
         return ticks / self.time_scale
+
+    def starts_of(self, ticks: Sequence[int], durations: np.ndarray) -> np.ndarray:
+        """Start times of tick starts, exact in floating point: each one at or after the
+        float end of every op that ends before it in ticks (:mod:`opsched.solver.settle`;
+        ``tick / scale`` alone put a start one ulp before such an end)."""
+        return settle_starts([t / self.time_scale for t in ticks], durations)
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -46,7 +46,6 @@ from opsched.solver.serial import (
     serial_cap_check,
     serial_state_budget,
 )
-from opsched.solver.settle import settle_starts
 from opsched.solver.split import solve_phases, split_points
 
 __all__ = [
@@ -368,7 +367,7 @@ def solve_cpsat(
     demand = problem.graph.demand_array("units").tolist()
     tick_ends = [t + d for t, d in zip(best_ticks, scaling.durations, strict=True)]
     units = assign_units([float(t) for t in best_ticks], [float(e) for e in tick_ends], demand)
-    starts = settle_starts([scaling.to_time(t) for t in best_ticks], problem.graph.durations)
+    starts = scaling.starts_of(best_ticks, problem.graph.durations)
     out = Schedule.build(
         problem, starts, units, solver="cpsat", status=status,
         lower_bound=lb, wall_time_s=time.perf_counter() - t0, info=info,
