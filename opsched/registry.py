@@ -35,20 +35,55 @@ __all__ = ["SOLVERS", "SolverInfo", "get_solver", "run"]
 
 @dataclass(frozen=True)
 class SolverInfo:
-    """A named scheduler: ``exact`` ones can prove optimality and honour ``objective``."""
+    """A named scheduler: ``exact`` ones can prove optimality and honour ``objective``.
+
+    ``refuses(units, capped, objective, num_ops)`` says why the scheduler cannot take a job
+    of that shape (None when it can): an experiment leaves such jobs out rather than store
+    them as failures.
+    """
 
     name: str
     description: str
     exact: bool
     fn: Callable[..., Schedule]
+    refuses: Callable[[int | None, bool, str, int], str | None] | None = None
+
+
+def _brute_refuses(units: int | None, capped: bool, objective: str, num_ops: int) -> str | None:
+    from opsched.solver.brute import MAX_BRUTE_FORCE_OPS
+
+    if num_ops > MAX_BRUTE_FORCE_OPS:
+        return f"graphs of more than {MAX_BRUTE_FORCE_OPS} ops"
+    return None
+
+
+def _downsets_refuse(
+    units: int | None, capped: bool, objective: str, num_ops: int
+) -> str | None:
+    from opsched.solver.downsets import MAX_OPS, MAX_UNITS
+
+    if not capped:
+        return "machines without a memory cap"
+    if objective != "makespan":
+        return f"objective {objective} (it minimises the makespan)"
+    if units is None or units > MAX_UNITS:
+        return f"more than {MAX_UNITS} units"
+    if num_ops > MAX_OPS:
+        return f"graphs of more than {MAX_OPS:,} ops"
+    return None
 
 
 def _cpsat(problem: Problem, **opts: Any) -> Schedule:
     return solve_cpsat(problem, **opts)
 
 
-def _brute(problem: Problem, objective: Objective | str | None = None, **_: Any) -> Schedule:
-    return solve_brute_force(problem, objective)
+def _brute(
+    problem: Problem,
+    objective: Objective | str | None = None,
+    time_limit: float | None = None,
+    **_: Any,
+) -> Schedule:
+    return solve_brute_force(problem, objective, time_limit=time_limit)
 
 
 SOLVERS: dict[str, SolverInfo] = {
@@ -57,9 +92,9 @@ SOLVERS: dict[str, SolverInfo] = {
         SolverInfo("cpsat", "OR-Tools CP-SAT, proven optimal (makespan, peak, lexicographic)",
                    True, _cpsat),
         SolverInfo("brute-force", "enumerates semi-active schedules; graphs of <= 10 ops",
-                   True, _brute),
+                   True, _brute, _brute_refuses),
         SolverInfo("downsets", "least makespan under a tight memory cap, exact search over "
-                   "down-sets; <= 4 units", True, solve_downsets),
+                   "down-sets; <= 4 units", True, solve_downsets, _downsets_refuse),
         SolverInfo("serial", "all ops one after another on one unit, topological order",
                    False, lambda p, **_: serial(p)),
         SolverInfo("greedy", "event-driven ready-set scheduling, FIFO priority (seed loop)",

@@ -87,9 +87,11 @@ def register(main: click.Group) -> None:
             _emit_json(s.to_dict())
             return
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items())) or "-"
+        left = "; ".join(f"{k} ({n})" for k, n in s.left_out.items())
         click.echo(
             f"{s.experiment}: {s.jobs} jobs, {s.skipped} already finished, {s.ran} run "
             f"({statuses}) in {s.seconds:.1f} s -> {db}"
+            + (f"; left out, the scheduler cannot take them: {left}" if left else "")
         )
 
     @main.command()

@@ -150,8 +150,16 @@ def _rel(p: Path, root: Path) -> str:
         return str(p)
 
 
-def expand_jobs(cfg: ExperimentConfig, graphs: list[GraphItem]) -> list[Job]:
+def expand_jobs(
+    cfg: ExperimentConfig,
+    graphs: list[GraphItem],
+    left_out: dict[tuple[str, str], int] | None = None,
+) -> list[Job]:
     """Every (graph, units, memory cap, scheduler) combination of ``cfg`` as a :class:`Job`.
+
+    A combination the scheduler cannot take (``downsets`` without a memory cap,
+    ``brute-force`` on a graph of more than 10 ops: :attr:`opsched.registry.SolverInfo.refuses`)
+    is no job; ``left_out``, when given, counts them by (scheduler, reason).
 
     Examples
     --------
@@ -186,6 +194,14 @@ def expand_jobs(cfg: ExperimentConfig, graphs: list[GraphItem]) -> list[Job]:
                 inst = _digest([item.digest, item.name, units, frac, capb, dict(ms.resources)])
                 known = _known_optimum(item, units, cap, dict(ms.resources), sc.objective)
                 for name in sc.names:
+                    refuses = registry.get_solver(name).refuses
+                    why = refuses and refuses(
+                        units, cap is not None, sc.objective, item.graph.num_ops
+                    )
+                    if why:
+                        if left_out is not None:
+                            left_out[(name, why)] = left_out.get((name, why), 0) + 1
+                        continue
                     ident = [cfg.name, inst, name, sc.time_limit, sc.objective, sc.num_workers]
                     job_id = _digest(ident)
                     if job_id in seen:  # the same graph listed twice: one job

@@ -44,6 +44,8 @@ class RunSummary:
     statuses: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     run_id: str = ""
+    #: combinations the scheduler cannot take, no job: "scheduler: reason" -> count
+    left_out: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -244,12 +246,14 @@ def run_experiment(
     if workers < 1:
         raise OpschedError(f"--workers must be >= 1, got {workers}")
     graphs = load_graphs(cfg, base)
-    jobs = expand_jobs(cfg, graphs)
+    refused: dict[tuple[str, str], int] = {}
+    jobs = expand_jobs(cfg, graphs, refused)
+    left_out = {f"{name}: {why}": n for (name, why), n in sorted(refused.items())}
     with ResultStore(db) as store:
         store.register(cfg, jobs, graphs)
         done = store.finished_ids(cfg.name)
         todo = [j for j in jobs if j.job_id not in done]
-        summary = RunSummary(cfg.name, len(jobs), len(jobs) - len(todo))
+        summary = RunSummary(cfg.name, len(jobs), len(jobs) - len(todo), left_out=left_out)
         if not todo:
             summary.seconds = time.monotonic() - t0
             return summary

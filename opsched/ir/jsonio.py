@@ -49,7 +49,7 @@ _OP_KEYS = {
     "reads",
     "writes",
 }
-_GRAPH_KEYS = {"format", "name", "persistent_bytes", "resources", "ops", "attrs"}
+_GRAPH_KEYS = {"format", "name", "persistent_bytes", "resources", "ops", "attrs", "derive_deps"}
 
 
 def _op_from_record(rec: Any, i: int) -> Op:
@@ -113,7 +113,10 @@ def graph_from_dict(data: Mapping[str, Any]) -> OpGraph:
     if not isinstance(records, list):
         raise GraphError(f"'ops' must be a list, got {type(records).__name__}")
     ops = [_op_from_record(rec, i) for i, rec in enumerate(records)]
-    if any(op.reads or op.writes for op in ops):
+    derive = data.get("derive_deps", True)
+    if not isinstance(derive, bool):
+        raise GraphError(f"derive_deps must be true or false, got {derive!r}", "derive_deps")
+    if derive and any(op.reads or op.writes for op in ops):
         ops = _with_program_deps(ops)
     name = data.get("name", "graph")
     if not isinstance(name, str):
@@ -177,6 +180,10 @@ def graph_to_dict(graph: OpGraph) -> dict[str, Any]:
         doc["resources"] = dict(graph.resources)
     if graph.attrs:
         doc["attrs"] = dict(graph.attrs)
+    if any(op.reads or op.writes for op in graph.ops):
+        # the deps are already those wanted (a RAW-only graph from derive_deps or
+        # rename_buffers would otherwise gain its WAR/WAW edges back when read)
+        doc["derive_deps"] = False
     doc["ops"] = ops
     return doc
 

@@ -223,7 +223,11 @@ def check_stages(problem: Problem, schedule: Schedule) -> list[str]:
 class PipelineMetrics:
     """Latency of one input and throughput of a pipelined schedule.
 
-    ``latency`` is the longest time from a micro-batch's first start to its last end;
+    ``latency`` is the longest time from a micro-batch's first start to its last end
+    (over its ops that take time: a zero-duration op, such as an input placeholder, may
+    sit anywhere before its readers and would otherwise stretch the latency by where the
+    list scheduler happened to put it; a micro-batch of zero-duration ops only counts
+    them all);
     ``interval`` the mean time between consecutive micro-batch completions (the initiation
     interval a steady stream sees; the makespan when ``M = 1``) and ``max_gap`` the longest;
     ``throughput`` is ``M / makespan``; ``bottleneck`` the largest stage work per unit, a
@@ -265,8 +269,14 @@ def pipeline_metrics(problem: Problem, schedule: Schedule) -> PipelineMetrics:
     st = np.array([by_name[n] for n in g.names])
     en = st + g.durations
     mb = np.array([op.attrs["microbatch"] for op in g.ops])
-    first = np.array([st[mb == m].min() for m in range(mcount)])
-    last = np.array([en[mb == m].max() for m in range(mcount)])
+    timed = g.durations > 0
+    first = np.empty(mcount)
+    last = np.empty(mcount)
+    for m in range(mcount):
+        mine = mb == m
+        if (mine & timed).any():
+            mine &= timed
+        first[m], last[m] = st[mine].min(), en[mine].max()
     lat = last - first
     done = np.sort(last)
     interval = float((done[-1] - done[0]) / (mcount - 1)) if mcount > 1 else float(done[-1])

@@ -31,12 +31,27 @@ __all__ = ["MAX_BRUTE_FORCE_OPS", "solve_brute_force"]
 MAX_BRUTE_FORCE_OPS = 10
 
 
-def solve_brute_force(problem: Problem, objective: Objective | str | None = None) -> Schedule:
+class _OutOfTime(Exception):
+    """The enumeration's time limit passed."""
+
+
+#: Search nodes between two looks at the clock.
+_CLOCK_EVERY = 256
+
+
+def solve_brute_force(
+    problem: Problem,
+    objective: Objective | str | None = None,
+    *,
+    time_limit: float | None = None,
+) -> Schedule:
     """Optimal schedule of a tiny problem by enumeration.
 
     ``objective``: ``"makespan"`` (ties broken by lower peak memory) or ``"peak_memory"``
     (ties broken by lower makespan); the problem's objective by default. Returns status
-    OPTIMAL, or INFEASIBLE when no schedule meets the memory cap.
+    OPTIMAL, or INFEASIBLE when no schedule meets the memory cap. With ``time_limit``
+    (seconds), an enumeration still running then stops: the best schedule found so far
+    comes back FEASIBLE (nothing proven), or UNKNOWN when there is none yet.
 
     Examples
     --------
@@ -61,6 +76,8 @@ def solve_brute_force(problem: Problem, objective: Objective | str | None = None
     dem = {r: g.demand_array(r).tolist() for r in caps}
     cap = problem.memory_cap
     mem_first = obj in (Objective.PEAK_MEMORY, Objective.MEMORY_THEN_MAKESPAN)
+    deadline = math.inf if time_limit is None else t0 + max(0.0, float(time_limit))
+    nodes = 0
 
     best_key: tuple[float, float] = (math.inf, math.inf)
     best_starts: list[float] | None = None
@@ -76,7 +93,10 @@ def solve_brute_force(problem: Problem, objective: Objective | str | None = None
         return (pk, ms) if mem_first else (ms, pk)
 
     def rec(count: int, last_start: float, last_pos: int, max_end: float) -> None:
-        nonlocal best_key, best_starts
+        nonlocal best_key, best_starts, nodes
+        nodes += 1
+        if nodes % _CLOCK_EVERY == 0 and time.perf_counter() > deadline:
+            raise _OutOfTime
         if not mem_first and max_end > best_key[0]:
             return  # makespan can only grow
         if count == n:
@@ -112,15 +132,19 @@ def solve_brute_force(problem: Problem, objective: Objective | str | None = None
                 return False
         return True
 
+    finished = True
     if problem.infeasibility_reason() is None:
-        rec(0, 0.0, -1, 0.0)
+        try:
+            rec(0, 0.0, -1, 0.0)
+        except _OutOfTime:
+            finished = False
     wall = time.perf_counter() - t0
     if best_starts is None:
         return Schedule.empty(
             problem,
             solver="brute-force",
-            status=Status.INFEASIBLE,
-            info={"reason": "no schedule exists"},
+            status=Status.INFEASIBLE if finished else Status.UNKNOWN,
+            info={"reason": "no schedule exists" if finished else "time limit reached"},
             wall_time_s=wall,
         )
     ends = [s + dd for s, dd in zip(best_starts, d, strict=True)]
@@ -130,7 +154,8 @@ def solve_brute_force(problem: Problem, objective: Objective | str | None = None
         best_starts,
         units,
         solver="brute-force",
-        status=Status.OPTIMAL,
+        status=Status.OPTIMAL if finished else Status.FEASIBLE,
         wall_time_s=wall,
-        lower_bound=None if mem_first else best_key[0],
+        lower_bound=None if mem_first or not finished else best_key[0],
+        info={} if finished else {"reason": "time limit reached"},
     )

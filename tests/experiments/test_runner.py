@@ -279,3 +279,19 @@ def test_a_job_killed_at_its_deadline_stores_the_deadline_as_its_time() -> None:
                        "wall_time_s": [1.0, row["wall_time_s"]]})  # fmt: skip
     t = time_table(df).iloc[0]
     assert t["max_s"] == row["wall_time_s"] and t["timeouts"] == 1
+
+
+def test_jobs_a_scheduler_cannot_take_are_left_out_not_failed(tmp_path) -> None:
+    """downsets needs a cap, brute force at most 10 ops: those combinations are counted and
+    named, never stored as ERROR rows that a report would read as failures."""
+    cfg = parse_config(SMALL.format(names='["downsets", "brute-force", "greedy"]'))
+    s = run_experiment(cfg, tmp_path / "r.sqlite", workers=1, progress=False)
+    assert s.left_out == {
+        "brute-force: graphs of more than 10 ops": 2,
+        "downsets: machines without a memory cap": 3,
+    }
+    assert s.jobs == s.ran == 6 + 3 + 4
+    assert "ERROR" not in s.statuses and "TIMEOUT" not in s.statuses
+    df = load_results(tmp_path / "r.sqlite")
+    assert not ((df.scheduler == "downsets") & df.memory_cap.isna()).any()
+    assert set(df[df.scheduler == "brute-force"].num_ops) == {8}

@@ -256,6 +256,33 @@ def test_program_form_cycle_with_explicit_dep() -> None:
         )
 
 
+def test_raw_only_program_graph_round_trips_without_war_waw(tmp_path: Path) -> None:
+    from opsched.transforms import derive_deps
+
+    doc = {
+        "ops": [
+            {"name": "A", "writes": ["x"]},
+            {"name": "B", "reads": ["x"], "writes": ["y"]},
+            {"name": "C", "writes": ["x"]},
+            {"name": "D", "reads": ["x", "y"]},
+        ]
+    }
+    full = graph_from_dict(doc)
+    assert full["C"].deps == ("B", "A")  # WAR on x from B, WAW from A
+    raw = derive_deps(full, kinds=["RAW"])
+    assert raw["C"].deps == () and raw["D"].deps == ("C", "B")
+    out = tmp_path / "raw.json"
+    write_graph_json(raw, out)
+    assert json.loads(out.read_text())["derive_deps"] is False
+    back = read_graph_json(out)
+    assert [op.deps for op in back.ops] == [op.deps for op in raw.ops]
+    assert [op.reads for op in back.ops] == [op.reads for op in raw.ops]
+    # a hand-written file still derives, and the flag must be a bool
+    assert graph_from_dict({**doc, "derive_deps": True})["C"].deps == ("B", "A")
+    with pytest.raises(GraphError, match="derive_deps must be true or false"):
+        graph_from_dict({**doc, "derive_deps": "no"})
+
+
 def test_derive_dependencies_kinds() -> None:
     reads = [[], ["x"], [], ["x", "y"]]
     writes = [["x"], ["y"], ["x"], []]

@@ -105,6 +105,19 @@ def test_hand_worked_chain_two_stages() -> None:
     assert m.metrics.interval == 3.0
 
 
+def test_latency_ignores_where_a_zero_duration_input_sits() -> None:
+    # The list scheduler puts every micro-batch's placeholder "in" at 0; micro-batch 2's
+    # work runs 2..4, so its latency is 2 (it read 4), as the modulo formulation says.
+    g = OpGraph((Op("in", 0), Op("a", 1, deps=("in",)), Op("b", 1, deps=("a",))))
+    p = Problem(g, Machine(units=2))
+    h = pipeline_heuristic(p, stages=2, microbatches=3)
+    assert h.schedule.starts()["in@2"] == 0.0 and h.metrics.makespan == 4.0
+    assert h.metrics.latency == 2.0 and h.metrics.mean_latency == 2.0
+    for f in ("unrolled", "modulo"):
+        r = pipeline_cpsat(p, 2, 3, formulation=f, time_limit=10)
+        assert (r.metrics.makespan, r.metrics.latency) == (4.0, 2.0), f
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_cpsat_unrolled_matches_brute_force(seed: int) -> None:
     g = layered(3, layers=2, max_duration=5, seed=seed)
