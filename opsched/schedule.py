@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["SCHEDULE_FORMAT", "Schedule", "ScheduledOp", "Status", "read_schedule"]
 
 SCHEDULE_FORMAT = "opsched-schedule/1"
+_SCHEDULE_KEYS = {"format", "graph", "solver", "status", "makespan", "peak_memory",
+                  "lower_bound", "machine", "wall_time_s", "info", "ops"}  # fmt: skip
+_OP_KEYS = {"name", "start", "end", "unit"}
 
 
 class Status(StrEnum):
@@ -202,12 +205,20 @@ class Schedule:
         raw = data.get("ops")
         if not isinstance(raw, list):
             raise ScheduleFormatError("missing list 'ops'")
+        unknown = set(data) - _SCHEDULE_KEYS
+        if unknown:  # a misspelt field would otherwise be dropped without a word
+            raise ScheduleFormatError(f"unknown top-level field(s) {sorted(unknown)}")
         ops = []
         for i, rec in enumerate(raw):
             where = f"ops[{i}]"
             if not isinstance(rec, Mapping) or not isinstance(rec.get("name"), str):
                 raise ScheduleFormatError("each entry needs a string 'name'", where)
             where = f"op {rec['name']!r} ({where})"
+            unknown = set(rec) - _OP_KEYS
+            if unknown:  # "stream" for "unit" would leave every op without a unit
+                known = ", ".join(sorted(_OP_KEYS))
+                raise ScheduleFormatError(f"unknown field(s) {sorted(unknown)}; known: {known}",
+                                          where)  # fmt: skip
             start = _finite(rec.get("start"), "start", where)
             unit = rec.get("unit")
             if unit is not None and (isinstance(unit, bool) or not isinstance(unit, int)):

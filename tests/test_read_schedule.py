@@ -55,3 +55,18 @@ def test_not_a_schedule_names_the_file_and_op(tmp_path):
 def test_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match=r"nope\.json"):
         opsched.read_schedule(tmp_path / "nope.json")
+
+
+def test_unknown_fields_are_refused_not_dropped(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text('{"ops": [{"name": "a", "start": 0, "end": 1, "stream": 1}]}')
+    with pytest.raises(ScheduleFormatError,
+                       match=r"op 'a' \(ops\[0\]\): unknown field\(s\) \['stream'\]; known: end, "
+                       r"name, start, unit"):  # fmt: skip
+        opsched.read_schedule(path)
+    path.write_text('{"ops": [{"name": "a", "start": 0, "end": 1}], "makespn": 1}')
+    with pytest.raises(ScheduleFormatError, match=r"unknown top-level field\(s\) \['makespn'\]"):
+        opsched.read_schedule(path)
+    # every field a written schedule has is read back
+    s = opsched.greedy(_problem())
+    assert opsched.Schedule.from_dict(s.to_dict()).makespan == s.makespan

@@ -65,7 +65,7 @@ from opsched.cost.mathmode import CONV_KINDS, FP16_FP32_MATH, math_dtype
 from opsched.cost.paddings import PADDED_FAMILIES
 from opsched.cost.profile_check import PROFILE_FORMAT, check_profile, check_trees
 from opsched.cost.sibling import method_kind
-from opsched.cost.specs import GpuSpec, profiles_dir, resolve_gpu
+from opsched.cost.specs import GpuSpec, profiles_dir, resolve_gpu, variants_of
 from opsched.cost.trees import TreeEnsemble, read_trees
 from opsched.errors import GraphError, InputError
 from opsched.ir import kinds
@@ -421,5 +421,21 @@ def load_profile(gpu: str) -> Profile:
     --------
     >>> load_profile("NVIDIA H100 80GB HBM3").gpu
     'H100-SXM5'
+
+    A bare model name that fits several variants takes the one :func:`resolve_gpu` picks and
+    says so, once per name (a warning).
     """
-    return _load(resolve_gpu(gpu), profiles_dir())
+    key = resolve_gpu(gpu)
+    _say_variant(gpu, key)
+    return _load(key, profiles_dir())
+
+
+@cache
+def _say_variant(gpu: str, key: str) -> None:
+    others = [k for k in variants_of(gpu) if k != key]
+    if others:
+        warnings.warn(
+            f"cost model: GPU {gpu!r} taken as {key} (it could also be {', '.join(others)}); "
+            "name the variant to choose",
+            stacklevel=3,
+        )

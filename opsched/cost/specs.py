@@ -33,7 +33,14 @@ from typing import Any
 
 from opsched.errors import InputError
 
-__all__ = ["GpuSpec", "known_gpus", "load_specs", "parse_specs_csv", "resolve_gpu"]
+__all__ = [
+    "GpuSpec",
+    "known_gpus",
+    "load_specs",
+    "parse_specs_csv",
+    "resolve_gpu",
+    "variants_of",
+]
 
 #: (gpu, variant) of gpu_specs.csv -> canonical key.
 _KEYS: Mapping[tuple[str, str], str] = {
@@ -416,3 +423,24 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     if len(starts) == 1:
         return starts[0]
     raise InputError(f"unknown GPU {name!r}; known: {', '.join(specs)}")
+
+
+def variants_of(name: str, specs: Mapping[str, Any] | None = None) -> list[str]:
+    """The known GPUs a bare model name such as ``"A100"`` could mean, when it could mean more
+    than one (else ``[]``): those whose key begins with the name's model letters and digits.
+    :func:`resolve_gpu` still picks one (the first alias); callers say which.
+
+    Examples
+    --------
+    >>> variants_of("A100")
+    ['A100-SXM4-40GB', 'A100-SXM4-80GB', 'A100-PCIe-40GB', 'A100-PCIe-80GB']
+    >>> variants_of("NVIDIA A100 80GB PCIe"), variants_of("H200"), variants_of("A100-SXM4-80GB")
+    ([], [], [])
+    """
+    specs = load_specs() if specs is None else specs
+    if name in specs:
+        return []
+    model = "".join(c for c, _ in _model_chars(name))
+    squash = lambda text: re.sub(r"[^a-z0-9]", "", str(text).lower())  # noqa: E731
+    found = [key for key in specs if model and squash(key).startswith(model)]
+    return found if len(found) > 1 else []

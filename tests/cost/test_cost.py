@@ -41,6 +41,24 @@ def test_gpu_names_resolve_and_unknown_lists_known():
     assert {"L4", "A40", "H200", "H100-PCIe"} <= set(known_gpus())
 
 
+def test_a_bare_model_name_says_which_variant_it_took():
+    import warnings
+
+    from opsched.cost import profile as prof
+
+    prof._say_variant.cache_clear()
+    with pytest.warns(UserWarning, match=r"'A100' taken as A100-SXM4-80GB \(it could also be "
+                      r"A100-SXM4-40GB, A100-PCIe-40GB, A100-PCIe-80GB\)"):  # fmt: skip
+        assert load_profile("A100").gpu == "A100-SXM4-80GB"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per name; a full name or single model: silent
+        load_profile("A100")
+        assert load_profile("NVIDIA A100 80GB PCIe").gpu == "A100-PCIe-80GB"
+        assert load_profile("NVIDIA H200").gpu == "H200"
+    with pytest.warns(UserWarning, match="'H100' taken as H100-SXM5 .*H100-PCIe"):
+        load_profile("H100")
+
+
 @pytest.mark.parametrize(
     ("name", "key"),
     [("NVIDIA L4", "L4"), ("Tesla T4 16GB", "T4"), ("Tesla M40 24GB", "M40"),
