@@ -18,7 +18,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +66,9 @@ _CURRENT = """
 CREATE TABLE IF NOT EXISTS current_jobs (
     experiment TEXT NOT NULL, job_id TEXT NOT NULL, PRIMARY KEY (experiment, job_id));
 """
+
+#: The ``current_jobs`` row every registration writes beside its jobs' (no job id is empty).
+_REGISTERED = ""
 
 _JOB_COLS = (
     "job_id", "experiment", "instance_id", "set_label", "graph", "graph_hash", "graph_source",
@@ -183,11 +186,19 @@ class ResultStore:
                 f"INSERT OR IGNORE INTO jobs VALUES ({', '.join('?' * len(_JOB_COLS))})",
                 (_job_row(j) for j in jobs),
             )
+            # a job kept from an earlier run takes the file's labels as they are now (the
+            # job id holds neither: renaming a set should not run its jobs again)
+            self.conn.executemany(
+                "UPDATE jobs SET set_label = ?, graph_source = ? WHERE job_id = ?",
+                ((j.set_label, j.graph_source, j.job_id) for j in jobs),
+            )
             self.conn.execute(_CURRENT)
             self.conn.execute("DELETE FROM current_jobs WHERE experiment = ?", (cfg.name,))
+            # the empty id marks the experiment as registered with this table, so a file
+            # that now makes no job leaves none current (not every earlier one)
             self.conn.executemany(
                 "INSERT OR IGNORE INTO current_jobs VALUES (?, ?)",
-                ((cfg.name, j.job_id) for j in jobs),
+                [(cfg.name, _REGISTERED)] + [(cfg.name, j.job_id) for j in jobs],
             )
 
     def start_run(
@@ -247,18 +258,26 @@ class ResultStore:
             raise InputError(f"graph {graph_hash} is not in the store", str(self.path))
         return dict(json.loads(row[0]))
 
-    def instance_schedules(self, instance_id: str) -> list[dict[str, Any]]:
-        """The valid schedules of one instance: job fields plus ``schedule`` (a dict)."""
+    def instance_schedules(
+        self, instance_id: str, job_ids: Collection[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The valid schedules of one instance: job fields plus ``schedule`` (a dict).
+
+        ``job_ids``: only those jobs (a report's current jobs of its experiments; an instance
+        id does not name the experiment, and jobs of edited settings share it).
+        """
         cur = self.conn.execute(
-            "SELECT j.scheduler, j.graph_hash, j.units, j.resources, j.objective, r.memory_cap, "
-            "r.schedule FROM jobs j JOIN results r USING (job_id) "
-            "WHERE j.instance_id = ? AND r.valid = 1 ORDER BY j.scheduler",
+            "SELECT j.job_id, j.scheduler, j.graph_hash, j.units, j.resources, j.objective, "
+            "r.memory_cap, r.schedule FROM jobs j JOIN results r USING (job_id) "
+            "WHERE j.instance_id = ? AND r.valid = 1 ORDER BY j.scheduler, j.job_id",
             (instance_id,),
         )
         names = [d[0] for d in cur.description]
         out = []
         for row in cur.fetchall():
             d = dict(zip(names, row, strict=True))
+            if job_ids is not None and d["job_id"] not in job_ids:
+                continue
             d["resources"] = json.loads(d["resources"] or "{}")
             d["schedule"] = json.loads(d["schedule"])
             out.append(d)

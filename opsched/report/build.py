@@ -60,12 +60,24 @@ class ReportData:
 
 def _cap_label(row: pd.Series) -> str:
     if pd.notna(row["cap_fraction"]):
-        return f"{row['cap_fraction']:.0%} of peak"
+        return f"{100 * row['cap_fraction']:.6g}% of peak"
     if pd.notna(row["cap_bytes"]):
         from opsched.units import format_bytes
 
         return format_bytes(float(row["cap_bytes"]))
     return "none"
+
+
+def _cap_labels(df: pd.DataFrame) -> pd.Series:
+    """Each job's cap setting as the tables group it: one label per setting (two sizes that
+    print alike get their exact bytes added, so their rows are not pooled)."""
+    labels = df.apply(_cap_label, axis=1) if len(df) else pd.Series([], dtype=object)
+    setting = df["cap_fraction"].map(repr) + "|" + df["cap_bytes"].map(repr)
+    shared = setting.groupby(labels).nunique()
+    for label in shared[shared > 1].index:
+        at = (labels == label) & df["cap_bytes"].notna()
+        labels[at] = labels[at] + df.loc[at, "cap_bytes"].map(lambda b: f" ({int(b):,} B)")
+    return labels
 
 
 def collect(
@@ -90,9 +102,11 @@ def collect(
         df = df[df["current"]].reset_index(drop=True)
         if df.empty:
             what = f"experiment {experiment!r}" if experiment else "any experiment"
-            raise InputError(f"no finished jobs of {what}", str(db))
+            more = (f"; {earlier} finished jobs are of earlier versions of the experiment "
+                    "files, none current") if earlier else ""  # fmt: skip
+            raise InputError(f"no finished jobs of {what}{more}", str(db))
         _refuse_overlapping_experiments(df, str(db))
-        df["cap"] = df.apply(_cap_label, axis=1)
+        df["cap"] = _cap_labels(df)
         df["units"] = df["units"].astype(object).where(df["units"].notna(), "unlimited")
         d = stats.with_gaps(df)
         chosen = _choose(d, instances, n_instances, str(db))
@@ -143,8 +157,9 @@ def _instance(store: Any, d: pd.DataFrame, inst: str) -> dict[str, Any]:
     from opsched.problem import Machine, Problem
     from opsched.schedule import Schedule
 
-    rows = store.instance_schedules(inst)
-    first = d[d["instance_id"] == inst].iloc[0]
+    mine = d[d["instance_id"] == inst]
+    rows = store.instance_schedules(inst, set(mine["job_id"]))
+    first = mine.iloc[0]
     info = {
         "instance_id": inst,
         "graph": first["graph"],

@@ -16,6 +16,7 @@ import pandas as pd
 from opsched.liveness import memory_curve
 from opsched.problem import Problem
 from opsched.schedule import Schedule
+from opsched.report.stats import profile_title
 
 __all__ = [
     "memory_series",
@@ -109,7 +110,7 @@ def plotly_profile(profile: pd.DataFrame) -> Any:
             x, y = x[1:], y[1:]
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line_shape="hv", name=str(s)))
     fig.update_layout(
-        title="Performance profile (makespan)",
+        title=profile_title(profile),
         xaxis_title="tau: within this factor of the best makespan found",
         yaxis_title="share of instances",
         height=420,
@@ -130,7 +131,7 @@ def png_profile(profile: pd.DataFrame) -> bytes:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("tau (ratio to the best makespan)")
     ax.set_ylabel("share of instances")
-    ax.set_title("Performance profile (makespan)")
+    ax.set_title(profile_title(profile), fontsize=9)
     ax.legend(fontsize=7)
     return _png(fig)
 

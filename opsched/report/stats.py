@@ -41,6 +41,7 @@ __all__ = [
     "instance_optima",
     "peak_memory_table",
     "performance_profile",
+    "profile_title",
     "time_table",
     "win_table",
     "with_gaps",
@@ -172,7 +173,7 @@ def time_table(df: pd.DataFrame) -> pd.DataFrame:
     its deadline counts the deadline (a lower bound of its time); errors count none."""
     rows = []
     for s, g in df.groupby("scheduler", sort=True):
-        t = g["wall_time_s"].dropna()
+        t = g.loc[g["status"] != "ERROR", "wall_time_s"].dropna()
         st = g["status"]
         rows.append(
             {
@@ -195,6 +196,11 @@ def time_table(df: pd.DataFrame) -> pd.DataFrame:
 def performance_profile(df: pd.DataFrame) -> pd.DataFrame:
     """Dolan-More profile of makespans: rows ``scheduler, tau, rho`` (a step function).
 
+    It is taken over the instances every scheduler of ``df`` ran on (and some scheduler
+    solved); ``attrs["instances"]`` and ``attrs["of"]`` count those and all instances, so a
+    caption can say what was left out (an unfinished run, or ``downsets`` on uncapped
+    machines, takes instances out of everyone's profile).
+
     Examples
     --------
     Two instances; ``a`` is best on both, ``b`` is 1.5x off on one:
@@ -205,6 +211,8 @@ def performance_profile(df: pd.DataFrame) -> pd.DataFrame:
     >>> p = performance_profile(df)
     >>> p[p.scheduler == "b"][["tau", "rho"]].values.tolist()
     [[1.0, 0.5], [1.5, 1.0]]
+    >>> p.attrs
+    {'instances': 2, 'of': 2}
     """
     keys = ["instance_id", "scheduler"]
     ran = df.groupby(keys).size().unstack()
@@ -224,7 +232,23 @@ def performance_profile(df: pd.DataFrame) -> pd.DataFrame:
             rows.append({"scheduler": s, "tau": float(tau), "rho": float((r <= tau).sum() / n)})
         if not len(finite):  # never produced a schedule: flat at 0
             rows.append({"scheduler": s, "tau": 1.0, "rho": 0.0})
-    return pd.DataFrame(rows, columns=["scheduler", "tau", "rho"])
+    out = pd.DataFrame(rows, columns=["scheduler", "tau", "rho"])
+    out.attrs.update(instances=n, of=int(df["instance_id"].nunique()))
+    return out
+
+
+def profile_title(profile: pd.DataFrame) -> str:
+    """The profile's title, with how many instances it covers when that is not all.
+
+    >>> import pandas as pd
+    >>> p = pd.DataFrame(); p.attrs.update(instances=4, of=8); profile_title(p)
+    'Performance profile (makespan), 4 of 8 instances: those every scheduler ran'
+    """
+    n, of = profile.attrs.get("instances"), profile.attrs.get("of")
+    title = "Performance profile (makespan)"
+    if n is not None and of is not None and n != of:
+        title += f", {n} of {of} instances: those every scheduler ran"
+    return title
 
 
 def with_peak_gaps(df: pd.DataFrame) -> pd.DataFrame:

@@ -56,32 +56,30 @@ def bytes_axis(ax: Any, label: str) -> None:
 
 
 def plot_gantt(schedule: Schedule, ax: Any = None, labels: bool = True) -> Any:
-    """One row per unit, one bar per op. Ops without a unit (a schedule of unlimited units)
-    are packed into as many rows ("lanes") as ever run at once."""
+    """One row per unit, one bar per op. Ops without a unit (a schedule of unlimited units,
+    an op that takes no unit) are packed below them into as many rows ("lanes") as ever run
+    at once."""
     plt = _plt()
     if not schedule.has_schedule:
         raise OpschedError(f"no schedule to plot ({schedule.status.value})")
     if ax is None:
         ax = new_axes(plt, (8, 3))
     ops = [o for o in schedule.ops if o.end > o.start]
-    by_unit = all(o.unit is not None for o in ops)
-    lane = {} if by_unit else _lanes(ops)
-    keys: list[Any] = (
-        sorted({o.unit for o in ops if o.unit is not None})
-        if by_unit
-        else list(range(max(lane.values(), default=-1) + 1))
-    )
-    row_of: dict[Any, int] = {r: i for i, r in enumerate(keys)}
-    rows = keys
+    units = sorted({o.unit for o in ops if o.unit is not None})
+    lane = _lanes([o for o in ops if o.unit is None])  # below the units' rows
+    row_of = {u: i for i, u in enumerate(units)}
+    names = [f"unit {u}" for u in units]
+    lanes = max(lane.values(), default=-1) + 1
+    names += [f"lane {k}" if not units else f"no unit {k}" for k in range(lanes)]
     colors = plt.get_cmap("tab20")
     for k, o in enumerate(ops):
-        y = row_of[o.unit] if by_unit else lane[o.name]
+        y = row_of[o.unit] if o.unit is not None else len(units) + lane[o.name]
         ax.barh(y, o.end - o.start, left=o.start, color=colors(k % 20), edgecolor="black",
                 linewidth=0.5)  # fmt: skip
         if labels and len(ops) <= 80:
             ax.text((o.start + o.end) / 2, y, o.name, ha="center", va="center", fontsize=7)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"unit {r}" if by_unit else f"lane {r}" for r in rows])
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names)
     ax.invert_yaxis()
     ax.set_xlabel("time")
     ax.set_title(schedule.summary(), fontsize=8)

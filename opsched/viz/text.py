@@ -8,7 +8,7 @@ __all__ = ["gantt_text"]
 
 
 def gantt_text(schedule: Schedule, width: int = 60) -> str:
-    """Render ``schedule`` as one row per unit (or per op, without unit indices).
+    """Render ``schedule`` as one row per unit, then one row per op without a unit.
 
     Each op is drawn over its interval, scaled so the makespan spans ``width`` columns, and
     labelled with as much of its name as fits.
@@ -26,11 +26,10 @@ def gantt_text(schedule: Schedule, width: int = 60) -> str:
     if not ops or not schedule.makespan:
         return "(empty schedule)"
     scale = width / schedule.makespan
-    has_units = all(o.unit is not None for o in ops)
     rows: dict[str, list[str]] = {}
-    keyed = sorted(ops, key=lambda o: (o.unit if has_units else 0, o.start))
+    keyed = sorted(ops, key=lambda o: (o.unit is None, o.unit or 0, o.start))
     for o in keyed:
-        label = f"unit {o.unit}" if has_units else o.name
+        label = f"unit {o.unit}" if o.unit is not None else o.name
         row = rows.setdefault(label, [" "] * width)
         a = min(width - 1, round(o.start * scale))
         b = max(a + 1, min(width, round(o.end * scale)))

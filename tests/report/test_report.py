@@ -154,3 +154,62 @@ def test_two_experiments_on_the_same_instances_are_not_pooled(tmp_path) -> None:
     run_experiment(parse_config(cfg), db2, workers=1, progress=False)
     run_experiment(parse_config(other), db2, workers=1, progress=False)
     assert build_report(db2, tmp_path / "r2.html", n_instances=0).summary()["jobs"] == 8
+
+
+def test_figures_labels_and_current_jobs_follow_the_file_as_last_run(tmp_path) -> None:
+    from opsched.experiments import load_results
+    from opsched.experiments.store import ResultStore
+    from opsched.report.build import collect
+
+    db = tmp_path / "r.sqlite"
+    cfg = RUN.replace('"cpsat", ', "").replace("count = 2", "count = 1")
+    run_experiment(parse_config(cfg), db, workers=1, progress=False)
+    renamed = cfg.replace("count = 1", 'count = 1\nlabel = "renamed"')
+    s = run_experiment(parse_config(renamed), db, workers=1, progress=False)
+    # a new label is no new job, but the jobs kept take it
+    assert (s.ran, s.skipped) == (0, 2)
+    assert set(load_results(db)["set_label"]) == {"renamed"}
+    edited = renamed.replace("time_limit = 5", "time_limit = 4")
+    run_experiment(parse_config(edited), db, workers=1, progress=False)
+    data = collect(db, n_instances=1)
+    # the drawn instance shows the current greedy schedule only (both had been drawn)
+    assert [s.solver for s in data.instances[0]["schedules"]] == ["greedy"]
+    # a file that now makes no job leaves no job current (all had come back)
+    run_experiment(parse_config(edited.replace('names = ["greedy"]', 'names = ["downsets"]')
+                                .replace('memory_cap = ["none", 0.8]', 'memory_cap = ["none"]')),
+                   db, workers=1, progress=False)  # fmt: skip
+    assert not load_results(db)["current"].any()
+    r = CliRunner().invoke(main, ["report", str(db), "-o", str(tmp_path / "r.html")])
+    assert r.exit_code == 2 and "4 finished jobs are of earlier versions" in r.output
+    with ResultStore(db, create=False) as store:
+        assert store.frame()["job_id"].nunique() == 4
+
+
+def test_cap_settings_that_print_alike_keep_their_own_rows() -> None:
+    import pandas as pd
+
+    from opsched.report.build import _cap_labels
+
+    df = pd.DataFrame({"cap_fraction": [0.9, 0.901, None, None, None, 0.125],
+                       "cap_bytes": [None, None, 2**30, 2**30 + 1, None, None]})  # fmt: skip
+    got = _cap_labels(df).tolist()
+    assert got[:2] == ["90% of peak", "90.1% of peak"] and got[4:] == ["none", "12.5% of peak"]
+    assert got[2] != got[3] and got[2].endswith("(1,073,741,824 B)")
+
+
+def test_profile_title_says_which_instances_it_covers(tmp_path) -> None:
+    from opsched.report.build import collect
+    from opsched.report.stats import profile_title
+
+    db = tmp_path / "r.sqlite"
+    cfg = RUN.replace('"cpsat", "greedy"', '"downsets", "greedy"')
+    run_experiment(parse_config(cfg), db, workers=1, progress=False)
+    from opsched.experiments import load_results
+
+    df = load_results(db)
+    capped = df[df["cap_fraction"].notna()]
+    solved = capped.loc[capped["valid"] == True, "instance_id"].nunique()  # noqa: E712
+    assert 1 <= solved <= 2  # at 80 % of the peak one graph may have no schedule
+    p = collect(db, n_instances=0).profile
+    assert p.attrs == {"instances": solved, "of": 4}
+    assert profile_title(p).endswith(f"{solved} of 4 instances: those every scheduler ran")

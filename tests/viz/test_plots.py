@@ -47,6 +47,25 @@ def test_ops_without_units_pack_into_as_few_lanes_as_run_at_once() -> None:
     assert sorted(rows) == [0, 1]  # b, c, d on lane 0 (first fit), a on lane 1
 
 
+def test_ops_on_units_keep_their_rows_beside_an_op_that_takes_none() -> None:
+    # h demands no unit: it goes below the units' rows, and a / c stay together on unit 0
+    # (every op had been re-packed into lanes, c beside h and away from a)
+    from opsched.ir import Op, OpGraph
+    from opsched.viz import gantt_text
+
+    g = OpGraph((Op("a", 4), Op("b", 4), Op("h", 3, demands={"units": 0}),
+                 Op("c", 2, deps=("a",)), Op("d", 2, deps=("b",))))  # fmt: skip
+    s = greedy(Problem(g, Machine(units=2)), "b-level")
+    unit_of = {o.name: o.unit for o in s.ops}
+    assert unit_of["h"] is None and unit_of["a"] == unit_of["c"] != unit_of["b"]
+    ax = plot_gantt(s)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["unit 0", "unit 1", "no unit 0"]
+    row = {t.get_text(): round(b.get_y() + b.get_height() / 2)
+           for b, t in zip(ax.patches, ax.texts, strict=True)}  # fmt: skip
+    assert row["a"] == row["c"] == unit_of["a"] and row["h"] == 2
+    assert gantt_text(s, 20).splitlines()[2].startswith("h ")
+
+
 def test_memory_axis_reads_in_binary_units_and_bad_schedules_are_refused() -> None:
     import pytest
 
