@@ -43,7 +43,7 @@ from opsched.errors import ScheduleFormatError
 from opsched.heuristics.listsched import list_schedule
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
-from opsched.validate.simulate import execute_orders, mark_broken
+from opsched.validate.simulate import UnitOrders, execute_orders, mark_broken
 
 __all__ = ["UnitOrders", "online", "replay", "unit_orders", "with_durations"]
 
@@ -56,33 +56,6 @@ def with_durations(problem: Problem, durations: Sequence[float] | np.ndarray) ->
         raise ScheduleFormatError(f"expected {g.num_ops} durations, got shape {d.shape}")
     ops = [replace(op, duration=float(x)) for op, x in zip(g.ops, d, strict=True)]
     return Problem(g.replace_ops(ops), problem.machine, problem.objective)
-
-
-class UnitOrders:
-    """The per-unit op orders of a schedule, ready to replay many times.
-
-    Ops without a unit get a private pseudo-unit each (they only wait for dependencies), and
-    so do ops that take no time: they hold no unit (the validator's rule), so queued on one
-    behind a running op they had delayed their readers (a replay at zero noise ended at 3
-    where the schedule ends at 2).
-    """
-
-    def __init__(self, problem: Problem, schedule: Schedule) -> None:
-        names = set(problem.graph.names)
-        got = {o.name for o in schedule.ops}
-        if got != names:
-            missing = sorted(names - got)[:5] or sorted(got - names)[:5]
-            raise ScheduleFormatError(f"schedule does not match the graph: op(s) {missing}")
-        by_unit: dict[int, list[tuple[float, float, str]]] = {}
-        extra = max((o.unit for o in schedule.ops if o.unit is not None), default=-1) + 1
-        self.units: dict[str, int | None] = {}
-        g = problem.graph
-        for o in schedule.ops:
-            self.units[o.name] = o.unit
-            # an op that takes no time holds no unit
-            u = o.unit if o.unit is not None and g[o.name].duration > 0 else extra + len(by_unit)
-            by_unit.setdefault(u, []).append((o.start, o.end, o.name))
-        self.orders = {u: [n for _, _, n in sorted(seq)] for u, seq in by_unit.items()}
 
 
 def unit_orders(problem: Problem, schedule: Schedule) -> dict[int, list[str]]:

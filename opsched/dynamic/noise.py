@@ -152,7 +152,9 @@ def sample_durations(
         Same seed, same matrix.
     decimals
         Round to this many decimals (e.g. so that CP-SAT's integer scaling is exact for the
-        clairvoyant optimum); no rounding by default.
+        clairvoyant optimum); no rounding by default. An op that takes time never rounds to
+        0 (it would then hold no unit, resource or workspace): it takes at least
+        ``10 ** -decimals``.
     """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ProblemError(f"runs must be an integer >= 1, got {runs!r}")
@@ -164,5 +166,5 @@ def sample_durations(
     rng = np.random.default_rng(seed)
     d = graph.durations[None, :] * noise.factors(graph, runs, rng)
     if decimals is not None:
-        d = np.round(d, decimals)
+        d = np.maximum(np.round(d, decimals), 10.0**-decimals)
     return np.where(graph.durations[None, :] > 0, d, 0.0)

@@ -41,8 +41,9 @@ __all__ = ["ShapeStudy", "shape_graphs", "shape_study", "streams_only"]
 
 
 def streams_only(graph: OpGraph) -> OpGraph:
-    """``graph`` with every demand but ``units`` dropped (the stream model)."""
-    ops = [replace(op, demands={"units": op.demands.get("units", 1)}) for op in graph.ops]
+    """``graph`` with every demand but ``units`` dropped (the stream model). An op that names
+    no ``units`` holds none (as :attr:`Op.units` reads it), so it keeps holding none."""
+    ops = [replace(op, demands={"units": op.units}) for op in graph.ops]
     return graph.replace_ops(ops, resources={})
 
 

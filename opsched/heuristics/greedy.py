@@ -169,10 +169,55 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     t = 0.0
     done = 0
     held_units: dict[int, list[int]] = {}
+    finished = [False] * n
+    started = [False] * n
+
+    def need_of(v: int) -> int:
+        """Bytes ``v`` allocates as it starts: its output unless nothing keeps it (no reader,
+        not an output, no time), its workspace while it runs."""
+        holds_out = dur[v] > 0 or consumers_left[v] > 0 or is_output[v]
+        return (out_b[v] if holds_out else 0) + (ws_b[v] if dur[v] > 0 else 0)
+
+    def zero_closure(v: int) -> list[int]:
+        """Zero-duration ops to start at once from the ready ``v`` that does not fit alone:
+        ``v``, then the zero-duration ops it makes ready, as long as the level once they have
+        run fits the cap (a tensor written and read at the same instant lives over an empty
+        interval and takes no memory). Empty when no such run fits."""
+        assert mem_cap is not None
+        level, best = mem, 0
+        run: list[int] = []
+        gone: set[int] = set()
+        spent: dict[int, int] = {}  # readers left per producer, after the run so far
+        frontier = [v]
+        for x in frontier:
+            preds = g.pred_idx[g.pred_ptr[x] : g.pred_ptr[x + 1]].tolist()
+            if dur[x] > 0 or x in gone or not all(finished[u] or u in gone for u in preds):
+                continue
+            level += out_b[x] if consumers_left[x] > 0 or is_output[x] else 0
+            gone.add(x)
+            run.append(x)
+            for u in preds:
+                spent[u] = spent.get(u, consumers_left[u]) - 1
+                if spent[u] == 0 and not is_output[u]:
+                    level -= out_b[u]
+            if level <= mem_cap:
+                best = len(run)
+            frontier.extend(succ_idx[succ_ptr[x] : succ_ptr[x + 1]])
+        return run[:best]
+
+    def start_zero(v: int) -> None:
+        nonlocal mem
+        starts[v] = t
+        started[v] = True
+        mem += need_of(v)
+        if units_dem[v] == 1:
+            unit_of[v] = unit_pool[0] if unit_pool else 0
+        finish(v)  # zero-duration: completes at once, may release successors
 
     def finish(v: int) -> None:
         nonlocal mem, done
         done += 1
+        finished[v] = True
         for r in res_names:
             free[r] += demand[r][v] if dur[v] > 0 else 0
         for u in held_units.pop(v, []):
@@ -207,36 +252,43 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
                 else:
                     break
                 v = entry[1]
+                if started[v]:  # started with a zero-duration run, then made ready
+                    continue
                 fits = dur[v] == 0 or all(demand[r][v] <= free[r] for r in res_names)
-                holds_out = dur[v] > 0 or consumers_left[v] > 0 or is_output[v]
-                need = (out_b[v] if holds_out else 0) + (ws_b[v] if dur[v] > 0 else 0)
+                need = need_of(v)
                 if fits and mem_cap is not None and mem + need > mem_cap:
                     fits = False
+                    if dur[v] == 0:
+                        run = zero_closure(v)
+                        if run:
+                            for x in run:
+                                start_zero(x)
+                            started_any = True
+                            continue
                 if not fits:
                     skipped.append(entry)
                     continue
-                starts[v] = t
-                mem += need
-                if dur[v] > 0:
-                    for r in res_names:
-                        free[r] -= demand[r][v]
-                    if units_dem[v] > 0:
-                        got = []
-                        for _ in range(units_dem[v]):
-                            if unit_pool:
-                                got.append(heapq.heappop(unit_pool))
-                            else:
-                                got.append(next_unit)
-                                next_unit += 1
-                        held_units[v] = got
-                        unit_of[v] = got[0] if units_dem[v] == 1 else None
-                    heapq.heappush(running, (t + dur[v], seq, v))
-                    seq += 1
-                else:
-                    if units_dem[v] == 1:
-                        unit_of[v] = unit_pool[0] if unit_pool else 0
-                    finish(v)  # zero-duration: completes at once, may release successors
+                if dur[v] == 0:
+                    start_zero(v)
                     started_any = True
+                    continue
+                starts[v] = t
+                started[v] = True
+                mem += need
+                for r in res_names:
+                    free[r] -= demand[r][v]
+                if units_dem[v] > 0:
+                    got = []
+                    for _ in range(units_dem[v]):
+                        if unit_pool:
+                            got.append(heapq.heappop(unit_pool))
+                        else:
+                            got.append(next_unit)
+                            next_unit += 1
+                    held_units[v] = got
+                    unit_of[v] = got[0] if units_dem[v] == 1 else None
+                heapq.heappush(running, (t + dur[v], seq, v))
+                seq += 1
             for entry in skipped:  # back in line with the key they had
                 q = unit_q if (limits_units and units_dem[entry[1]] > 0 and dur[entry[1]] > 0) \
                     else free_q  # fmt: skip

@@ -83,22 +83,18 @@ _MEMORY_CANDIDATES: tuple[Candidate, ...] = (
 def _expected_makespan(
     problem: Problem, schedule: Schedule, noise: float, runs: int, seed: int
 ) -> float:
-    from opsched.validate.simulate import execute_orders
+    from opsched.validate.simulate import UnitOrders, execute_orders
 
     g = problem.graph
-    orders: dict[int, list[str]] = {}
-    solo = problem.machine.units or g.num_ops  # ops that hold no unit run on their own
-    for o in sorted(schedule.ops, key=lambda o: (o.start, o.end)):
-        if o.unit is None:
-            orders[solo] = [o.name]
-            solo += 1
-        else:
-            orders.setdefault(o.unit, []).append(o.name)
+    # ops that hold no unit (none named, or no time) run on pseudo-units of their own, past
+    # the machine's count: the orders sequence the real units themselves
+    orders = UnitOrders(problem, schedule).orders
+    free = problem.with_machine(units=None)
     rng = np.random.default_rng(seed)
     spans: list[float] = []
     for _ in range(runs):
         actual = g.durations * rng.lognormal(0.0, noise, g.num_ops)
-        spans.append(float(execute_orders(problem, orders, actual).makespan or 0.0))
+        spans.append(float(execute_orders(free, orders, actual).makespan or 0.0))
     return float(np.mean(spans))
 
 

@@ -286,8 +286,11 @@ def _fuse_group(
         for d in op.deps:
             if d not in names:
                 deps[d] = None
+    # a zero-duration member holds no resource and no workspace (it runs over an empty
+    # interval), so only members that take time set the fused op's demands and workspace
+    holding = [op for op in ops if op.duration > 0] or ops
     demands: dict[str, int] = {}
-    for op in ops:
+    for op in holding:
         for r, a in op.demands.items():
             demands[r] = max(demands.get(r, 0), a)
     name = "+".join(op.name for op in ops)
@@ -310,7 +313,7 @@ def _fuse_group(
         duration,
         deps=tuple(deps),
         output_bytes=last.output_bytes,
-        workspace_bytes=max(op.workspace_bytes for op in ops),
+        workspace_bytes=max(op.workspace_bytes for op in holding),
         demands=demands,
         kind="fused",
         output=last.output,

@@ -84,7 +84,9 @@ def extract(
     Raises
     ------
     GraphError
-        When no op matches.
+        When no op matches, or when the piece is not closed: an op outside it lies on a path
+        between two of its ops (the piece could not run with the rest done before or after
+        it, and cutting that op out would drop the order it imposes).
 
     Examples
     --------
@@ -103,6 +105,7 @@ def extract(
         raise GraphError(f"graph {graph.name!r}: no op matches {', '.join(want)!r}")
     inside = set(idx)
     consumers = graph.consumers()
+    _check_closed(graph, inside, consumers)
     pp, pi = graph.pred_ptr, graph.pred_idx
     outer_inputs = {int(u) for i in idx for u in pi[pp[i] : pp[i + 1]] if int(u) not in inside}
     ops: list[Op] = []
@@ -127,3 +130,29 @@ def extract(
         persistent_bytes=graph.persistent_bytes if keep_persistent else 0,
         attrs={**notes, "extracted_from": graph.name},
     )
+
+
+def _check_closed(graph: OpGraph, inside: set[int], consumers: list[list[int]]) -> None:
+    """Raise if a path leaves the piece and comes back into it."""
+    parent: dict[int, int] = {}  # an outside op reached from the piece -> who reached it
+    stack = []
+    for i in inside:
+        for c in consumers[i]:
+            if c not in inside and c not in parent:
+                parent[c] = i
+                stack.append(c)
+    while stack:
+        u = stack.pop()
+        for c in consumers[u]:
+            if c in inside:
+                path = [c, u]
+                while path[-1] not in inside:
+                    path.append(parent[path[-1]])
+                names = " -> ".join(graph.ops[k].name for k in reversed(path))
+                raise GraphError(
+                    f"graph {graph.name!r}: the piece is not closed: {names} leaves it and "
+                    "comes back; select the ops between too"
+                )
+            if c not in parent:
+                parent[c] = u
+                stack.append(c)

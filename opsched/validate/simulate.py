@@ -21,7 +21,14 @@ from opsched.liveness import memory_curve
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
-__all__ = ["SimulationReport", "execute_orders", "mark_broken", "orders_suffice", "simulate"]
+__all__ = [
+    "SimulationReport",
+    "UnitOrders",
+    "execute_orders",
+    "mark_broken",
+    "orders_suffice",
+    "simulate",
+]
 
 
 @dataclass
@@ -243,3 +250,30 @@ def mark_broken(problem: Problem, schedule: Schedule) -> Schedule:
         why = f"the orders break the problem: {report.violations[0]}"
         schedule.info = {**schedule.info, "valid": False, "reason": why}
     return schedule
+
+
+class UnitOrders:
+    """The per-unit op orders of a schedule, ready to replay many times.
+
+    Ops without a unit get a private pseudo-unit each (they only wait for dependencies), and
+    so do ops that take no time: they hold no unit (the validator's rule), so queued on one
+    behind a running op they had delayed their readers (a replay at zero noise ended at 3
+    where the schedule ends at 2).
+    """
+
+    def __init__(self, problem: Problem, schedule: Schedule) -> None:
+        names = set(problem.graph.names)
+        got = {o.name for o in schedule.ops}
+        if got != names:
+            missing = sorted(names - got)[:5] or sorted(got - names)[:5]
+            raise ScheduleFormatError(f"schedule does not match the graph: op(s) {missing}")
+        by_unit: dict[int, list[tuple[float, float, str]]] = {}
+        extra = max((o.unit for o in schedule.ops if o.unit is not None), default=-1) + 1
+        self.units: dict[str, int | None] = {}
+        g = problem.graph
+        for o in schedule.ops:
+            self.units[o.name] = o.unit
+            # an op that takes no time holds no unit
+            u = o.unit if o.unit is not None and g[o.name].duration > 0 else extra + len(by_unit)
+            by_unit.setdefault(u, []).append((o.start, o.end, o.name))
+        self.orders = {u: [n for _, _, n in sorted(seq)] for u, seq in by_unit.items()}

@@ -244,3 +244,27 @@ def test_replay_with_more_unitless_ops_than_units() -> None:
     assert validate(p, s).valid
     r = replay(p, s)
     assert r.makespan == 3 and validate(p, r).valid
+
+
+def test_streams_only_keeps_an_op_that_holds_no_unit_off_the_streams() -> None:
+    from opsched.dynamic.shapes import streams_only
+    from opsched.heuristics import greedy
+    from opsched.ir import Op, OpGraph
+    from opsched.problem import Machine, Problem
+
+    g = OpGraph((Op("x", 0, demands={}), Op("y", 2, deps=("x",), demands={"units": 1, "sm": 4}),
+                 Op("copy", 3, demands={"dma": 1})), resources={"sm": 8, "dma": 1})  # fmt: skip
+    s = streams_only(g)
+    assert [dict(op.demands) for op in s.ops] == [{"units": 0}, {"units": 1}, {"units": 0}]
+    assert s.resources == {}
+    # on one stream the copy overlaps y (it held the stream and ran after it: 5, not 3)
+    assert greedy(Problem(s, Machine(units=1))).makespan == 3.0
+
+
+def test_rounding_never_turns_a_timed_op_into_a_free_one() -> None:
+    from opsched.ir import Op, OpGraph
+
+    g = OpGraph((Op("tiny", 0.0004, workspace_bytes=100), Op("none", 0), Op("big", 2.0)))
+    d = sample_durations(g, Lognormal(0.1), 50, seed=0, decimals=3)
+    assert (d[:, 0] == 0.001).all() and (d[:, 1] == 0).all()
+    assert (d[:, 2] > 1).all() and np.array_equal(d[:, 2], np.round(d[:, 2], 3))

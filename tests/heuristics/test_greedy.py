@@ -397,3 +397,23 @@ def test_serial_does_not_claim_feasible_when_demand_exceeds_capacity():
     p = Problem(g, Machine(units=1))
     s = serial(p)
     assert s.status is not Status.FEASIBLE or validate(p, s).valid
+
+
+def test_a_zero_duration_chain_starts_together_under_a_tight_cap() -> None:
+    # a -> b -> c with a and b taking no time: a's 10 B are written and read at t=0, an
+    # empty interval, so the peak is b's 1 B. One at a time a did not fit the 5 B cap and
+    # every greedy and list heuristic reported a dead end.
+    from opsched.heuristics.listsched import list_schedule
+    from opsched.solver import solve_brute_force
+
+    g = OpGraph((Op("a", 0, output_bytes=10), Op("b", 0, deps=("a",), output_bytes=1),
+                 Op("c", 1, deps=("b",))))  # fmt: skip
+    p = Problem(g, Machine(units=1, memory_cap=5))
+    assert solve_brute_force(p).makespan == 1.0
+    for s in (greedy(p), greedy(p, "b-level"), list_schedule(p), list_schedule(p, "lpt")):
+        assert s.status is Status.FEASIBLE, s.info
+        r = validate(p, s)
+        assert r.valid and (s.makespan, s.peak_memory) == (1.0, 1)
+    # a run that cannot fit as a whole is still refused: b's output alone is over the cap
+    tight = Problem(g, Machine(units=1, memory_cap=0))
+    assert greedy(tight).status is Status.UNKNOWN

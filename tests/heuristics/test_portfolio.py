@@ -99,6 +99,17 @@ def test_vanishing_noise_replays_the_deterministic_makespan() -> None:
         assert noisy.makespan == det.makespan
 
 
+def test_noise_with_ops_that_hold_no_unit() -> None:
+    # b holds no unit, z takes no time: both replay on pseudo-units of their own (b's had
+    # been numbered past the machine's 2 units, which the replay refused)
+    g = OpGraph((Op("a", 2), Op("b", 1, demands={}), Op("z", 0),
+                 Op("c", 1, deps=("a", "b", "z"))))  # fmt: skip
+    p = Problem(g, Machine(units=2))
+    s = portfolio(p, noise=1e-12, runs=2, seed=0)
+    assert validate(p, s).valid and s.makespan == 3.0
+    assert s.info["expected_makespan"] == pytest.approx(3.0, rel=1e-9)
+
+
 def _fallback_graph() -> OpGraph:
     return OpGraph(
         (

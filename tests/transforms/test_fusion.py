@@ -214,3 +214,23 @@ def test_new_inputs_false_keeps_a_residual_add_separate() -> None:
     f, rep = fuse(g, new_inputs=False)
     assert [grp.members for grp in rep.groups] == [("add", "scale", "relu")]
     assert f["add+scale+relu"].deps == ("a", "branch", "w")
+
+
+def test_a_zero_duration_member_adds_no_demand_or_workspace() -> None:
+    # e runs over an empty interval, so it holds neither its dma nor its workspace; fused
+    # into h it had made the problem infeasible (dma 5 > 2, and 1000 B of workspace)
+    from opsched.problem import Machine, Problem
+    from opsched.solver import solve_brute_force
+
+    ew = {"kind": "elementwise", "attrs": {"numel": 100}}
+    g = OpGraph((
+        Op("h", 2, output_bytes=400, **ew),
+        Op("e", 0, deps=("h",), output_bytes=400, workspace_bytes=1000,
+           demands={"units": 1, "dma": 5}, output=True, **ew),
+    ), resources={"dma": 2})  # fmt: skip
+    f, _ = fuse(g)
+    (op,) = f.ops
+    assert (op.duration, dict(op.demands), op.workspace_bytes) == (2.0, {"units": 1}, 0)
+    for graph in (g, f):
+        s = solve_brute_force(Problem(graph, Machine(units=1, memory_cap=800)))
+        assert (s.status.value, s.makespan, s.peak_memory) == ("OPTIMAL", 2.0, 400)

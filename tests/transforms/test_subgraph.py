@@ -84,3 +84,15 @@ def test_a_piece_of_a_costed_graph_keeps_its_time_unit() -> None:
     assert piece.attrs["cost_model"] == g.attrs["cost_model"]
     assert piece.attrs["extracted_from"] == g.name
     assert "flops" not in piece.attrs  # the whole network's total is not the piece's
+
+
+def test_a_piece_a_path_leaves_and_reenters_is_refused() -> None:
+    # A -> X -> B with A and B taken: X would become an input and B stop waiting for A
+    from opsched.ir import Op, OpGraph
+
+    g = OpGraph((Op("A", 3), Op("X", 1, deps=("A",)), Op("B", 2, deps=("X",)),
+                 Op("C", 1, deps=("A",))))  # fmt: skip
+    with pytest.raises(GraphError, match=r"not closed: A -> X -> B leaves it and comes back"):
+        extract(g, ["A", "B"])
+    assert [op.name for op in extract(g, ["A", "X", "B"]).ops] == ["A", "X", "B"]
+    assert [op.name for op in extract(g, ["X", "B"]).ops] == ["A", "X", "B"]  # A as input
