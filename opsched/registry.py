@@ -57,9 +57,7 @@ def _brute_refuses(units: int | None, capped: bool, objective: str, num_ops: int
     return None
 
 
-def _downsets_refuse(
-    units: int | None, capped: bool, objective: str, num_ops: int
-) -> str | None:
+def _downsets_refuse(units: int | None, capped: bool, objective: str, num_ops: int) -> str | None:
     from opsched.solver.downsets import MAX_OPS, MAX_UNITS
 
     if not capped:

@@ -15,8 +15,8 @@ import pandas as pd
 
 from opsched.liveness import memory_curve
 from opsched.problem import Problem
-from opsched.schedule import Schedule
 from opsched.report.stats import profile_title
+from opsched.schedule import Schedule
 
 __all__ = [
     "memory_series",
