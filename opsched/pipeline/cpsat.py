@@ -15,9 +15,12 @@ formulations and the measurement that picked the default are in ``docs/pipeline.
     A periodic schedule: micro-batch ``m`` runs op ``v`` at ``m * II + t[v]``. For a fixed
     period ``II``, ``t[v] = II * q[v] + r[v]`` with ``0 <= r[v] < II``; the copies of ``v``
     at ``r[v] + k * II`` (``k = 0 .. ceil(max d / II)``) in a per-stage cumulative give the
-    steady-state load at every phase. ``II`` is raised from a lower bound until a model is
-    feasible, so the first feasible ``II`` is proven the least; then the latency
-    ``max t[v] + d[v]`` is minimised at that ``II``.
+    steady-state load at every phase. From a lower bound, ``II`` gallops up (steps 1, 2, 4,
+    ... ticks) to a feasible model, bisects down to the least feasible ``II`` it can find,
+    then tries every smaller ``II`` not yet tried (up to :data:`MAX_PROOF_PERIODS`): when all
+    are infeasible, ``info["ii_proven_least"]`` (feasibility need not be monotone in ``II``,
+    so the bisection alone proves nothing). The latency ``max t[v] + d[v]`` is minimised at
+    that ``II``.
 
 Only unit demands are modelled (no other resources, no memory cap); other problems raise
 :class:`~opsched.errors.ProblemError`: use the heuristic.
@@ -305,6 +308,14 @@ def _unrolled(
     )
 
 
+#: Most periods below the best found that the modulo formulation tries one by one to prove
+#: the best least (a period of many ticks, from durations with six decimals, has far more).
+MAX_PROOF_PERIODS = 1000
+
+#: Share of the time left that one period's feasibility solve may take.
+SEARCH_SHARE = 0.5
+
+
 def _modulo(
     problem: Problem,
     caps: list[int],
@@ -334,12 +345,18 @@ def _modulo(
     else:
         lo_cands = [math.ceil(per[s] / caps[s]) for s in range(stages)]
         lo_cands += [math.ceil(d[v] / caps[int(assignment[v])]) for v in range(n) if dem[v]]
-    ii = max(1, *lo_cands)
-    tried: list[int] = []
-    while ii <= ii_hi:
+    ii_lo = max(1, *lo_cands)
+    tried: dict[int, str] = {}  # period -> "infeasible" / "feasible" / "unknown"
+    found: dict[int, tuple[Any, ...]] = {}  # feasible period -> (solver, x, t, lat, status)
+
+    def attempt(ii: int, minimise: bool = False) -> str:
+        """Solve at period ``ii``: "feasible", "infeasible", or "unknown" (time ran out).
+        The search only needs feasibility; the latency is minimised at the period chosen."""
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
-            break
+            return "unknown"
+        if not minimise:  # a hard period leaves time to minimise the latency at the best
+            left *= SEARCH_SHARE
         lmax = sum(d) + n * ii  # a latency bound any feasible residues can reach
         model = cp_model.CpModel()
         x = _stage_literals(model, problem, stages, assignment)
@@ -367,33 +384,89 @@ def _modulo(
         for s in range(stages):
             if per_stage[s]:
                 model.add_cumulative(per_stage[s], per_dem[s], caps[s])
-        model.minimize(lat)
+        if minimise:
+            model.minimize(lat)
         solver, status = _solve(model, left, workers)
-        tried.append(ii)
         if status == cp_model.INFEASIBLE:
+            tried[ii] = "infeasible"
             if say is not None:
                 say(f"period {sc.to_time(ii):g}: infeasible")
-            ii += 1
-            continue
-        if say is not None and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            say(f"period {sc.to_time(ii):g}: feasible, latency {sc.to_time(solver.value(lat)):g}")
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        elif status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            tried[ii] = "feasible"
+            found[ii] = (solver, x, t, lat, status if minimise else None)
+            if say is not None:  # the latency only once minimised
+                said = f", latency {sc.to_time(solver.value(lat)):g}" if minimise else ""
+                say(f"period {sc.to_time(ii):g}: feasible{said}")
+        else:
+            tried[ii] = "unknown"
+        return tried[ii]
+
+    # The least feasible period, in three passes (each stops when the time is up):
+    # 1. gallop up from the lower bound (steps 1, 2, 4, ...) to a feasible period, so a
+    #    long range of ticks (durations with six decimals) is not walked one tick a solve;
+    # 2. bisect between the last infeasible period and the feasible one;
+    # 3. prove: every period below the best not yet tried, upwards; the first feasible one
+    #    is the least (all below it are infeasible), and if none is, the best is.
+    best: int | None = None
+    low, step, ii = ii_lo, 1, ii_lo
+    while ii <= ii_hi:
+        verdict = attempt(ii)
+        if verdict == "feasible":
+            best = ii
             break
-        assign = [next(s for s in range(stages) if solver.value(x[v][s])) for v in range(n)]
-        tv = [solver.value(t[v]) for v in range(n)]
-        starts = [sc.to_time(m * ii + tv[v]) for m in range(m_count) for v in range(n)]
-        info = {
-            "formulation": "modulo",
-            "ii": sc.to_time(ii),
-            "latency": sc.to_time(solver.value(lat)),
-            "ii_proven_least": sc.time_exact,
-            "latency_proven_least": status == cp_model.OPTIMAL and sc.time_exact,
-            "periods_tried": len(tried),
-            "scaling": sc.to_dict(),
-            "capacities": caps,
-        }
-        return _result(
-            problem, assign, m_count, caps, starts, Status.FEASIBLE, None, "cpsat-modulo", info, t0
-        )
-    why = f"no period up to {ii} proven feasible in time (tried {len(tried)})"
-    return _fallback(heur, "cpsat-modulo", why, t0)
+        if verdict == "unknown":
+            break
+        low = ii + 1
+        ii = ii_hi if ii + step > ii_hi and ii < ii_hi else ii + step
+        step *= 2
+    while best is not None and low < best:
+        mid = (low + best) // 2
+        verdict = attempt(mid)
+        if verdict == "unknown":
+            break
+        if verdict == "feasible":
+            best = mid
+        else:
+            low = mid + 1
+    below = [] if best is None else [p for p in range(ii_lo, best) if p not in tried]
+    # a proof that would take more solves than any time limit allows is not started
+    proven = best is not None and len(below) <= MAX_PROOF_PERIODS
+    for ii in range(ii_lo, best if best is not None and proven else ii_lo):
+        if tried.get(ii) == "infeasible":
+            continue
+        verdict = tried.get(ii) or attempt(ii)
+        if verdict == "feasible":
+            best = ii
+            break
+        if verdict == "unknown":
+            proven = False
+            break
+    if best is None:
+        top = max(tried, default=ii_lo)
+        why = f"no period up to {sc.to_time(top):g} proven feasible in time (tried {len(tried)})"
+        return _fallback(heur, "cpsat-modulo", why, t0)
+    if found[best][4] is None:  # its latency, least when there is time for the proof
+        kept = found.pop(best)
+        if attempt(best, minimise=True) != "feasible":
+            found[best] = kept
+            tried[best] = "feasible"
+    solver, x, t, lat, status = found[best]
+    assign = [next(s for s in range(stages) if solver.value(x[v][s])) for v in range(n)]
+    tv = [solver.value(t[v]) for v in range(n)]
+    starts = [sc.to_time(m * best + tv[v]) for m in range(m_count) for v in range(n)]
+    info = {
+        "formulation": "modulo",
+        "ii": sc.to_time(best),
+        "latency": sc.to_time(solver.value(lat)),
+        "ii_proven_least": proven and sc.time_exact,
+        "latency_proven_least": status == cp_model.OPTIMAL and sc.time_exact,
+        "periods_tried": len(tried),
+        "periods_left_unproven": 0 if proven else sum(
+            1 for p in range(ii_lo, best) if tried.get(p) != "infeasible"
+        ),
+        "scaling": sc.to_dict(),
+        "capacities": caps,
+    }
+    return _result(
+        problem, assign, m_count, caps, starts, Status.FEASIBLE, None, "cpsat-modulo", info, t0
+    )
