@@ -451,6 +451,7 @@ def _modulo(
             found[best] = kept
             tried[best] = "feasible"
     solver, x, t, lat, status = found[best]
+    unproven = 0 if proven else sum(1 for p in range(ii_lo, best) if tried.get(p) != "infeasible")
     assign = [next(s for s in range(stages) if solver.value(x[v][s])) for v in range(n)]
     tv = [solver.value(t[v]) for v in range(n)]
     starts = [sc.to_time(m * best + tv[v]) for m in range(m_count) for v in range(n)]
@@ -461,9 +462,7 @@ def _modulo(
         "ii_proven_least": proven and sc.time_exact,
         "latency_proven_least": status == cp_model.OPTIMAL and sc.time_exact,
         "periods_tried": len(tried),
-        "periods_left_unproven": 0 if proven else sum(
-            1 for p in range(ii_lo, best) if tried.get(p) != "infeasible"
-        ),
+        "periods_left_unproven": unproven,
         "scaling": sc.to_dict(),
         "capacities": caps,
     }
