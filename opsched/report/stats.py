@@ -68,6 +68,9 @@ def instance_optima(df: pd.DataFrame) -> pd.DataFrame:
     ...     "known_lb": [9.0, 7.0], "known_ub": [9.0, 7.0]})
     >>> instance_optima(df)[["optimum", "source"]].to_dict("index")
     {'a': {'optimum': nan, 'source': 'conflict'}, 'b': {'optimum': 7.0, 'source': 'solver+table'}}
+
+    So is a valid schedule below a table's lower bound (an open instance's), or a proven
+    optimum above a table's best known makespan: the table, or the solver, is wrong.
     """
     rows: list[dict[str, Any]] = []
     ok = _valid(df)
@@ -88,12 +91,16 @@ def instance_optima(df: pd.DataFrame) -> pd.DataFrame:
             values.append(table)
         conflict = ""
         opt = math.nan
-        if values:
+        shortest = v["makespan"].min() if len(v) else math.inf
+        if pd.notna(lb) and shortest < float(lb) - _EPS:
+            conflict = f"a valid schedule ({shortest:g}) is below the table's lower bound {lb:g}"
+        elif pd.notna(ub) and len(exact) and max(exact) > float(ub) + _EPS:
+            conflict = f"a proven optimum ({max(exact):g}) is above the table's best {ub:g}"
+        if values and not conflict:
             if max(values) - min(values) > _EPS:
                 conflict = f"proven optima disagree: {sorted(set(values))}"
             else:
                 opt = values[0]
-                shortest = v["makespan"].min() if len(v) else math.inf
                 if shortest < opt - _EPS:
                     conflict = f"a valid schedule ({shortest:g}) beats the optimum {opt:g}"
         rows.append(

@@ -121,3 +121,24 @@ def test_wins_profile_time_and_peaks(df) -> None:
     assert pk.loc["greedy", "max_peak_gap_percent"] == 50
     assert pk.loc["greedy", "mean_peak_gap_percent"] == pytest.approx(50 / 4)
     assert pk.loc["serial", "least_peak_share"] == 1.0
+
+
+def test_results_against_an_open_instance_s_table_bounds() -> None:
+    # an STG instance left open: bounds 100 .. 110, no optimum
+    import pandas as pd
+
+    def one(makespans: list[float], statuses: list[str]) -> pd.Series:
+        n = len(makespans)
+        df = pd.DataFrame({"instance_id": "i", "exact": [s == "OPTIMAL" for s in statuses],
+                           "status": statuses, "valid": True, "objective": "makespan",
+                           "makespan": makespans, "known_lb": [100.0] * n,
+                           "known_ub": [110.0] * n})  # fmt: skip
+        return stats.instance_optima(df).loc["i"]
+
+    ok = one([105.0, 108.0], ["OPTIMAL", "FEASIBLE"])
+    assert ok["optimum"] == 105 and ok["source"] == "solver" and not ok["conflict"]
+    low = one([98.0, 108.0], ["FEASIBLE", "FEASIBLE"])
+    assert low["source"] == "conflict" and "below the table's lower bound 100" in low["conflict"]
+    high = one([112.0], ["OPTIMAL"])
+    assert high["source"] == "conflict" and "above the table's best 110" in high["conflict"]
+    assert math.isnan(high["optimum"])
