@@ -4,6 +4,9 @@ Output of op ``v`` is live over ``[start(v), release(v))`` where ``release(v)`` 
 end of its consumers (ops that list ``v`` in ``deps``); with no consumer, the makespan for a
 graph output and ``end(v)`` otherwise. Workspace is live over ``[start(v), end(v))``.
 Intervals are half-open, so a tensor freed at ``t`` and one allocated at ``t`` never coexist.
+An empty interval holds nothing: a tensor written and read at the same instant by ops that
+take no time, and a graph output written by a zero-duration op at the makespan itself (the
+model's memory is what is live during the schedule; such an output lives after it).
 
 This module is vectorised (O((V + E) log V)). The validator does not use it: it recomputes
 memory its own, simpler way, and the tests check that both agree.
