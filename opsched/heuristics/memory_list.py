@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.heuristics.listsched import list_schedule, units_only
+from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.memory import min_memory_order
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
@@ -36,9 +36,8 @@ __all__ = ["in_order", "memory_list"]
 
 def in_order(problem: Problem, order: np.ndarray) -> Schedule:
     """Start ops strictly in ``order`` on the problem's units, each as soon as its deps are
-    done, a unit is free and its memory fits the cap (else wait for the next completion).
-
-    Units only (ops demanding more than one unit or other resources are not handled here).
+    done, the units and other resources it demands are free and its memory fits the cap
+    (else wait for the next completion). An op holding several units has no unit index.
     """
     import heapq
 
@@ -50,11 +49,15 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
     left = np.diff(g.succ_ptr).tolist()  # consumers not yet finished
     # the liveness rule: an output flag keeps a tensor to the end only when nothing reads it
     is_out = [op.output and left[v] == 0 for v, op in enumerate(g.ops)]
-    wants = (g.demand_array("units") == 1).tolist()
+    units = g.demand_array("units").tolist()
     pp, pi = g.pred_ptr.tolist(), g.pred_idx.tolist()
-    k = problem.machine.units or n
+    k = problem.machine.units or int(sum(units)) or 1
     cap = problem.memory_cap
     free_units = list(range(k))
+    limited = {r: c for r, c in problem.capacities.items() if c is not None and r != "units"}
+    dem = {r: g.demand_array(r).tolist() for r in limited}
+    free_res = dict(limited)
+    held: dict[int, list[int]] = {}
     done = [False] * n
     starts, unit_of = [0.0] * n, [-1] * n
     running: list[tuple[float, int]] = []
@@ -63,9 +66,11 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
     def finish(v: int) -> None:
         nonlocal mem
         done[v] = True
-        if unit_of[v] >= 0 and dur[v] > 0:
-            heapq.heappush(free_units, unit_of[v])
+        for u in held.pop(v, []):
+            heapq.heappush(free_units, u)
         if dur[v] > 0:
+            for r in limited:
+                free_res[r] += dem[r][v]
             mem -= ws_b[v]
             if left[v] == 0 and not is_out[v]:
                 mem -= out_b[v]
@@ -110,7 +115,9 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
         while True:
             ready = all(done[u] for u in pi[pp[v] : pp[v + 1]])
             need = need_of(v)
-            unit_ok = not (wants[v] and dur[v] > 0) or bool(free_units)
+            unit_ok = dur[v] == 0 or (
+                len(free_units) >= units[v] and all(dem[r][v] <= free_res[r] for r in limited)
+            )
             if ready and unit_ok and (cap is None or mem + need <= cap):
                 break
             if ready and dur[v] == 0 and cap is not None:
@@ -128,8 +135,13 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
         for v in seq[i : i + batch]:
             starts[v] = t
             mem += need_of(v)
-            if wants[v]:
-                unit_of[v] = heapq.heappop(free_units) if dur[v] > 0 else (free_units or [0])[0]
+            if dur[v] > 0:
+                held[v] = [heapq.heappop(free_units) for _ in range(units[v])]
+                unit_of[v] = held[v][0] if units[v] == 1 else -1
+                for r in limited:
+                    free_res[r] -= dem[r][v]
+            elif units[v] == 1:  # takes no time: beside whatever runs, on no unit's time
+                unit_of[v] = (free_units or [0])[0]
             if dur[v] > 0:
                 heapq.heappush(running, (t + dur[v], v))
             else:
@@ -148,8 +160,7 @@ def memory_list(
 ) -> Schedule:
     """Min-memory order as list priority with memory-feasible placement, or b-level if shorter.
 
-    The in-order schedule joins in on problems whose ops demand at most one unit and no
-    other limited resource. ``order_options`` go to
+    The in-order schedule (:func:`in_order`) joins in. ``order_options`` go to
     :func:`~opsched.heuristics.memory.min_memory_order` (e.g. ``{"method": "beam",
     "rounds": 1}`` for a fast order; the default search can take seconds at 50-120 ops).
     ``order``: a one-unit order to use instead of searching for one (e.g. the one
@@ -167,7 +178,7 @@ def memory_list(
     prio[order] = np.arange(g.num_ops, 0, -1, dtype=np.float64)
     a = list_schedule(problem, prio, "memory")
     b = list_schedule(problem, "b-level", "memory")
-    c = in_order(problem, order) if units_only(problem) else None
+    c = in_order(problem, order)
     ok = [s for s in (a, b, c) if s is not None and s.status == Status.FEASIBLE]
     best = min(ok, key=lambda s: (s.makespan, s.peak_memory or 0)) if ok else a
     best.solver = "memory-list"

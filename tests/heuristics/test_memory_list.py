@@ -76,3 +76,27 @@ def test_a_zero_duration_chain_takes_no_memory_at_its_instant() -> None:
     assert s.peak_memory == 4
     assert validate(p, s).valid
     assert memory_list(p).status == Status.FEASIBLE
+
+
+def test_in_order_takes_other_resources_and_multi_unit_ops() -> None:
+    # one unit and a dma engine of 2: the min-memory order fits the 5 B cap; the in-order
+    # schedule had been left out whenever a resource other than units was limited, and
+    # both list priorities dead-end here
+    g = OpGraph((
+        Op("o0", 5.0, demands={"units": 1, "dma": 0}),
+        Op("o1", 0.0, output_bytes=1, demands={"units": 1, "dma": 1}),
+        Op("o2", 1.0, deps=("o1", "o0"), output_bytes=4, demands={"units": 1, "dma": 1}),
+        Op("o3", 0.0, deps=("o1",), output_bytes=10, demands={"units": 1, "dma": 0}),
+        Op("o4", 0.0, deps=("o3", "o1"), output_bytes=10),
+        Op("o5", 0.0, output_bytes=10, workspace_bytes=7, demands={"units": 0}),
+    ), resources={"dma": 2})  # fmt: skip
+    p = Problem(g, Machine(units=1, memory_cap=5))
+    s = memory_list(p)
+    assert s.status is Status.FEASIBLE and validate(p, s).valid and s.makespan == 6.0
+    # a two-unit op holds both units, and a dma of 1 serialises the copies
+    g2 = OpGraph((Op("wide", 2, demands={"units": 2}), Op("a", 1, demands={"units": 1, "dma": 1}),
+                  Op("b", 1, demands={"units": 1, "dma": 1})), resources={"dma": 1})  # fmt: skip
+    p2 = Problem(g2, Machine(units=2))
+    s2 = in_order(p2, np.arange(3))
+    assert validate(p2, s2).valid and s2.makespan == 4.0
+    assert [o.unit for o in s2.ops][0] is None
