@@ -111,10 +111,14 @@ def test_a_unit_count_above_the_ops_demand_is_that_demand(tmp_path):
 
 def test_durations_too_long_for_cpsat_are_refused_in_one_line(tmp_path):
     doc = json.loads(_layered(tmp_path).read_text())
-    doc["ops"][1]["duration"] = 2**62
+    doc["ops"][1]["duration"] = 2**51
     path = tmp_path / "long.json"
     path.write_text(json.dumps(doc))
     _refused(invoke("solve", path, "-k", 2, "--time-limit", 1), "over the", "(2**50)")
+    # past 2^53 in all, no graph is made: its times would not be exact
+    doc["ops"][1]["duration"] = 2**53
+    path.write_text(json.dumps(doc))
+    _refused(invoke("solve", path, "-k", 2, "-s", "list"), "durations total", "more than 2^53")
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,18 @@ import numpy as np
 from opsched.errors import GraphError
 from opsched.ir.op import DEFAULT_DEMANDS, MAX_SIZE, Op, check_number, check_size
 
-__all__ = ["DEFAULT_DEMANDS", "MAX_SIZE", "Op", "OpGraph", "check_number", "check_size"]
+__all__ = [
+    "DEFAULT_DEMANDS",
+    "MAX_SIZE",
+    "MAX_TOTAL_TIME",
+    "Op",
+    "OpGraph",
+    "check_number",
+    "check_size",
+]
+
+#: Largest total duration of a graph: times up to it are exact in float64 when whole.
+MAX_TOTAL_TIME = 2**53
 
 
 def require_graph(graph: Any, who: str) -> None:
@@ -115,6 +126,7 @@ class OpGraph:
                     if d not in index:
                         raise GraphError(f"unknown dependency {d!r}", f"op {op.name!r}") from None
             raise  # pragma: no cover
+        self._check_totals()
         # a cycle leaves Kahn's order short; only then search for one to name it
         from opsched._jit import call
         from opsched.analysis._kernels import kahn_order
@@ -126,6 +138,28 @@ class OpGraph:
             cycle = self._find_cycle()
             shown = " -> ".join([*cycle, cycle[0]])
             raise GraphError(f"dependency cycle: {shown}")
+
+    def _check_totals(self) -> None:
+        """Each size is at most 2^62, but memory sums them (in int64) and a schedule sums
+        durations (in float64, exact for whole numbers up to 2^53): refuse totals past that."""
+        total = (
+            self.persistent_bytes
+            + float(self.output_sizes.sum(dtype=np.float64))
+            + float(self.workspace_sizes.sum(dtype=np.float64))
+        )
+        if total > MAX_SIZE:
+            raise GraphError(
+                f"persistent, output and workspace bytes total {total:.3g}, more than 2^62 "
+                "(memory is summed in 64-bit integers)",
+                f"graph {self.name!r}",
+            )
+        work = float(self.durations.sum())
+        if work > MAX_TOTAL_TIME:
+            raise GraphError(
+                f"durations total {work:.3g}, more than 2^53 (times past it are not exact "
+                "in floating point; use a coarser time unit)",
+                f"graph {self.name!r}",
+            )
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod

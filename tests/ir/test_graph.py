@@ -452,3 +452,15 @@ def test_from_networkx_plain_digraph() -> None:
 def test_networkx_round_trip_keeps_persistent_bytes() -> None:
     g = OpGraph((Op("a", 1),), persistent_bytes=100)
     assert from_networkx(to_networkx(g)).persistent_bytes == 100
+
+
+def test_totals_past_what_memory_and_time_can_sum_are_refused() -> None:
+    big = 2**61
+    # exactly 2^62 in all is accepted
+    OpGraph((Op("a", 1, output_bytes=big), Op("b", 1, workspace_bytes=big - 1)),
+            persistent_bytes=1)  # fmt: skip
+    with pytest.raises(GraphError, match=r"graph 'g'.*bytes total 4.61e\+18, more than 2\^62"):
+        OpGraph((Op("a", 1, output_bytes=big), Op("b", 1, workspace_bytes=big)),
+                name="g", persistent_bytes=2**40)  # fmt: skip
+    with pytest.raises(GraphError, match=r"durations total 1e\+16, more than 2\^53"):
+        OpGraph((Op("a", 1e16), Op("b", 1, deps=("a",))))
