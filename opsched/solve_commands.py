@@ -45,7 +45,7 @@ from opsched._clikit import (
 )
 from opsched._files import check_writable, note_input
 from opsched.errors import ProblemError
-from opsched.solver.defaults import DEFAULT_WORKERS
+from opsched.solver.defaults import DEFAULT_WORKERS, MAX_WORKERS
 
 __all__ = ["OBJECTIVES", "pareto", "register", "solve", "solvers", "validate"]
 
@@ -159,7 +159,7 @@ OBJECTIVES = {
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_WORKERS),
     default=DEFAULT_WORKERS,
     show_default=True,
     help="CP-SAT search threads.",
@@ -371,6 +371,7 @@ def pareto(
     from opsched.solver import pareto_front
     from opsched.validate import validate as check
 
+    check_writable(output)  # before the search, not after it
     problem = _load_problem(graph, units, memory_cap, resources)
     _refuse_impossible(problem, graph)
     say = progress_lines()

@@ -35,6 +35,8 @@ def parse_bytes(text: str | int) -> int:
     --------
     >>> parse_bytes("3GiB"), parse_bytes("1.5kB"), parse_bytes(12), parse_bytes(4096.0)
     (3221225472, 1500, 12, 4096)
+    >>> parse_bytes("9007199254740993")  # past 2^53: exact
+    9007199254740993
     >>> parse_bytes(0.8)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     opsched.errors.ProblemError: size 0.8: bytes must be a whole number (a share of ...
@@ -42,11 +44,18 @@ def parse_bytes(text: str | int) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise ProblemError(f"size must be >= 0, got {text}")
+        if text > 2**62:
+            raise ProblemError(f"size {text} is too large (max 2^62 bytes)")
         return text
     m = _SIZE.match(str(text))
     if not m or m.group(2).lower() not in _UNITS:
         raise ProblemError(f"cannot read size {text!r} (examples: 4096, 512MiB, 3GiB, 2GB)")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    unit = _UNITS[m.group(2).lower()]
+    if unit == 1 and m.group(1).isdigit():  # whole bytes: exact, not through a float
+        if int(m.group(1)) > 2**62:
+            raise ProblemError(f"size {text!r} is too large (max 2^62 bytes)")
+        return int(m.group(1))
+    value = float(m.group(1)) * unit
     if not math.isfinite(value) or value > 2**62:
         raise ProblemError(f"size {text!r} is too large (max 2^62 bytes)")
     if _UNITS[m.group(2).lower()] == 1 and value != int(value):

@@ -304,3 +304,45 @@ def test_an_empty_scheduler_list_names_its_section(tmp_path: Path) -> None:
     toml.write_text('[experiment]\nname = "q"\n[[graphs]]\ngenerate = "layered"\nops = 6\n'
                     '[machines]\nunits = [2]\n[schedulers]\nnames = []\n')  # fmt: skip
     _refused(invoke("bench", toml, "--db", tmp_path / "db.sqlite"), "schedulers.names")
+
+
+def test_out_of_range_options_are_refused_before_any_work(tmp_path):
+    g = _layered(tmp_path)
+    _refused(invoke("solve", g, "-k", 2, "--workers", 20000), "--workers", "1<=x<=1024")
+    _refused(invoke("solve", g, "-k", 2, "--workers", 10**20), "--workers")
+    _refused(invoke("solve", g, "--devices", f"gpu:{10**20},cpu:1", "-s", "heft"),
+             "count must be at most 4,096")  # fmt: skip
+    _refused(invoke("solve", g, "--devices", "gpu:1,cpu:1", "-s", "heft", "--link-latency",
+                    1e17), "a transfer over the links takes up to 1e+17")  # fmt: skip
+    # a size past 2^53 is read exactly, past 2^62 refused
+    _refused(invoke("solve", g, "-k", 2, "-s", "greedy", "--memory-cap", 2**62 + 1),
+             "too large (max 2^62 bytes)")  # fmt: skip
+    # the output is checked before the search (pareto) or the fit (cost fit)
+    _refused(invoke("pareto", g, "-k", 2, "-o", tmp_path / "no" / "f.csv"), "no such folder")
+    (tmp_path / "afile").write_text("x")
+    _refused(invoke("cost", "fit", "-q", "-o", tmp_path / "afile" / "sub"), "is a file")
+    _refused(invoke("demo", "page", "-o", tmp_path / "d.html", "--seed-units", 10**20),
+             "--seed-units")  # fmt: skip
+
+
+def test_a_makespan_limit_past_all_the_work_binds_nothing(tmp_path):
+    g = _layered(tmp_path)
+    free = json.loads(invoke("solve", g, "-k", 2, "--json", "--time-limit", 5).stdout)
+    r = invoke("solve", g, "-k", 2, "--json", "--time-limit", 5, "--makespan-limit", 1e300)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["makespan"] == free["makespan"]
+    r = invoke("solve", g, "-k", 2, "--json", "--time-limit", 5, "--objective", "peak-memory",
+               "--makespan-limit", 1e300)  # fmt: skip
+    assert r.exit_code == 0 and json.loads(r.stdout)["status"] == "OPTIMAL", r.output
+
+
+def test_a_grouped_convolution_whose_groups_do_not_divide_its_channels(tmp_path):
+    attrs = {"N": 8, "C": 64, "H": 56, "W": 56, "K": 64, "R": 3, "S": 3, "groups": 7,
+             "pad_h": 1, "pad_w": 1, "dtype": "float32"}  # fmt: skip
+    doc = {"ops": [{"name": "c", "duration": 1, "kind": "conv2d", "attrs": attrs}]}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(doc))
+    out = tmp_path / "o.json"
+    _refused(invoke("cost", "apply", path, "--gpu", "A100-SXM4-80GB", "-o", out),
+             "op 'c'", "groups = 7 does not divide C = 64")  # fmt: skip
+    assert not out.exists()

@@ -102,6 +102,7 @@ def fit_profiles(
 
     base = Path(root) if root is not None else dataset_path("kernel-timings")
     out = Path(out_dir) if out_dir is not None else Path(__file__).parent / "profiles"
+    _check_out_dir(out)  # before the minute of fitting, not after it
     specs = parse_specs_csv(read_text(base / "gpu_specs.csv"), str(base / "gpu_specs.csv"))
     doc = {"format": "opsched-gpu-specs/1", "source": "datasets/kernel-timings/gpu_specs.csv",
            "gpus": [s.to_dict() for s in specs.values()]}  # fmt: skip
@@ -137,3 +138,15 @@ def fit_profiles(
     _load.cache_clear()
     _load_trees.cache_clear()
     return written
+
+
+def _check_out_dir(out: Path) -> None:
+    """Raise if ``out`` cannot become a folder: it, or the nearest of its parents that
+    exists, is not a folder."""
+    from opsched.errors import InputError
+
+    p = out
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    if not p.is_dir():
+        raise InputError(f"{str(p)!r} is a file, not a folder", str(out))

@@ -34,14 +34,14 @@ def _page_command() -> click.Command:
     @click.option(
         "--units",
         "-k",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, 64),
         default=4,
         show_default=True,
         help="Compute units of the parallel and pipeline strategies.",
     )
     @click.option(
         "--seed-units",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, 64),
         default=2,
         show_default=True,
         help="Compute units of the step-by-step seed loop.",

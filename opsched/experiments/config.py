@@ -63,6 +63,7 @@ from typing import Any
 from opsched._files import read_text
 from opsched.errors import InputError, OpschedError
 from opsched.problem import Objective
+from opsched.solver.defaults import MAX_WORKERS
 from opsched.units import parse_bytes
 
 __all__ = [
@@ -317,6 +318,8 @@ def _schedulers(t: Mapping[str, Any], source: str) -> SchedulerSpec:
         known = ", ".join(o.value for o in Objective)
         raise _err(source, "schedulers.objective", f"unknown objective {obj!r}; known: {known}")
     workers = _int(t, "workers", "schedulers.workers", source, 1, 1)
+    if workers > MAX_WORKERS:
+        raise _err(source, "schedulers.workers", f"must be at most {MAX_WORKERS}, got {workers}")
     return SchedulerSpec(_unique(list(names)), float(tl), obj, workers)
 
 

@@ -54,6 +54,10 @@ __all__ = ["CostFn", "DeviceType", "HeteroMachine", "HeteroProblem", "Link", "ro
 CostFn = Callable[[Op, str], float | None]
 
 
+#: Most instances of one device type (a million on a 2-op graph took 5 s and 500 MB).
+MAX_DEVICES = 4096
+
+
 @dataclass(frozen=True)
 class DeviceType:
     """A device type with ``count`` identical instances."""
@@ -66,6 +70,11 @@ class DeviceType:
             raise ProblemError(f"device type name must be a non-empty word, got {self.name!r}")
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise ProblemError(f"device type {self.name!r}: count must be >= 1, got {self.count!r}")
+        if self.count > MAX_DEVICES:  # the solvers keep state per instance
+            raise ProblemError(
+                f"device type {self.name!r}: count must be at most {MAX_DEVICES:,}, "
+                f"got {self.count:,}"
+            )
 
 
 @dataclass(frozen=True)
@@ -238,6 +247,17 @@ class HeteroProblem:
                     lat[a, b] = float(lk.latency)
         self.per_byte = per_byte
         self.latency = lat
+        # durations and transfers along a path must add up exactly in float64 (as a graph's
+        # durations do): refuse a link that makes one transfer longer than all that allows
+        biggest = float(graph.output_sizes.max()) if graph.num_ops else 0.0
+        longest = float((biggest * per_byte + lat).max()) if nt > 1 else 0.0
+        work = float(np.nan_to_num(dur, nan=0.0).max(axis=1).sum())
+        if not longest + work <= 2.0**53:  # also false for inf / NaN
+            raise ProblemError(
+                f"a transfer over the links takes up to {longest:.3g} time units: with the "
+                f"durations, more than 2^53 (times past it are not exact); check "
+                "--link-bandwidth and --link-latency"
+            )
         #: every device instance as (type, index within the type), type by type
         self.instances: list[tuple[str, int]] = [
             (d.name, j) for d in machine.devices for j in range(d.count)

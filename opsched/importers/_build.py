@@ -280,11 +280,16 @@ class GraphBuilder:
             roots = set(self.value(inputs[0]).roots)
         if not shares or not roots:
             roots = {op_name} if out_bytes else set()
+        if out_bytes > MAX_SIZE:  # a clamp would price and count a tensor it is not
+            raise InputError(
+                f"op {op_name!r}: its output takes {out_bytes:.3g} bytes, more than 2^62",
+                self.where,
+            )
         self._ops[op_name] = {
             "name": op_name,
             "kind": kind,
             "deps": tuple(deps),
-            "output_bytes": min(out_bytes, MAX_SIZE),
+            "output_bytes": out_bytes,
             "attrs": a,
             "output": False,
         }
@@ -323,7 +328,7 @@ class GraphBuilder:
             return OpGraph(
                 ops,
                 name=self.name,
-                persistent_bytes=min(self.persistent_bytes, MAX_SIZE),
+                persistent_bytes=self.persistent_bytes,
                 attrs=attrs,
             )
         except GraphError as e:

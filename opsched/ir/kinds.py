@@ -172,13 +172,17 @@ SIZE_ATTRS = frozenset({"B", "M", "N", "K", "C", "H", "W", "R", "S", "stride_h",
 
 def check_sizes(kind: str, attrs: Mapping[str, Any]) -> None:
     """Raise :class:`GraphError` naming the first size attr (:data:`SIZE_ATTRS`) of ``attrs``
-    that is not a non-negative integer, or a ``causal`` flag that is not 0 / 1.
+    that is not a non-negative integer, a ``causal`` flag that is not 0 / 1, or a
+    convolution's ``groups`` that does not divide its channel counts.
 
     >>> check_sizes("matmul", {"M": 4, "N": 4.0, "K": 4, "fn": "x"})
     >>> check_sizes("elementwise", {"numel": None})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     opsched.errors.GraphError: elementwise attrs['numel'] must be a non-negative ... got None
+    >>> check_sizes("conv2d", {"C": 64, "K": 64, "groups": 7})
+    Traceback (most recent call last):
+    opsched.errors.GraphError: conv2d attrs groups = 7 does not divide C = 64
     """
     for key in SIZE_ATTRS.intersection(attrs):
         v = attrs[key]
@@ -186,6 +190,12 @@ def check_sizes(kind: str, attrs: Mapping[str, Any]) -> None:
             raise GraphError(_not_a_size(kind, key, v))
     if "causal" in attrs:
         _causal(attrs)
+    groups = attrs.get("groups")
+    if kind.startswith("conv2d") and type(groups) is int and groups > 1:
+        for key in ("C", "K"):  # both channel counts split into the groups
+            v = attrs.get(key)
+            if type(v) is int and v % groups:
+                raise GraphError(f"{kind} attrs groups = {groups} does not divide {key} = {v}")
 
 
 def _check_kind(kind: str) -> None:

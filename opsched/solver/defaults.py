@@ -37,7 +37,16 @@ import numbers
 
 from opsched.errors import ProblemError
 
-__all__ = ["DEFAULT_SUBSOLVERS", "DEFAULT_WORKERS", "check_seconds", "check_workers"]
+__all__ = [
+    "DEFAULT_SUBSOLVERS",
+    "DEFAULT_WORKERS",
+    "MAX_WORKERS",
+    "check_seconds",
+    "check_workers",
+]
+
+#: Most CP-SAT search threads accepted (CP-SAT itself refuses some 20,000 without a word).
+MAX_WORKERS = 1024
 
 DEFAULT_WORKERS = 2
 #: CP-SAT full searches, in order; with more workers than names CP-SAT repeats them.
@@ -45,8 +54,8 @@ DEFAULT_SUBSOLVERS: tuple[str, ...] = ("no_lp", "default_lp")
 
 
 def check_workers(value: int, name: str = "num_workers") -> int:
-    """``value`` as a count of search threads: an integer of at least 1 (CP-SAT refuses
-    anything else without saying why).
+    """``value`` as a count of search threads: an integer from 1 to :data:`MAX_WORKERS`
+    (CP-SAT refuses anything else without saying why).
 
     >>> check_workers(2)
     2
@@ -56,6 +65,8 @@ def check_workers(value: int, name: str = "num_workers") -> int:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ProblemError(f"{name} must be an integer >= 1, got {value!r}")
+    if value > MAX_WORKERS:
+        raise ProblemError(f"{name} must be at most {MAX_WORKERS}, got {value!r}")
     return int(value)
 
 

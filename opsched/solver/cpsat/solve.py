@@ -208,7 +208,10 @@ def solve_cpsat(
             memory_order = check.order
     limit_ticks = None
     if makespan_limit is not None:
-        limit_ticks = math.floor(makespan_limit * scaling.time_scale + 1e-9)
+        # past the total work it binds nothing: a schedule shifted left (each start at 0 or
+        # at an end) has no idle time and keeps its memory and capacity, so ends by then
+        work = sum(scaling.durations)
+        limit_ticks = min(work, math.floor(min(makespan_limit * scaling.time_scale, 2.0**62)))
     peak_floor, peak_hint = 0, None
     if serial and obj in (Objective.PEAK_MEMORY, Objective.MEMORY_THEN_MAKESPAN):
         least = least_peak_start(tick, max_states=_serial_states(time_limit))
