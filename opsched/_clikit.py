@@ -215,6 +215,16 @@ def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
             "resources alone), so the option would change nothing",
             str(graph),
         )
+    g = problem.graph
+    if memory_cap is not None and not (
+        g.persistent_bytes or g.output_sizes.any() or g.workspace_sizes.any()
+    ):
+        raise ProblemError(
+            f"--memory-cap {memory_cap}: the graph has no memory sizes (every output, "
+            "workspace and persistent size is 0; STG and PSPLIB files have none), so the "
+            "option would change nothing",
+            str(graph),
+        )
     return clamp_units(problem)
 
 

@@ -28,7 +28,24 @@ from opsched.ir.graph import Op, OpGraph
 
 __all__ = ["parse_patterson", "parse_psplib", "read_patterson", "read_psplib"]
 
-_SECTION = re.compile(r"^(PRECEDENCE RELATIONS|REQUESTS/DURATIONS|RESOURCEAVAILABILITIES)")
+_SECTION = re.compile(
+    r"^(PRECEDENCE\s+RELATIONS|REQUESTS\s*/\s*DURATIONS|RESOURCE\s*AVAILABILITIES)\s*:?",
+    re.IGNORECASE,
+)
+#: A section's header as matched, squashed ("PRECEDENCE  RELATIONS" -> "PRECEDENCE RELATIONS").
+_SECTION_NAMES = {
+    "precedencerelations": "PRECEDENCE RELATIONS",
+    "requests/durations": "REQUESTS/DURATIONS",
+    "resourceavailabilities": "RESOURCEAVAILABILITIES",
+}
+_JOBS = re.compile(r"^jobs\s*\(\s*incl", re.IGNORECASE)
+
+
+def _next_filled(lines: list[str], i: int) -> int:
+    """The first line from ``i`` on that is not blank (``len(lines)`` if none)."""
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    return i
 
 
 def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGraph:
@@ -62,8 +79,8 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
     for i, line in enumerate(lines):
         m = _SECTION.match(line.strip())
         if m:
-            sections[m.group(1)] = i
-        if line.strip().lower().startswith("jobs (incl"):
+            sections[_SECTION_NAMES[re.sub(r"\s+", "", m.group(1)).lower()]] = i
+        if _JOBS.match(line.strip()):
             njobs = _int(line.split(":")[-1].strip(), "job count", i + 1, where)
     for sec in ("PRECEDENCE RELATIONS", "REQUESTS/DURATIONS", "RESOURCEAVAILABILITIES"):
         if sec not in sections:
@@ -76,7 +93,7 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
     succ = _rows(lines, sections["PRECEDENCE RELATIONS"] + 1, njobs, where, "precedence")
     req = _rows(lines, sections["REQUESTS/DURATIONS"] + 1, njobs, where, "request",
                 ("job number", "mode", "duration"))  # fmt: skip
-    head_line = sections["RESOURCEAVAILABILITIES"] + 1
+    head_line = _next_filled(lines, sections["RESOURCEAVAILABILITIES"] + 1)
     if head_line >= len(lines):
         raise InputError("missing resource names and capacities (truncated file?)", where)
     head = lines[head_line]
@@ -84,7 +101,7 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
     if not res_names or _RESOURCE_NAME.sub("", head).strip():
         raise InputError(f"line {head_line + 1}: expected resource names (R 1 R 2 ...), "
                          f"got {head.strip()!r}", where)  # fmt: skip
-    cap_line = head_line + 1
+    cap_line = _next_filled(lines, head_line + 1)
     if cap_line >= len(lines):
         raise InputError("missing resource capacities (truncated file?)", where)
     caps = [_int(t, "capacity", cap_line + 1, where) for t in lines[cap_line].split()]

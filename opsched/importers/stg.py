@@ -56,7 +56,9 @@ def parse_stg(text: str, name: str = "stg", where: str = "<stg>") -> OpGraph:
                             label = f"{key} #{n}"
                         attrs[label] = value
             continue
-        body.append((lineno, stripped.split()))
+        data = stripped.split("#", 1)[0].split()  # a comment after the numbers is dropped
+        if data:
+            body.append((lineno, data))
     if not body:
         raise InputError("no task count: the file has no data lines", where)
     lineno, first = body[0]

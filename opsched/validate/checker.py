@@ -104,7 +104,9 @@ class ValidationReport:
 
 
 def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> ValidationReport:
-    """Check ``schedule`` against ``problem``; return every violation found.
+    """Check ``schedule`` against ``problem``; return every violation found: each broken
+    dependency, duration or unit, each stretch of time over a resource's capacity (at its
+    highest level) and the memory peak, if it is over the cap.
 
     Parameters
     ----------
@@ -231,9 +233,9 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         users = np.flatnonzero(running & (amt > 0))
         if not len(users):
             continue
-        hit = _first_overflow(S[users], E[users] - eps, amt[users], name_arr[users], cap)
-        if hit is not None:
-            when, level, holders_idx = hit
+        for when, level, holders_idx in _overflows(
+            S[users], E[users] - eps, amt[users], name_arr[users], cap
+        ):
             holders = sorted(names[i] for i in users[holders_idx])
             out.append(
                 Violation(
@@ -307,13 +309,15 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     return report
 
 
-def _first_overflow(
+def _overflows(
     s: np.ndarray, e: np.ndarray, amt: np.ndarray, names: np.ndarray, cap: int
-) -> tuple[float, int, np.ndarray] | None:
-    """First start at which the running total passes ``cap``: (time, level, holders).
+) -> list[tuple[float, int, np.ndarray]]:
+    """Each stretch of time over ``cap``, at its highest level: (time, level, holders).
 
-    Events are ordered by time, ends before starts at equal times, then by op name; the
-    holders are the ops started and not yet ended at that event.
+    Events are ordered by time, ends before starts at equal times, then by op name; a
+    stretch runs from a start that passes ``cap`` to the next event back within it, and is
+    reported at its first event of the highest level, with the ops started and not yet
+    ended there.
     """
     m = len(s)
     when = np.concatenate([e, s])
@@ -322,14 +326,18 @@ def _first_overflow(
     order = np.lexsort((np.concatenate([names, names]), is_start, when))
     delta = np.where(is_start == 1, amt[who], -amt[who])[order]
     level = np.cumsum(delta)
-    bad = np.flatnonzero((is_start[order] == 1) & (level > cap))
-    if not len(bad):
-        return None
-    p = int(bad[0])
+    over = level > cap
+    if not over.any():
+        return []
     pos = np.empty(2 * m, dtype=np.int64)
     pos[order] = np.arange(2 * m)
-    started, ended = pos[m:] <= p, pos[:m] <= p
-    return float(when[order[p]]), int(level[p]), np.flatnonzero(started & ~ended)
+    out = []
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], over, [False]]).astype(np.int8)))
+    for a, b in zip(edges[::2], edges[1::2], strict=True):  # over on events a .. b-1
+        p = int(a + np.argmax(level[a:b]))
+        started, ended = pos[m:] <= p, pos[:m] <= p
+        out.append((float(when[order[p]]), int(level[p]), np.flatnonzero(started & ~ended)))
+    return out
 
 
 def _unit_overlaps(

@@ -85,7 +85,7 @@ def test_capacity_of_units_exceeded():
     assert "3 > capacity 2" in v.message
 
 
-def test_capacity_of_named_resource_exceeded():
+def test_capacity_of_named_resource_exceeded() -> None:
     g = OpGraph(
         (
             Op("a", 2, demands={"units": 1, "dma": 1}),
@@ -530,3 +530,14 @@ def test_a_unit_index_of_minus_two_is_refused() -> None:
         {"name": "b", "start": 0, "end": 1, "unit": -2}]})  # fmt: skip
     report = validate(p, s)
     assert [v.kind for v in report.violations] == ["unit", "unit"]
+
+
+def test_each_stretch_over_a_capacity_is_reported_at_its_highest_level():
+    # dma 1: a and b overlap over [1, 2), then c, d and e over [5, 6) (3 > 1, at its highest
+    # after two starts at 4 and 5); between them the dma is within its capacity
+    g = OpGraph(tuple(Op(x, 2, demands={"units": 0, "dma": 1}) for x in "abcde"))
+    p = Problem(g, Machine(units=1, resources={"dma": 1}))
+    s = hand(g, rows_at(g, {"a": 0, "b": 1, "c": 4, "d": 5, "e": 5}))
+    got = [(v.time, v.ops) for v in validate(p, s).violations if v.kind == "capacity"]
+    assert got == [(1.0, ("a", "b")), (5.0, ("c", "d", "e"))]
+    assert "used 3 > capacity 1" in validate(p, s).violations[-1].message
