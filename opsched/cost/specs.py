@@ -274,10 +274,12 @@ def parse_specs_csv(text: str, where: str = "gpu_specs.csv") -> dict[str, GpuSpe
         if not sm or not bw or not fp32:
             raise InputError(f"line {lineno}: sm_count, mem_bw_GBps and fp32_tflops needed", where)
         peaks = {c: v for c, col in columns.items() if (v := _num(row.get(col, "")))}
-        if "int8" not in peaks and re.search(r"sm_61\b", row.get("arch", "")):
-            # compute capability 6.1 (GP102/GP104/GP106) has DP4A: four int8 products
-            # accumulated in int32 per lane and clock, 4x the FP32 rate (the P4's datasheet
-            # lists "22 (dp4a)" for its 5.5 TFLOPS); the table leaves it blank for the others
+        if "int8" not in peaks and re.search(r"sm_(61|70)\b", row.get("arch", "")):
+            # compute capability 6.1 (GP102/GP104/GP106) and 7.0 (Volta, whose tensor cores
+            # take fp16 only) have DP4A: four int8 products accumulated in int32 per lane and
+            # clock, 4x the FP32 rate (the P4's datasheet lists "22 (dp4a)" for its 5.5
+            # TFLOPS); the table leaves it blank for them. Without it the V100's int8 fell
+            # back to its fp16 tensor cores, twice as fast as DP4A
             peaks["int8"] = 4 * fp32
         out[key] = GpuSpec(
             key, f"{row['gpu']} {row['variant']}", row.get("arch", ""), int(sm), bw, peaks

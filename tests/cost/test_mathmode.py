@@ -204,6 +204,14 @@ def test_pascal_int8_peak_is_dp4a():
     assert s["P4"].peak_tflops("int8") == 22.0
     assert "int8" not in s["P100-PCIe"].peaks and "int8" not in s["M40"].peaks
     assert load_specs()["Titan-Xp"].peak_tflops("int8") == pytest.approx(4 * 12.1)
+    # Volta too: its tensor cores take fp16 only, so int8 is DP4A, not the 125 TFLOPS of fp16
+    assert load_specs()["V100-SXM2"].peak_tflops("int8") == pytest.approx(4 * 15.7)
+    from opsched.cost import load_profile
+    from opsched.ir import Op
+
+    n = 8192
+    op = Op("g", 0, kind="matmul", attrs={"M": n, "N": n, "K": n, "dtype": "int8"})
+    assert load_profile("V100-SXM2").predict(op) >= 2 * n**3 / (4 * 15.7e12) * 1e6 * 0.999
 
 
 def test_collected_deepbench_rows_take_each_timings_mode_from_its_kernel() -> None:
