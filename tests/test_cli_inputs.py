@@ -346,3 +346,18 @@ def test_a_grouped_convolution_whose_groups_do_not_divide_its_channels(tmp_path)
     _refused(invoke("cost", "apply", path, "--gpu", "A100-SXM4-80GB", "-o", out),
              "op 'c'", "groups = 7 does not divide C = 64")  # fmt: skip
     assert not out.exists()
+
+
+def test_cost_predict_leaves_a_row_no_kernel_can_have_empty_and_names_it(tmp_path):
+    head = "gpu,dtype,N,C,H,W,K,R,S,pad_h,pad_w,stride_h,stride_w,fwd_time_us\n"
+    good = "NVIDIA T4,fp32,8,64,56,56,64,3,3,1,1,1,1,100\n"
+    path = tmp_path / "conv.csv"
+    path.write_text(head + good + good.replace(",1,1,100", ",0,1,100"))
+    out = tmp_path / "out.csv"
+    r = invoke("cost", "predict", "-i", path, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "1 rows with a shape no kernel can have (data row 2: conv2d stride" in r.output
+    import pandas as pd
+
+    pred = pd.read_csv(out)["predicted_time_us"]
+    assert pred[0] > 0 and pd.isna(pred[1])  # the good row is still priced

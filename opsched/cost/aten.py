@@ -236,9 +236,14 @@ def aten_kind(
             return "matmul", {"M": ts[0][0], "N": ts[1][1], "K": ts[0][1], "dtype": dtype}
         if name == "addmm" and len(ts) >= 3:
             return "matmul", {"M": ts[1][0], "N": ts[2][1], "K": ts[1][1], "dtype": dtype}
-        if name in ("bmm", "baddbmm") and len(ts) >= 2:
+        batched = name in ("bmm", "baddbmm") or (name == "matmul" and len(ts) >= 2)
+        if batched and len(ts[-2]) >= 3 and len(ts[-1]) >= 2:
             a, b = ts[-2], ts[-1]
-            return "matmul", {"B": a[0], "M": a[1], "N": b[2], "K": a[2], "dtype": dtype}
+            if len(b) == 2:  # a batch of rows times one matrix: folded into one GEMM
+                return "matmul", {"M": _prod(a[:-1]), "N": b[-1], "K": a[-1], "dtype": dtype}
+            # every leading dim is batch (a 4-D [B, H, M, K] had been read as [B, M, K])
+            return "matmul", {"B": _prod(a[:-2]), "M": a[-2], "N": b[-1], "K": a[-1],
+                              "dtype": dtype}  # fmt: skip
         if name in ("linear",) and len(ts) >= 2:
             x, w = ts[0], ts[1]
             return "matmul", {"M": _prod(x[:-1]), "N": w[0], "K": x[-1], "dtype": dtype}

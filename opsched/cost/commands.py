@@ -43,10 +43,15 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
     _check_gpu_option(gpu)
     out = predict_table(read_table(input_), gpu, str(input_))
     no_gpu = out.attrs["_opsched"]["no_gpu"]
-    missing = int(out["predicted_time_us"].isna().sum()) - no_gpu
+    bad = out.attrs["_opsched"]["impossible"]
+    bad_rows = len({row for row, _ in bad})
+    missing = int(out["predicted_time_us"].isna().sum()) - no_gpu - bad_rows
     _write_table(out, output)
     notes = [f"{no_gpu} rows without a GPU name, give --gpu to price them"] if no_gpu else []
     notes += [f"{missing} rows without a readable shape"] if missing else []
+    if bad:
+        row, why = bad[0]
+        notes += [f"{bad_rows} rows with a shape no kernel can have (data row {row + 1}: {why})"]
     note = f" (left empty: {'; '.join(notes)})" if notes else ""
     click.echo(f"wrote {len(out)} rows to {output}{note}")
 

@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from opsched.cost.data import (
 )
 from opsched.cost.features import family_of
 from opsched.cost.profile import load_profile
-from opsched.errors import InputError
+from opsched.errors import GraphError, InputError
 
 __all__ = ["errors", "predict_table"]
 
@@ -42,10 +43,12 @@ _PRED = {"": "predicted_time_us", "conv2d": "predicted_time_us",
 def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     """``df`` (any timing schema) plus predicted times in microseconds.
 
-    Rows whose shape cannot be read get NaN, and so do rows without a GPU name when ``gpu``
-    is not given (their count is ``out.attrs["_opsched"]["no_gpu"]``; a table in which no
-    row names its GPU is an error that asks for ``gpu``). Kernel-level profiler rows share
-    their op's predicted time equally among the kernels of the same op instance. Also
+    Rows whose shape cannot be read get NaN, and so do rows whose shape no kernel can have
+    (listed as ``(row, why)`` in ``out.attrs["_opsched"]["impossible"]``) and rows without a
+    GPU name when ``gpu`` is not given (their count is ``out.attrs["_opsched"]["no_gpu"]``;
+    a table in which no row names its GPU is an error that asks for ``gpu``). Kernel-level
+    profiler rows share their op's predicted time equally among the kernels of the same op
+    instance. Also
     attaches, for :func:`errors`, the hidden columns ``_family``, ``_gpu``, ``_roofline_us``
     (per target).
     """
@@ -67,12 +70,26 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     by_gpu: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in recs:
         by_gpu.setdefault((r["gpu"], r["method"]), []).append(r)
+    impossible: list[tuple[int, str]] = []  # (row, why): shapes no kernel can have
     for (key, method), rs in by_gpu.items():
         prof = load_profile(key)
         # canonical_rows already set each row's math mode from its source: no default on top
-        pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs], method,
-                                 allow_tf32=False)  # fmt: skip
+        try:
+            pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs],
+                                     method, allow_tf32=False)  # fmt: skip
+        except GraphError:  # one impossible row (stride 0, a window past its input): the
+            # others are priced one by one, that row left empty and named
+            pred = []
+            for r in rs:
+                try:
+                    pred.extend(prof.predict_many([r["kind"]], [r["attrs"]], method,
+                                                  allow_tf32=False))  # fmt: skip
+                except GraphError as e:
+                    impossible.append((r["row"], e.message))
+                    pred.append(math.nan)
         for r, p in zip(rs, pred, strict=True):
+            if not math.isfinite(p):
+                continue
             cols[r["target"]][r["row"]] = p
             roofs[r["target"]][r["row"]] = prof.roofline(r["kind"], r["attrs"])
             if r["target"] in ("", "conv2d"):
@@ -85,7 +102,8 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     for t in targets:
         out[_PRED[t]] = cols[t]
     out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs,
-                             "targets": targets, "no_gpu": no_gpu}  # fmt: skip
+                             "targets": targets, "no_gpu": no_gpu,
+                             "impossible": sorted(impossible)}  # fmt: skip
     return out
 
 

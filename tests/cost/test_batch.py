@@ -37,7 +37,9 @@ def _random_ops(family: str, n: int, rng: np.random.Generator) -> list[dict]:
             if rng.random() < 0.3:
                 a["stride_h"] = a["stride_w"] = int(rng.integers(1, 3))
             if rng.random() < 0.2:
-                a["groups"] = int(rng.choice([0, 1, 2, a["C"]]))
+                g = a["groups"] = int(rng.choice([0, 1, 2, a["C"]]))
+                if g > 1:  # both channel counts split into the groups
+                    a["C"], a["K"] = g * max(1, a["C"] // g), g * max(1, a["K"] // g)
             if h + 2 * (r // 2) < r:
                 continue
         if rng.random() < 0.2 and not family.startswith("elementwise"):

@@ -202,3 +202,15 @@ def test_a_half_op_costs_at_most_its_float32_twin_where_the_twin_is_measured(gpu
         assert np.all((half <= fp32 * (1 + 1e-9)) | ~np.array(bounded)), (dt, half / fp32)
     if gpu == "V100-SXM2":
         assert bounded[fams.index("elementwise_binary")]
+
+
+def test_batched_matmuls_count_every_leading_dim_as_batch() -> None:
+    bf = ["c10::BFloat16"] * 2
+    # a 4-D bmm [B, H, M, K] x [B, H, K, N] had been read as B=2, M=16, K=4096
+    kind, a = aten_kind("aten::bmm", [[2, 16, 4096, 64], [2, 16, 64, 4096]], bf)
+    assert kind == "matmul" and (a["B"], a["M"], a["N"], a["K"]) == (32, 4096, 4096, 64)
+    kind, a = aten_kind("aten::bmm", [[1024, 96, 647], [1024, 647, 30]], ["float"] * 2)
+    assert (a["B"], a["M"], a["N"], a["K"]) == (1024, 96, 30, 647)  # the 3-D case as before
+    # matmul of a batch of rows and one matrix is one GEMM over all the rows
+    kind, a = aten_kind("aten::matmul", [[8, 128, 768], [768, 3072]], bf)
+    assert "B" not in a and (a["M"], a["N"], a["K"]) == (8 * 128, 3072, 768)
