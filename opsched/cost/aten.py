@@ -244,6 +244,10 @@ def aten_kind(
             # every leading dim is batch (a 4-D [B, H, M, K] had been read as [B, M, K])
             return "matmul", {"B": _prod(a[:-2]), "M": a[-2], "N": b[-1], "K": a[-1],
                               "dtype": dtype}  # fmt: skip
+        if name == "embedding" and len(ts) >= 2 and len(ts[0]) == 2:
+            # a lookup moves the rows it gathers, not the table (a 50,000-row table had been
+            # priced by its 100 MB, the same for 128 lookups as for 131,072)
+            return "embedding", {"tokens": _prod(ts[1]), "dim": ts[0][1], "dtype": dtype}
         if name in ("linear",) and len(ts) >= 2:
             x, w = ts[0], ts[1]
             return "matmul", {"M": _prod(x[:-1]), "N": w[0], "K": x[-1], "dtype": dtype}

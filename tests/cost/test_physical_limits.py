@@ -214,3 +214,16 @@ def test_batched_matmuls_count_every_leading_dim_as_batch() -> None:
     # matmul of a batch of rows and one matrix is one GEMM over all the rows
     kind, a = aten_kind("aten::matmul", [[8, 128, 768], [768, 3072]], bf)
     assert "B" not in a and (a["M"], a["N"], a["K"]) == (8 * 128, 3072, 768)
+
+
+def test_an_embedding_lookup_moves_the_rows_it_gathers() -> None:
+    # priced as an opaque op by its inputs' bytes, a 50,000 x 1,024 table cost the same
+    # for 128 lookups as for 131,072
+    from opsched.cost import load_profile
+
+    types = ["c10::BFloat16", "long int", "Int", "Bool", "Bool"]
+    small = aten_kind("aten::embedding", [[50000, 1024], [1, 128], [], [], []], types)
+    big = aten_kind("aten::embedding", [[50000, 1024], [1024, 128], [], [], []], types)
+    assert small == ("embedding", {"tokens": 128, "dim": 1024, "dtype": "bfloat16"})
+    p = load_profile("H200")
+    assert p.predict(*big) > 20 * p.predict(*small)
