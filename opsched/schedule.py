@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["SCHEDULE_FORMAT", "Schedule", "ScheduledOp", "Status", "read_schedule"]
 
 SCHEDULE_FORMAT = "opsched-schedule/1"
+# "gap" is written for readers; it is derived (makespan, lower bound), so read back from them
 _SCHEDULE_KEYS = {"format", "graph", "solver", "status", "makespan", "peak_memory",
-                  "lower_bound", "machine", "wall_time_s", "info", "ops"}  # fmt: skip
+                  "lower_bound", "gap", "machine", "wall_time_s", "info", "ops"}  # fmt: skip
 _OP_KEYS = {"name", "start", "end", "unit"}
 
 
@@ -172,6 +173,7 @@ class Schedule:
             "makespan": _num(self.makespan),
             "peak_memory": self.peak_memory,
             "lower_bound": _num(self.lower_bound),
+            "gap": self.gap,
             "machine": self.machine,
             "wall_time_s": self.wall_time_s,
             "info": self.info,

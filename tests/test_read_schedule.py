@@ -70,3 +70,13 @@ def test_unknown_fields_are_refused_not_dropped(tmp_path):
     # every field a written schedule has is read back
     s = opsched.greedy(_problem())
     assert opsched.Schedule.from_dict(s.to_dict()).makespan == s.makespan
+
+
+def test_the_gap_is_written_for_readers_and_derived_when_read(tmp_path):
+    p = _problem()
+    s = opsched.greedy(p)
+    doc = s.to_dict()
+    assert doc["gap"] == s.gap and doc["lower_bound"] is not None
+    doc["gap"] = 0.5  # a stale figure: read back from the makespan and bound, not trusted
+    back = opsched.Schedule.from_dict(doc)
+    assert back.gap == s.gap
