@@ -79,14 +79,15 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
                                      method, allow_tf32=False)  # fmt: skip
         except GraphError:  # one impossible row (stride 0, a window past its input): the
             # others are priced one by one, that row left empty and named
-            pred = []
+            one_by_one: list[float] = []
             for r in rs:
                 try:
-                    pred.extend(prof.predict_many([r["kind"]], [r["attrs"]], method,
-                                                  allow_tf32=False))  # fmt: skip
+                    one_by_one.extend(prof.predict_many([r["kind"]], [r["attrs"]], method,
+                                                        allow_tf32=False))  # fmt: skip
                 except GraphError as e:
                     impossible.append((r["row"], e.message))
-                    pred.append(math.nan)
+                    one_by_one.append(math.nan)
+            pred = np.asarray(one_by_one)
         for r, p in zip(rs, pred, strict=True):
             if not math.isfinite(p):
                 continue
