@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from opsched.errors import OpschedError
@@ -210,6 +211,22 @@ def _conv_backward(
     return kinds.fused_of(parts) | {"dtype": dtype}
 
 
+def _broadcast(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
+    """The broadcast of two batch shapes (numpy's rule), None where they do not broadcast.
+
+    >>> _broadcast([1, 16], [8, 16]), _broadcast([16], [8, 16]), _broadcast([3], [4])
+    ([8, 16], [8, 16], None)
+    """
+    out: list[int] = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return out[::-1]
+
+
 def aten_kind(
     op: str, dims: list[Any], types: list[Any], shape_text: str = "", kernel_names: str = ""
 ) -> tuple[str, dict[str, Any]] | None:
@@ -232,17 +249,21 @@ def aten_kind(
     dtype = aten_dtype(types)
     ts = _tensors(dims)
     try:
-        if name in ("mm", "matmul") and len(ts) >= 2 and len(ts[0]) == 2:
+        if name in ("mm", "matmul") and len(ts) >= 2 and len(ts[0]) == len(ts[1]) == 2:
             return "matmul", {"M": ts[0][0], "N": ts[1][1], "K": ts[0][1], "dtype": dtype}
         if name == "addmm" and len(ts) >= 3:
             return "matmul", {"M": ts[1][0], "N": ts[2][1], "K": ts[1][1], "dtype": dtype}
         batched = name in ("bmm", "baddbmm") or (name == "matmul" and len(ts) >= 2)
-        if batched and len(ts[-2]) >= 3 and len(ts[-1]) >= 2:
+        if batched and min(len(ts[-2]), len(ts[-1])) >= 2 and max(len(ts[-2]), len(ts[-1])) >= 3:
             a, b = ts[-2], ts[-1]
             if len(b) == 2:  # a batch of rows times one matrix: folded into one GEMM
                 return "matmul", {"M": _prod(a[:-1]), "N": b[-1], "K": a[-1], "dtype": dtype}
-            # every leading dim is batch (a 4-D [B, H, M, K] had been read as [B, M, K])
-            return "matmul", {"B": _prod(a[:-2]), "M": a[-2], "N": b[-1], "K": a[-1],
+            # every leading dim is batch, broadcast between the operands as torch does (a
+            # 4-D [B, H, M, K] had been read as [B, M, K])
+            batch = _broadcast(a[:-2], b[:-2])
+            if batch is None:
+                return None
+            return "matmul", {"B": _prod(batch), "M": a[-2], "N": b[-1], "K": a[-1],
                               "dtype": dtype}  # fmt: skip
         if name == "embedding" and len(ts) >= 2 and len(ts[0]) == 2:
             # a lookup moves the rows it gathers, not the table (a 50,000-row table had been

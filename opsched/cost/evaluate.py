@@ -77,17 +77,23 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
         try:
             pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs],
                                      method, allow_tf32=False)  # fmt: skip
-        except GraphError:  # one impossible row (stride 0, a window past its input): the
-            # others are priced one by one, that row left empty and named
-            one_by_one: list[float] = []
-            for r in rs:
-                try:
-                    one_by_one.extend(prof.predict_many([r["kind"]], [r["attrs"]], method,
-                                                        allow_tf32=False))  # fmt: skip
-                except GraphError as e:
-                    impossible.append((r["row"], e.message))
-                    one_by_one.append(math.nan)
-            pred = np.asarray(one_by_one)
+        except GraphError:  # an impossible row (stride 0, a window past its input): found
+            # by the shape rules alone, left empty and named; the others priced together
+            why = [_impossible(r["kind"], r["attrs"]) for r in rs]
+            ok = [i for i, w in enumerate(why) if w is None]
+            pred = np.full(len(rs), math.nan)
+            try:
+                pred[ok] = prof.predict_many([rs[i]["kind"] for i in ok],
+                                             [rs[i]["attrs"] for i in ok], method,
+                                             allow_tf32=False)  # fmt: skip
+            except GraphError:  # a fault the shape rules do not see: one row at a time
+                for i in ok:
+                    try:
+                        pred[i] = prof.predict_many([rs[i]["kind"]], [rs[i]["attrs"]],
+                                                    method, allow_tf32=False)[0]  # fmt: skip
+                    except GraphError as e:
+                        why[i] = e.message
+            impossible += [(rs[i]["row"], w) for i, w in enumerate(why) if w is not None]
         for r, p in zip(rs, pred, strict=True):
             if not math.isfinite(p):
                 continue
@@ -106,6 +112,22 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
                              "targets": targets, "no_gpu": no_gpu,
                              "impossible": sorted(impossible)}  # fmt: skip
     return out
+
+
+def _impossible(kind: str, attrs: Any) -> str | None:
+    """Why no kernel can have this op's shape (the shape rules' error), or None."""
+    from opsched.cost.batch import check_op
+    from opsched.ir import kinds
+
+    try:
+        check_op(kind, attrs)
+        kinds.dtype_bytes(attrs)
+        if kind != "fused":
+            kinds.flops(kind, attrs)
+            kinds.bytes_min(kind, attrs)
+    except GraphError as e:
+        return e.message
+    return None
 
 
 def errors(pred: Any) -> Any:

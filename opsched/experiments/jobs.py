@@ -194,6 +194,11 @@ def expand_jobs(
                 inst = _digest([item.digest, item.name, units, frac, capb, dict(ms.resources)])
                 known = _known_optimum(item, units, cap, dict(ms.resources), sc.objective)
                 for name in sc.names:
+                    ident = [cfg.name, inst, name, sc.time_limit, sc.objective, sc.num_workers]
+                    job_id = _digest(ident)
+                    if job_id in seen:  # the same graph listed twice: one job
+                        continue
+                    seen.add(job_id)
                     refuses = registry.get_solver(name).refuses
                     why = refuses and refuses(
                         units, cap is not None, sc.objective, item.graph.num_ops
@@ -202,11 +207,6 @@ def expand_jobs(
                         if left_out is not None:
                             left_out[(name, why)] = left_out.get((name, why), 0) + 1
                         continue
-                    ident = [cfg.name, inst, name, sc.time_limit, sc.objective, sc.num_workers]
-                    job_id = _digest(ident)
-                    if job_id in seen:  # the same graph listed twice: one job
-                        continue
-                    seen.add(job_id)
                     jobs.append(
                         Job(
                             job_id=job_id,

@@ -26,7 +26,12 @@ from opsched.analysis.topo import topo_indices
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
-__all__ = ["greedy", "serial"]
+__all__ = ["ZERO_RUN_LOOKAHEAD", "greedy", "serial"]
+
+#: Most ops a zero-duration run that does not fit one op at a time looks through (its head
+#: is tried again at each event while it waits, so an unbounded walk of a long chain made
+#: the loop quadratic: 17 s for a 4,000-op chain).
+ZERO_RUN_LOOKAHEAD = 1024
 
 
 def serial(problem: Problem) -> Schedule:
@@ -178,13 +183,21 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
         holds_out = dur[v] > 0 or consumers_left[v] > 0 or is_output[v]
         return (out_b[v] if holds_out else 0) + (ws_b[v] if dur[v] > 0 else 0)
 
+    # a run that did not fit is tried again once memory is low enough for its best prefix,
+    # else after 1, 2, 4, ... more completions (what they finish may lengthen the run)
+    waiting: dict[int, tuple[int, int, int]] = {}  # head -> (memory that fits, done, wait)
+
     def zero_closure(v: int) -> list[int]:
         """Zero-duration ops to start at once from the ready ``v`` that does not fit alone:
         ``v``, then the zero-duration ops it makes ready, as long as the level once they have
         run fits the cap (a tensor written and read at the same instant lives over an empty
         interval and takes no memory). Empty when no such run fits."""
         assert mem_cap is not None
-        level, best = mem, 0
+        if v in waiting:
+            fits_at, since, wait = waiting[v]
+            if mem > fits_at and done - since < wait:
+                return []
+        level, best, lowest = mem, 0, None
         run: list[int] = []
         gone: set[int] = set()
         spent: dict[int, int] = {}  # readers left per producer, after the run so far
@@ -196,13 +209,20 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
             level += out_b[x] if consumers_left[x] > 0 or is_output[x] else 0
             gone.add(x)
             run.append(x)
-            for u in preds:
+            for u in preds:  # as finish() frees: a read output goes with its last reader
                 spent[u] = spent.get(u, consumers_left[u]) - 1
-                if spent[u] == 0 and not is_output[u]:
+                if spent[u] == 0:
                     level -= out_b[u]
             if level <= mem_cap:
                 best = len(run)
-            frontier.extend(succ_idx[succ_ptr[x] : succ_ptr[x + 1]])
+            lowest = level if lowest is None else min(lowest, level)
+            if len(frontier) < ZERO_RUN_LOOKAHEAD:  # bounded: a head that waits long for
+                # memory is tried again at every event
+                frontier.extend(succ_idx[succ_ptr[x] : succ_ptr[x + 1]])
+        if not best:
+            wait = 2 * waiting[v][2] if v in waiting else 1
+            fits_at = mem_cap - ((lowest if lowest is not None else mem) - mem)
+            waiting[v] = (fits_at, done, wait)
         return run[:best]
 
     def start_zero(v: int) -> None:

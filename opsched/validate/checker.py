@@ -233,9 +233,16 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         users = np.flatnonzero(running & (amt > 0))
         if not len(users):
             continue
-        for when, level, holders_idx in _overflows(
-            S[users], E[users] - eps, amt[users], name_arr[users], cap
-        ):
+        found, total = _overflows(S[users], E[users] - eps, amt[users], name_arr[users], cap)
+        if total > len(found):
+            out.append(
+                Violation(
+                    "capacity",
+                    f"resource {res!r} is over its capacity {cap} in "
+                    f"{total:,} stretches of time; the first {len(found)} follow",
+                )
+            )
+        for when, level, holders_idx in found:
             holders = sorted(names[i] for i in users[holders_idx])
             out.append(
                 Violation(
@@ -309,10 +316,16 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     return report
 
 
+#: Most stretches over one resource's capacity that are reported one by one (each costs a
+#: pass over the schedule's events: a million-op schedule broken everywhere took minutes).
+MAX_STRETCHES = 50
+
+
 def _overflows(
     s: np.ndarray, e: np.ndarray, amt: np.ndarray, names: np.ndarray, cap: int
-) -> list[tuple[float, int, np.ndarray]]:
-    """Each stretch of time over ``cap``, at its highest level: (time, level, holders).
+) -> tuple[list[tuple[float, int, np.ndarray]], int]:
+    """Each stretch of time over ``cap``, at its highest level: (time, level, holders), the
+    first :data:`MAX_STRETCHES` of them, and how many there are.
 
     Events are ordered by time, ends before starts at equal times, then by op name; a
     stretch runs from a start that passes ``cap`` to the next event back within it, and is
@@ -328,16 +341,17 @@ def _overflows(
     level = np.cumsum(delta)
     over = level > cap
     if not over.any():
-        return []
+        return [], 0
     pos = np.empty(2 * m, dtype=np.int64)
     pos[order] = np.arange(2 * m)
     out = []
     edges = np.flatnonzero(np.diff(np.concatenate([[False], over, [False]]).astype(np.int8)))
-    for a, b in zip(edges[::2], edges[1::2], strict=True):  # over on events a .. b-1
+    stretches = list(zip(edges[::2], edges[1::2], strict=True))  # over on events a .. b-1
+    for a, b in stretches[:MAX_STRETCHES]:  # each costs a pass over the events
         p = int(a + np.argmax(level[a:b]))
         started, ended = pos[m:] <= p, pos[:m] <= p
         out.append((float(when[order[p]]), int(level[p]), np.flatnonzero(started & ~ended)))
-    return out
+    return out, len(stretches)
 
 
 def _unit_overlaps(

@@ -227,3 +227,14 @@ def test_an_embedding_lookup_moves_the_rows_it_gathers() -> None:
     assert small == ("embedding", {"tokens": 128, "dim": 1024, "dtype": "bfloat16"})
     p = load_profile("H200")
     assert p.predict(*big) > 20 * p.predict(*small)
+
+
+def test_matmul_batches_broadcast_as_torch_does() -> None:
+    f = ["float"] * 2
+    # [1, 16] and [8, 16] broadcast to 128 GEMMs (it had taken the first operand's 16)
+    assert aten_kind("aten::matmul", [[1, 16, 128, 64], [8, 16, 64, 128]], f)[1]["B"] == 128
+    assert aten_kind("aten::matmul", [[16, 128, 64], [8, 16, 64, 128]], f)[1]["B"] == 128
+    # one matrix times a batch: the batch is the second operand's (N had been its K)
+    kind, a = aten_kind("aten::matmul", [[128, 64], [8, 64, 32]], f)
+    assert kind == "matmul"
+    assert (a["B"], a["M"], a["N"], a["K"]) == (8, 128, 32, 64)

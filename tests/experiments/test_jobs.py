@@ -87,3 +87,13 @@ def test_empty_glob_names_the_key(tmp_path) -> None:
     )
     with pytest.raises(InputError, match=r"^e.toml: graphs\[0\]: .*bad.stg"):
         load_graphs(cfg2, tmp_path)
+
+
+def test_a_graph_listed_twice_is_left_out_once() -> None:
+    one = '[[graphs]]\ngenerate = "gnp"\nops = 6\nseed = 1\n'
+    rest = '[machines]\nunits = [2]\n[schedulers]\nnames = ["greedy", "downsets"]\n'
+    cfg = parse_config('[experiment]\nname = "twice"\n' + one + one + rest)
+    left: dict[tuple[str, str], int] = {}
+    jobs = expand_jobs(cfg, load_graphs(cfg), left)
+    assert [j.scheduler for j in jobs] == ["greedy"]
+    assert left == {("downsets", "machines without a memory cap"): 1}

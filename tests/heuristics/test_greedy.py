@@ -417,3 +417,18 @@ def test_a_zero_duration_chain_starts_together_under_a_tight_cap() -> None:
     # a run that cannot fit as a whole is still refused: b's output alone is over the cap
     tight = Problem(g, Machine(units=1, memory_cap=0))
     assert greedy(tight).status is Status.UNKNOWN
+
+
+def test_a_zero_duration_run_frees_a_read_graph_output_as_finish_does() -> None:
+    # A is a graph output read by Z: its tensor goes with Z (the flag keeps only a tensor
+    # nothing reads), so the run Z, Y fits at t=5; the run had kept A's 4 B and dead-ended
+    g = OpGraph((Op("A", 1, output_bytes=4, output=True), Op("B", 5, output_bytes=2, output=True),
+                 Op("Z", 0, deps=("A",), output_bytes=4), Op("Y", 0, deps=("Z",), output_bytes=3),
+                 Op("W", 1, deps=("Y",))))  # fmt: skip
+    p = Problem(g, Machine(units=2, memory_cap=6))
+    from opsched.solver import solve_brute_force
+
+    assert solve_brute_force(p).makespan == 5.0
+    for s in (greedy(p), greedy(p, "b-level")):
+        assert s.status is Status.FEASIBLE, s.info
+        assert validate(p, s).valid and s.makespan == 5.0
