@@ -39,7 +39,12 @@ def _write_rows(frame: Any, path: Path) -> None:
 
 
 def _import_trace(
-    trace: Path, output: Path, rows: Path | None, schedule: Path | None, step: int | None
+    trace: Path,
+    output: Path,
+    rows: Path | None,
+    schedule: Path | None,
+    step: int | None,
+    device: int | None = None,
 ) -> tuple[Any, list[Path]]:
     """Import ``trace`` and write the requested files; returns the import and the paths."""
     from opsched._files import check_writable
@@ -52,7 +57,7 @@ def _import_trace(
     if rows is not None:
         _check_suffix(rows, (".csv", ".csv.gz"), "--rows")
     check_writable(output, schedule, rows)  # a bad --rows must not leave -o written
-    imp = import_trace(trace, step)  # everything is computed before any file is written
+    imp = import_trace(trace, step, device)  # all computed before any file is written
     tl = imp.timeline
     doc = graph_to_dict(tl.graph)
     writes: list[tuple[Path, Callable[[], object]]] = [
@@ -91,14 +96,16 @@ def register(main: click.Group) -> None:
         help="The measured timeline as an opsched-schedule/1 JSON.",
     )  # fmt: skip
     @click.option("--step", type=int, default=None, help="ProfilerStep number (default: first).")
+    @click.option("--device", type=click.IntRange(min=0), default=None,
+                  help="GPU of a step that ran on several (default: the only one).")  # fmt: skip
     @json_option
     @handle_errors
     def import_trace_cmd(
         trace: Path, output: Path, rows: Path | None, schedule: Path | None, step: int | None,
-        as_json: bool,
+        device: int | None, as_json: bool,
     ) -> None:  # fmt: skip
         """Import a PyTorch profiler (Kineto) trace TRACE.json[.gz]."""
-        imp, paths = _import_trace(trace, output, rows, schedule, step)
+        imp, paths = _import_trace(trace, output, rows, schedule, step, device)
         tl = imp.timeline
         if as_json:
             a = tl.graph.attrs

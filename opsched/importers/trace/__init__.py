@@ -71,8 +71,11 @@ class ImportedTrace:
         )
 
 
-def import_trace(path: str | os.PathLike[str], step: int | None = None) -> ImportedTrace:
-    """Read a profiler trace; build the graph of profiler step ``step`` (default: the first).
+def import_trace(
+    path: str | os.PathLike[str], step: int | None = None, device: int | None = None
+) -> ImportedTrace:
+    """Read a profiler trace; build the graph of profiler step ``step`` (default: the first)
+    on GPU ``device`` (default: the only one the step used).
 
     Raises
     ------
@@ -82,7 +85,7 @@ def import_trace(path: str | os.PathLike[str], step: int | None = None) -> Impor
     t = load_trace(path)
     launches = link_launches(t)
     try:
-        timeline = build_step(t, launches, step)
+        timeline = build_step(t, launches, step, device)
     except Exception as e:
         from opsched.errors import OpschedError
 

@@ -257,9 +257,11 @@ def parse_trace(doc: Any, source: str = "trace") -> TraceData:
     else:
         raise InputError("not a profiler trace: no 'traceEvents' list")
     t = TraceData(source=source, schema="kineto")
-    for dev in doc.get("deviceProperties") or []:
-        if isinstance(dev, Mapping) and _int(dev.get("id")) is not None:
-            t.devices[int(dev["id"])] = str(dev.get("name", "unknown"))
+    props = doc.get("deviceProperties")
+    for dev in props if isinstance(props, list) else []:  # anything else names no GPU
+        dev_id = _int(dev.get("id")) if isinstance(dev, Mapping) else None
+        if dev_id is not None:
+            t.devices[dev_id] = str(dev.get("name", "unknown"))
     seen_steps: set[int] = set()
     for i, e in enumerate(events):
         if not isinstance(e, Mapping) or e.get("ph") != "X":
@@ -341,6 +343,12 @@ def parse_trace(doc: Any, source: str = "trace") -> TraceData:
                         rec if rec is not None and rec >= 0 else None,
                     )
                 )
+    if not t.gpu and any(isinstance(e, Mapping) and e.get("pid") == "CUDA functions"
+                         for e in events):  # fmt: skip
+        raise InputError(
+            "an autograd-profiler export (events under pid 'CUDA functions'), not a Kineto "
+            "trace: record with torch.profiler.profile and export_chrome_trace"
+        )
     t.steps.sort(key=lambda s: s.ts)
     _link_parents(t.cpu_ops)
     return t

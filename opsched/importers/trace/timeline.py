@@ -114,12 +114,25 @@ def _select(t: TraceData, launches: list[Launch], step: int | None) -> tuple[lis
     return [la for la in launches if step_of(t.steps, la.launch_ts) == step], step
 
 
-def build_step(t: TraceData, launches: list[Launch], step: int | None = None) -> StepTimeline:
-    """Build the graph and measured schedule of ``step`` (default: the first step)."""
+def build_step(
+    t: TraceData, launches: list[Launch], step: int | None = None, device: int | None = None
+) -> StepTimeline:
+    """Build the graph and measured schedule of ``step`` (default: the first step) on GPU
+    ``device`` (default: the only one the step used; a step on several GPUs needs one named,
+    as their streams are separate units and their ops separate work)."""
     chosen, step = _select(t, launches, step)
     if not chosen:
         what = f"profiler step {step}" if step is not None else "the trace"
         raise InputError(f"{what} launched no GPU work")
+    devices = sorted({la.gpu.device for la in chosen})
+    if device is not None:
+        if device not in devices:
+            raise InputError(f"--device {device}: the step ran on GPU(s) "
+                             f"{', '.join(map(str, devices))}")  # fmt: skip
+        chosen = [la for la in chosen if la.gpu.device == device]
+    elif len(devices) > 1:
+        raise InputError(f"the step ran on GPUs {', '.join(map(str, devices))}: give --device "
+                         "to import one (their streams and work are not one device's)")  # fmt: skip
     runs = _make_runs(t, chosen)
     origin = min(la.gpu.ts for la in chosen)
     streams = sorted({r.stream for r in runs})

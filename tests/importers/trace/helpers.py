@@ -68,6 +68,7 @@ class TraceBuilder:
         stream: int = 7,
         tid: int = 1,
         cat: str = "kernel",
+        device: int = 0,
     ) -> int:
         c = self.runtime("cudaLaunchKernel", cpu_ts, 1, tid)
         self.events.append(
@@ -75,11 +76,11 @@ class TraceBuilder:
                 "ph": "X",
                 "cat": cat,
                 "name": kernel,
-                "pid": 0,
+                "pid": device,
                 "tid": stream,
                 "ts": gpu_ts,
                 "dur": dur,
-                "args": {"correlation": c, "stream": stream, "device": 0},
+                "args": {"correlation": c, "stream": stream, "device": device},
             }
         )
         return c

@@ -164,3 +164,42 @@ def test_an_event_whose_category_is_not_a_string_is_skipped() -> None:
     t = parse_trace(doc, "odd.json")
     tl = build_step(t, link_launches(t), None)
     assert tl.graph.names == ["aten::mul#1", "aten::neg#1"]
+
+
+def test_a_step_on_two_gpus_is_imported_one_gpu_at_a_time() -> None:
+    # the same stream id on two GPUs: merged, their ops had shared one stream's order
+    b = TraceBuilder()
+    b.cpu("aten::mm", 0, 5, [[8, 4], [4, 2]])
+    b.launch("gemm", 1, 0, 10, stream=7, device=0)
+    b.cpu("aten::mm", 6, 5, [[8, 4], [4, 2]], tid=2)
+    b.launch("gemm", 7, 2, 10, stream=7, tid=2, device=1)
+    t = parse_trace(b.doc(), "two.json")
+    with pytest.raises(InputError, match="the step ran on GPUs 0, 1: give --device"):
+        build_step(t, link_launches(t))
+    for dev in (0, 1):
+        tl = build_step(t, link_launches(t), device=dev)
+        (op,) = tl.schedule.ops
+        assert tl.graph.num_ops == 1 and (op.start, op.end) == (0.0, 10.0)  # one gemm each
+        assert validate(tl.problem, tl.schedule).valid
+    with pytest.raises(InputError, match="--device 3: the step ran on GPU"):
+        build_step(t, link_launches(t), device=3)
+
+
+def test_an_autograd_profiler_export_is_named() -> None:
+    events = [{"ph": "X", "name": "aten::mm", "pid": "CPU functions", "tid": 1, "ts": 0,
+               "dur": 5},
+              {"ph": "X", "name": "gemm", "pid": "CUDA functions", "tid": 1, "ts": 1,
+               "dur": 3}]  # fmt: skip
+    with pytest.raises(InputError, match="an autograd-profiler export"):
+        parse_trace(events, "old.json")
+    # malformed deviceProperties name no GPU, they do not stop the import
+    b = TraceBuilder()
+    b.cpu("aten::relu", 0, 3, [[8, 2]])
+    b.launch("relu_kernel", 1, 2, 4)
+    doc = b.doc() | {"deviceProperties": 5}
+    assert _timeline_of(doc).graph.num_ops == 1
+
+
+def _timeline_of(doc):  # type: ignore[no-untyped-def]
+    t = parse_trace(doc, "synthetic.json")
+    return build_step(t, link_launches(t))
