@@ -38,7 +38,7 @@ __all__ = [
     "check_size",
 ]
 
-#: Largest total duration of a graph: times up to it are exact in float64 when whole.
+#: A graph's durations must total less: whole-number times below it are exact in float64.
 MAX_TOTAL_TIME = 2**53
 
 
@@ -154,9 +154,9 @@ class OpGraph:
                 f"graph {self.name!r}",
             )
         work = float(self.durations.sum())
-        if work > MAX_TOTAL_TIME:
+        if work >= MAX_TOTAL_TIME:  # a float sum just past 2^53 rounds to it, not below
             raise GraphError(
-                f"durations total {work:.3g}, more than 2^53 (times past it are not exact "
+                f"durations total {work:.3g}, 2^53 or more (times past it are not exact "
                 "in floating point; use a coarser time unit)",
                 f"graph {self.name!r}",
             )

@@ -69,14 +69,17 @@ def _cap_label(row: pd.Series) -> str:
 
 
 def _cap_labels(df: pd.DataFrame) -> pd.Series:
-    """Each job's cap setting as the tables group it: one label per setting (two sizes that
-    print alike get their exact bytes added, so their rows are not pooled)."""
+    """Each job's cap setting as the tables group it: one label per setting (two sizes or
+    fractions that print alike get their exact bytes or more digits, so their rows are not
+    pooled)."""
     labels = df.apply(_cap_label, axis=1) if len(df) else pd.Series([], dtype=object)
     setting = df["cap_fraction"].map(repr) + "|" + df["cap_bytes"].map(repr)
     shared = setting.groupby(labels).nunique()
     for label in shared[shared > 1].index:
         at = (labels == label) & df["cap_bytes"].notna()
         labels[at] = labels[at] + df.loc[at, "cap_bytes"].map(lambda b: f" ({int(b):,} B)")
+        at = (labels == label) & df["cap_fraction"].notna()
+        labels[at] = df.loc[at, "cap_fraction"].map(lambda x: f"{100 * x:.15g}% of peak")
     return labels
 
 

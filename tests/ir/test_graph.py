@@ -462,5 +462,5 @@ def test_totals_past_what_memory_and_time_can_sum_are_refused() -> None:
     with pytest.raises(GraphError, match=r"graph 'g'.*bytes total 4.61e\+18, more than 2\^62"):
         OpGraph((Op("a", 1, output_bytes=big), Op("b", 1, workspace_bytes=big)),
                 name="g", persistent_bytes=2**40)  # fmt: skip
-    with pytest.raises(GraphError, match=r"durations total 1e\+16, more than 2\^53"):
+    with pytest.raises(GraphError, match=r"durations total 1e\+16, 2\^53 or more"):
         OpGraph((Op("a", 1e16), Op("b", 1, deps=("a",))))

@@ -195,6 +195,8 @@ def test_cap_settings_that_print_alike_keep_their_own_rows() -> None:
     got = _cap_labels(df).tolist()
     assert got[:2] == ["90% of peak", "90.1% of peak"] and got[4:] == ["none", "12.5% of peak"]
     assert got[2] != got[3] and got[2].endswith("(1,073,741,824 B)")
+    close = pd.DataFrame({"cap_fraction": [0.9, 0.9000001], "cap_bytes": [None, None]})
+    assert _cap_labels(close).tolist() == ["90% of peak", "90.00001% of peak"]
 
 
 def test_profile_title_says_which_instances_it_covers(tmp_path) -> None:
