@@ -47,8 +47,8 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     (listed as ``(row, why)`` in ``out.attrs["_opsched"]["impossible"]``) and rows without a
     GPU name when ``gpu`` is not given (their count is ``out.attrs["_opsched"]["no_gpu"]``;
     a table in which no row names its GPU is an error that asks for ``gpu``). Kernel-level
-    profiler rows share their op's predicted time equally among the kernels of the same op
-    instance. Also
+    profiler rows take their share of their op's predicted time
+    (:mod:`opsched.cost.kernel_shares`). Also
     attaches, for :func:`errors`, the hidden columns ``_family``, ``_gpu``, ``_roofline_us``
     (per target).
     """
@@ -103,9 +103,12 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
                 fams[r["row"]] = family_of(r["kind"], r["attrs"])
                 gpus[r["row"]] = key
     if schema == "profiler_kernels" and "op_instance" in df.columns:
-        share = df.groupby("op_instance")["op_instance"].transform("size").to_numpy()
-        cols[""] = cols[""] / share
-        roofs[""] = roofs[""] / share
+        from opsched.cost.kernel_shares import kernel_weights
+
+        part = kernel_weights(df["op"].tolist(), df["kernel"].tolist(), df["op_instance"].tolist())
+        cols[""] = cols[""] * part  # each kernel its share of the op (kernel_shares)
+        count = df.groupby("op_instance")["op_instance"].transform("size").to_numpy()
+        roofs[""] = roofs[""] / count
     for t in targets:
         out[_PRED[t]] = cols[t]
     out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs,

@@ -135,6 +135,15 @@ def fit_profiles(
         path = out / f"{key}.json"
         write_text_atomic(json.dumps(prof, indent=1, sort_keys=True) + "\n", path)
         written.append(path)
+    from opsched.cost.data import read_table
+    from opsched.cost.kernel_shares import SHARE_TABLES, SHARES_FILE, _read, fit_shares
+
+    shares = fit_shares([read_table(base / f) for f in SHARE_TABLES if (base / f).exists()])
+    share_doc = {"format": "opsched-kernel-shares/1", "tables": list(SHARE_TABLES),
+                 "shares": shares}  # fmt: skip
+    write_text_atomic(json.dumps(share_doc, indent=1) + "\n", out / SHARES_FILE)
+    written.append(out / SHARES_FILE)
+    _read.cache_clear()
     _load.cache_clear()
     _load_trees.cache_clear()
     return written
