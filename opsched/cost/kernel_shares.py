@@ -62,6 +62,8 @@ def fit_shares(tables: Sequence[Any]) -> dict[str, float]:
     the ``profiler_kernels`` schema (keys with fewer than :data:`MIN_ROWS` rows left out)."""
     import pandas as pd
 
+    if not tables:  # a data folder without kernel tables: every op keeps the equal split
+        return {}
     parts = []
     for df in tables:
         t = pd.to_numeric(df["kernel_dur_us"], errors="coerce")

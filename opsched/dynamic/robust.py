@@ -279,6 +279,13 @@ def clairvoyant_gaps(
 
     draws = sample_durations(problem.graph, noise, runs, seed, decimals)
     prepared = [_prepare(problem, p) for p in policies]
+    names = [name for name, _, _ in prepared]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:  # results are keyed by policy name: one would overwrite the other
+        raise ProblemError(
+            f"two policies are both named {clash[0]!r} (schedules of the same solver): "
+            "set their solver names apart (schedule.solver = ...)"
+        )
     opt = np.empty(runs)
     proven = 0
     for i, d in enumerate(draws):

@@ -24,12 +24,24 @@ __all__ = ["register", "solve_on_devices"]
 HETERO_SOLVERS = ("cpsat", "heft", "cpop")
 
 
-def _problem(graph: Path, devices: str, bandwidth: float | None, latency: float) -> Any:
-    from opsched.hetero.model import HeteroMachine, HeteroProblem
+def _problem(
+    graph: Path, devices: str, bandwidth: float | None, latency: float, links: Any = None
+) -> Any:
+    from dataclasses import replace
+
+    from opsched.hetero.model import HeteroMachine, HeteroProblem, Link
     from opsched.importers import read_graph
 
     try:
         machine = HeteroMachine.parse(devices, bandwidth, latency)
+        if links:  # per-pair links a schedule file records ({"between": [a, b], ...})
+            pairs = {}
+            for rec in links:
+                if not isinstance(rec, dict) or len(rec.get("between") or ()) != 2:
+                    raise ProblemError(f"the schedule's machine.links: bad entry {rec!r}")
+                a, b = rec["between"]
+                pairs[(str(a), str(b))] = Link(rec.get("bandwidth"), rec.get("latency", 0.0))
+            machine = replace(machine, links=pairs)
     except ProblemError as e:
         msg = e.message
         if not msg.startswith("--"):
@@ -164,7 +176,10 @@ def register(main: click.Group) -> None:
         link: dict[str, Any] = rec["link"] if isinstance(rec.get("link"), dict) else {}
         bw = link_bandwidth if link_bandwidth is not None else link.get("bandwidth")
         lat = link_latency if link_latency is not None else link.get("latency", 0.0)
-        problem = _problem(graph, devices, bw, lat)
+        # the per-pair links the file records hold unless the link is given on the command line
+        given = link_bandwidth is not None or link_latency is not None
+        pairs = None if given or not isinstance(rec.get("links"), list) else rec["links"]
+        problem = _problem(graph, devices, bw, lat, pairs)
         report = validate_hetero(problem, sched)
         if as_json:
             emit_json(report.to_dict())

@@ -164,6 +164,10 @@ def solve_hetero_cpsat(
     }
     # HEFT, re-timed in ticks: a feasible integer schedule, so its makespan bounds the model
     start_heft = heft(problem)
+    if n == 0:  # nothing to place: HEFT's empty schedule is the proven optimum
+        start_heft.solver, start_heft.status = "cpsat", Status.OPTIMAL
+        start_heft.info = {**start_heft.info, **info}
+        return start_heft
     inst, orders = placement_orders(problem, start_heft)
     hint_s = execute_placement(problem, inst, orders, dt.astype(np.float64),
                                lambda u, a, b: float(ct[u, a, b])).astype(np.int64)  # fmt: skip

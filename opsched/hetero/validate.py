@@ -75,7 +75,7 @@ class HeteroReport:
 
     def summary(self) -> str:
         if self.valid:
-            return f"valid: makespan {self.makespan:g}"
+            return f"valid: makespan {self.makespan or 0:g}"  # None: an empty graph
         lines = [f"INVALID: {len(self.violations)} violation(s)"]
         lines += [f"  {v}" for v in self.violations[:20]]
         return "\n".join(lines)

@@ -268,3 +268,16 @@ def test_rounding_never_turns_a_timed_op_into_a_free_one() -> None:
     d = sample_durations(g, Lognormal(0.1), 50, seed=0, decimals=3)
     assert (d[:, 0] == 0.001).all() and (d[:, 1] == 0).all()
     assert (d[:, 2] > 1).all() and np.array_equal(d[:, 2], np.round(d[:, 2], 3))
+
+
+def test_clairvoyant_gaps_refuses_two_policies_of_one_name() -> None:
+    # results are keyed by the schedule's solver: the second had overwritten the first
+    from opsched.heuristics import greedy
+    from opsched.problem import Machine, Problem
+    from opsched.zoo import layered
+
+    p = Problem(layered(8, seed=0), Machine(units=2))
+    a, b = greedy(p), greedy(p, "b-level")
+    b.solver = a.solver
+    with pytest.raises(ProblemError, match="two policies are both named 'greedy'"):
+        clairvoyant_gaps(p, [a, b], Lognormal(0.1), runs=2)

@@ -84,3 +84,36 @@ def test_bad_input_is_one_line_exit_2_and_no_file(graph, tmp_path, args, msg):
 def test_solve_without_devices_is_unchanged(graph):
     r = invoke("solve", graph, "-k", "2", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["format"] == "opsched-schedule/1"
+
+
+def test_validate_takes_the_per_pair_links_the_schedule_records(tmp_path: Path) -> None:
+    # the gpu -> npu link moves 1 B per time unit: b must wait 100 after a; the command had
+    # rebuilt the machine from the default link alone and passed the schedule
+    from opsched.hetero import DeviceType, HeteroMachine, HeteroProblem, Link, validate_hetero
+    from opsched.hetero.schedule import HeteroSchedule, PlacedOp
+    from opsched.ir import Op, OpGraph
+    from opsched.ir.jsonio import write_graph_json
+
+    g = OpGraph((Op("a", 1, output_bytes=100, attrs={"durations": {"gpu": 1}}),
+                 Op("b", 1, deps=("a",), attrs={"durations": {"npu": 1}})))  # fmt: skip
+    m = HeteroMachine((DeviceType("gpu", 1), DeviceType("cpu", 1), DeviceType("npu", 1)),
+                      links={("gpu", "npu"): Link(1.0, 0.0)})  # fmt: skip
+    p = HeteroProblem(g, m)
+    bad = HeteroSchedule("g", "hand", "FEASIBLE",
+                         [PlacedOp("a", 0.0, 1.0, "gpu", 0), PlacedOp("b", 1.0, 2.0, "npu", 0)],
+                         m.to_dict())  # fmt: skip
+    assert not validate_hetero(p, bad).valid
+    write_graph_json(g, tmp_path / "g.json")
+    (tmp_path / "s.json").write_text(json.dumps(bad.to_dict()))
+    r = invoke("hetero", "validate", tmp_path / "g.json", tmp_path / "s.json")
+    assert r.exit_code == 1 and "transfer 100 (gpu -> npu)" in r.output
+
+
+def test_an_empty_graph_on_devices(tmp_path: Path) -> None:
+    (tmp_path / "e.json").write_text('{"ops": []}')
+    for solver in ("heft", "cpsat"):
+        r = invoke("solve", tmp_path / "e.json", "--devices", "gpu:1", "-s", solver,
+                   "-o", tmp_path / "s.json")  # fmt: skip
+        assert r.exit_code == 0, r.output
+        r = invoke("hetero", "validate", tmp_path / "e.json", tmp_path / "s.json")
+        assert r.exit_code == 0 and "valid: makespan 0" in r.output
