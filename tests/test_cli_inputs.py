@@ -361,3 +361,15 @@ def test_cost_predict_leaves_a_row_no_kernel_can_have_empty_and_names_it(tmp_pat
 
     pred = pd.read_csv(out)["predicted_time_us"]
     assert pred[0] > 0 and pd.isna(pred[1])  # the good row is still priced
+
+
+def test_an_attention_table_without_its_dtype_column_is_refused(tmp_path):
+    # each row had been left empty as "without a readable shape"
+    path = tmp_path / "sdpa.csv"
+    path.write_text("gpu,B,H,Sq,Skv,D,causal,time_us\nNVIDIA H200,1,8,128,128,64,0,5.6\n")
+    out = tmp_path / "o.csv"
+    _refused(invoke("cost", "predict", "-i", path, "-o", out), "no 'dtype' column")
+    assert not out.exists()
+    path.write_text("gpu,B,H,Sq,Skv,D,causal,dtype,time_us\nNVIDIA H200,1,8,128,128,64,0,"
+                    "float16,5.6\n")  # fmt: skip
+    assert invoke("cost", "predict", "-i", path, "-o", out).exit_code == 0

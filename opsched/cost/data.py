@@ -111,7 +111,8 @@ def time_columns(schema: str, columns: Iterable[str]) -> dict[str, str]:
 
 def check_columns(schema: str, columns: Iterable[str], gpu: str | None, timed: bool = True) -> None:
     """Raise :class:`InputError` if a table lacks a column its rows are read from: ``gpu``
-    (unless a GPU is given for every row) or, when ``timed``, its schema's timing column.
+    (unless a GPU is given for every row), an attention table's ``dtype`` or, when
+    ``timed``, its schema's timing column.
 
     >>> check_columns("deepbench_gemm", ["M", "N", "K", "time_us", "transA"], None)
     Traceback (most recent call last):
@@ -121,6 +122,9 @@ def check_columns(schema: str, columns: Iterable[str], gpu: str | None, timed: b
     cols = set(columns)
     if gpu is None and "gpu" not in cols:
         raise InputError("no 'gpu' column: name the GPU of every row (--gpu)")
+    if schema == "sdpa" and "dtype" not in cols:  # each row's dtype is read from it
+        raise InputError("no 'dtype' column: an attention table names each row's dtype "
+                         "(float16, bfloat16, float32)")  # fmt: skip
     if timed and not time_columns(schema, cols):
         raise InputError(f"no timing column ({', '.join(TIME_COLUMNS[schema].values())})")
 
