@@ -58,17 +58,11 @@ def _brute_refuses(units: int | None, capped: bool, objective: str, num_ops: int
 
 
 def _downsets_refuse(units: int | None, capped: bool, objective: str, num_ops: int) -> str | None:
-    from opsched.solver.downsets import MAX_OPS, MAX_UNITS
+    from opsched.solver.downsets import shape_refusal
 
-    if not capped:
-        return "machines without a memory cap"
     if objective != "makespan":
         return f"objective {objective} (it minimises the makespan)"
-    if units is None or units > MAX_UNITS:
-        return f"more than {MAX_UNITS} units"
-    if num_ops > MAX_OPS:
-        return f"graphs of more than {MAX_OPS:,} ops"
-    return None
+    return shape_refusal(units, capped, num_ops)
 
 
 def _cpsat(problem: Problem, **opts: Any) -> Schedule:

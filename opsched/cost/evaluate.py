@@ -74,26 +74,8 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     for (key, method), rs in by_gpu.items():
         prof = load_profile(key)
         # canonical_rows already set each row's math mode from its source: no default on top
-        try:
-            pred = prof.predict_many([r["kind"] for r in rs], [r["attrs"] for r in rs],
-                                     method, allow_tf32=False)  # fmt: skip
-        except GraphError:  # an impossible row (stride 0, a window past its input): found
-            # by the shape rules alone, left empty and named; the others priced together
-            why = [_impossible(r["kind"], r["attrs"]) for r in rs]
-            ok = [i for i, w in enumerate(why) if w is None]
-            pred = np.full(len(rs), math.nan)
-            try:
-                pred[ok] = prof.predict_many([rs[i]["kind"] for i in ok],
-                                             [rs[i]["attrs"] for i in ok], method,
-                                             allow_tf32=False)  # fmt: skip
-            except GraphError:  # a fault the shape rules do not see: one row at a time
-                for i in ok:
-                    try:
-                        pred[i] = prof.predict_many([rs[i]["kind"]], [rs[i]["attrs"]],
-                                                    method, allow_tf32=False)[0]  # fmt: skip
-                    except GraphError as e:
-                        why[i] = e.message
-            impossible += [(rs[i]["row"], w) for i, w in enumerate(why) if w is not None]
+        pred, why = _price(prof, rs, method)
+        impossible += [(r["row"], w) for r, w in zip(rs, why, strict=True) if w is not None]
         for r, p in zip(rs, pred, strict=True):
             if not math.isfinite(p):
                 continue
@@ -115,6 +97,37 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
                              "targets": targets, "no_gpu": no_gpu,
                              "impossible": sorted(impossible)}  # fmt: skip
     return out
+
+
+def _price(prof: Any, rs: list[dict[str, Any]], method: str) -> tuple[Any, list[str | None]]:
+    """Prices of the records ``rs`` in one call, and per record why none (None: priced).
+
+    A table may hold a row no kernel can have (stride 0, a window past its input): then the
+    shape rules find it, it is left out (NaN) and the others are priced together; a fault
+    they do not see leaves the rest priced one at a time.
+    """
+
+    def batch(idx: list[int]) -> Any:
+        return prof.predict_many([rs[i]["kind"] for i in idx], [rs[i]["attrs"] for i in idx],
+                                 method, allow_tf32=False)  # fmt: skip
+
+    every = list(range(len(rs)))
+    try:
+        return batch(every), [None] * len(rs)
+    except GraphError:
+        pass
+    why = [_impossible(r["kind"], r["attrs"]) for r in rs]
+    ok = [i for i in every if why[i] is None]
+    pred = np.full(len(rs), math.nan)
+    try:
+        pred[ok] = batch(ok)
+    except GraphError:
+        for i in ok:
+            try:
+                pred[i] = batch([i])[0]
+            except GraphError as e:
+                why[i] = e.message
+    return pred, why
 
 
 def _impossible(kind: str, attrs: Any) -> str | None:

@@ -385,6 +385,11 @@ def _alias(name: str) -> str | None:
     return None
 
 
+def _squash(text: Any) -> str:
+    """Lower case, letters and digits only: how GPU names and keys are compared."""
+    return re.sub(r"[^a-z0-9]", "", str(text).lower())
+
+
 def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     """Canonical key of a GPU name as written in a timing file, a trace or on the command line.
 
@@ -406,9 +411,8 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     specs = load_specs() if specs is None else specs
     if name in specs:
         return name
-    squash = lambda text: re.sub(r"[^a-z0-9]", "", str(text).lower())  # noqa: E731
-    keys = {key: squash(key) for key in specs}
-    squashed = squash(name)
+    keys = {key: _squash(key) for key in specs}
+    squashed = _squash(name)
     for key, sk in keys.items():
         if sk == squashed:
             return key
@@ -443,6 +447,5 @@ def variants_of(name: str, specs: Mapping[str, Any] | None = None) -> list[str]:
     if name in specs:
         return []
     model = "".join(c for c, _ in _model_chars(name))
-    squash = lambda text: re.sub(r"[^a-z0-9]", "", str(text).lower())  # noqa: E731
-    found = [key for key in specs if model and squash(key).startswith(model)]
+    found = [key for key in specs if model and _squash(key).startswith(model)]
     return found if len(found) > 1 else []

@@ -19,6 +19,7 @@ from typing import Any
 from opsched.analysis import b_level, critical_path, topological_order
 from opsched.errors import ProblemError
 from opsched.heuristics import greedy, serial
+from opsched.heuristics.greedy import take_units
 from opsched.ir import OpGraph
 from opsched.problem import Problem
 
@@ -170,13 +171,7 @@ def trace_greedy(problem: Problem, priority: str = "fifo") -> dict[str, Any]:
                     continue
                 starts[v] = t
                 if dur[v] > 0:
-                    got = []
-                    for _ in range(need[v]):
-                        if free_units:
-                            got.append(heapq.heappop(free_units))
-                        else:
-                            got.append(next_unit)
-                            next_unit += 1
+                    got, next_unit = take_units(free_units, next_unit, need[v])
                     held[v] = got
                     unit_of[v] = got[0] if need[v] == 1 else None
                     state[v] = "running"

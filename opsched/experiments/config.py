@@ -63,7 +63,7 @@ from typing import Any
 from opsched._files import read_text
 from opsched.errors import InputError, OpschedError
 from opsched.problem import Objective
-from opsched.solver.defaults import MAX_WORKERS
+from opsched.solver.defaults import check_workers
 from opsched.units import parse_bytes
 
 __all__ = [
@@ -318,8 +318,10 @@ def _schedulers(t: Mapping[str, Any], source: str) -> SchedulerSpec:
         known = ", ".join(o.value for o in Objective)
         raise _err(source, "schedulers.objective", f"unknown objective {obj!r}; known: {known}")
     workers = _int(t, "workers", "schedulers.workers", source, 1, 1)
-    if workers > MAX_WORKERS:
-        raise _err(source, "schedulers.workers", f"must be at most {MAX_WORKERS}, got {workers}")
+    try:
+        check_workers(workers, "workers")
+    except OpschedError as e:
+        raise _err(source, "schedulers.workers", e.message) from None
     return SchedulerSpec(_unique(list(names)), float(tl), obj, workers)
 
 

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from opsched.errors import ProblemError
-from opsched.ir.graph import MAX_SIZE, Op, OpGraph
+from opsched.ir.graph import MAX_SIZE, MAX_TOTAL_TIME, Op, OpGraph
 
 __all__ = ["CostFn", "DeviceType", "HeteroMachine", "HeteroProblem", "Link", "roofline_cost"]
 
@@ -252,10 +252,10 @@ class HeteroProblem:
         biggest = float(graph.output_sizes.max()) if graph.num_ops else 0.0
         longest = float((biggest * per_byte + lat).max()) if nt > 1 else 0.0
         work = float(np.nan_to_num(dur, nan=0.0).max(axis=1).sum())
-        if not longest + work <= 2.0**53:  # also false for inf / NaN
+        if not longest + work < MAX_TOTAL_TIME:  # also false for inf / NaN
             raise ProblemError(
                 f"a transfer over the links takes up to {longest:.3g} time units: with the "
-                f"durations, more than 2^53 (times past it are not exact); check "
+                f"durations, 2^53 or more (times past it are not exact); check "
                 "--link-bandwidth and --link-latency"
             )
         #: every device instance as (type, index within the type), type by type

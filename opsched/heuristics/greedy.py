@@ -26,12 +26,31 @@ from opsched.analysis.topo import topo_indices
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
-__all__ = ["ZERO_RUN_LOOKAHEAD", "greedy", "serial"]
+__all__ = ["ZERO_RUN_LOOKAHEAD", "greedy", "serial", "take_units"]
 
 #: Most ops a zero-duration run that does not fit one op at a time looks through (its head
 #: is tried again at each event while it waits, so an unbounded walk of a long chain made
 #: the loop quadratic: 17 s for a 4,000-op chain).
 ZERO_RUN_LOOKAHEAD = 1024
+
+
+def take_units(pool: list[int], next_unit: int, count: int) -> tuple[list[int], int]:
+    """``count`` unit ids for an op that starts: the lowest free ones of the heap ``pool``,
+    then new ids from ``next_unit`` on (a machine of unlimited units); returns them and the
+    next new id.
+
+    >>> pool = [1, 3]
+    >>> take_units(pool, 4, 3), pool
+    (([1, 3, 4], 5), [])
+    """
+    got = []
+    for _ in range(count):
+        if pool:
+            got.append(heapq.heappop(pool))
+        else:
+            got.append(next_unit)
+            next_unit += 1
+    return got, next_unit
 
 
 def serial(problem: Problem) -> Schedule:
@@ -206,7 +225,7 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
             preds = g.pred_idx[g.pred_ptr[x] : g.pred_ptr[x + 1]].tolist()
             if dur[x] > 0 or x in gone or not all(finished[u] or u in gone for u in preds):
                 continue
-            level += out_b[x] if consumers_left[x] > 0 or is_output[x] else 0
+            level += need_of(x)
             gone.add(x)
             run.append(x)
             for u in preds:  # as finish() frees: a read output goes with its last reader
@@ -298,13 +317,7 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
                 for r in res_names:
                     free[r] -= demand[r][v]
                 if units_dem[v] > 0:
-                    got = []
-                    for _ in range(units_dem[v]):
-                        if unit_pool:
-                            got.append(heapq.heappop(unit_pool))
-                        else:
-                            got.append(next_unit)
-                            next_unit += 1
+                    got, next_unit = take_units(unit_pool, next_unit, units_dem[v])
                     held_units[v] = got
                     unit_of[v] = got[0] if units_dem[v] == 1 else None
                 heapq.heappush(running, (t + dur[v], seq, v))

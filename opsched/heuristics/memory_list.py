@@ -140,11 +140,10 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
                 unit_of[v] = held[v][0] if units[v] == 1 else -1
                 for r in limited:
                     free_res[r] -= dem[r][v]
-            elif units[v] == 1:  # takes no time: beside whatever runs, on no unit's time
-                unit_of[v] = (free_units or [0])[0]
-            if dur[v] > 0:
                 heapq.heappush(running, (t + dur[v], v))
             else:
+                if units[v] == 1:  # takes no time: beside whatever runs, on no unit's time
+                    unit_of[v] = (free_units or [0])[0]
                 finish(v)
         i += batch
     return Schedule.build(problem, starts, unit_of, solver="memory-in-order",

@@ -428,9 +428,9 @@ def _modulo(
             best = mid
         else:
             low = mid + 1
-    below = [] if best is None else [p for p in range(ii_lo, best) if p not in tried]
+    below = 0 if best is None else sum(1 for p in range(ii_lo, best) if p not in tried)
     # a proof that would take more solves than any time limit allows is not started
-    proven = best is not None and len(below) <= MAX_PROOF_PERIODS
+    proven = best is not None and below <= MAX_PROOF_PERIODS
     for ii in range(ii_lo, best if best is not None and proven else ii_lo):
         if tried.get(ii) == "infeasible":
             continue

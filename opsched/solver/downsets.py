@@ -78,6 +78,7 @@ __all__ = [
     "downset_search_applies",
     "kernels_ready",
     "must_compile",
+    "shape_refusal",
 ]
 
 #: Most compute units the search handles (labels grow fast with the running ops they carry,
@@ -215,16 +216,28 @@ def downset_candidate(problem: Problem) -> bool:
     return not any(greedy(problem, prio).has_schedule for prio in ("b-level", "fifo"))
 
 
+def shape_refusal(units: int | None, capped: bool, num_ops: int) -> str | None:
+    """Why the search cannot take a problem of this shape (None when it can): what an
+    experiment knows of a job before it runs (:attr:`opsched.registry.SolverInfo.refuses`).
+
+    >>> shape_refusal(2, False, 10), shape_refusal(8, True, 10), shape_refusal(2, True, 10)
+    ('no memory cap', 'more than 4 units', None)
+    """
+    if not capped:
+        return "no memory cap"
+    if units is None or units > MAX_UNITS:
+        return f"more than {MAX_UNITS} units"
+    if num_ops > MAX_OPS:
+        return f"more than {MAX_OPS:,} ops"
+    return None
+
+
 def downset_search_applies(problem: Problem) -> str | None:
     """None when :func:`downset_search` can take ``problem``, else why not (one line)."""
     g = problem.graph
-    if problem.memory_cap is None:
-        return "no memory cap"
-    k = problem.machine.units
-    if k is None or k > MAX_UNITS:
-        return f"more than {MAX_UNITS} units"
-    if g.num_ops > MAX_OPS:
-        return f"more than {MAX_OPS:,} ops"
+    why = shape_refusal(problem.machine.units, problem.memory_cap is not None, g.num_ops)
+    if why is not None:
+        return why
     d = g.durations
     if not np.all(d == np.round(d)):
         return "durations are not integers"

@@ -96,4 +96,4 @@ def test_a_graph_listed_twice_is_left_out_once() -> None:
     left: dict[tuple[str, str], int] = {}
     jobs = expand_jobs(cfg, load_graphs(cfg), left)
     assert [j.scheduler for j in jobs] == ["greedy"]
-    assert left == {("downsets", "machines without a memory cap"): 1}
+    assert left == {("downsets", "no memory cap"): 1}

@@ -287,7 +287,7 @@ def test_jobs_a_scheduler_cannot_take_are_left_out_not_failed(tmp_path) -> None:
     s = run_experiment(cfg, tmp_path / "r.sqlite", workers=1, progress=False)
     assert s.left_out == {
         "brute-force: graphs of more than 10 ops": 2,
-        "downsets: machines without a memory cap": 3,
+        "downsets: no memory cap": 3,
     }
     assert s.jobs == s.ran == 6 + 3 + 4
     assert "ERROR" not in s.statuses and "TIMEOUT" not in s.statuses
