@@ -1,0 +1,193 @@
+"""The modulo formulation of the CP-SAT pipeline: the least period, then the least latency.
+
+A periodic schedule: micro-batch ``m`` runs op ``v`` at ``m * II + t[v]``. The search over
+``II`` (gallop, bisect, prove) is described in :mod:`opsched.pipeline.cpsat` and
+``docs/pipeline.md``; :func:`opsched.pipeline.cpsat.pipeline_cpsat` calls :func:`modulo`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from opsched.pipeline._cpsat_common import (
+    fallback,
+    heads_tails,
+    pipeline_result,
+    solve_model,
+    stage_literals,
+)
+from opsched.pipeline.model import PipelineResult
+from opsched.pipeline.partition import balanced_partition
+from opsched.problem import Problem
+from opsched.schedule import Status
+from opsched.solver.scaling import choose_scaling
+
+__all__ = ["MAX_PROOF_PERIODS", "SEARCH_SHARE", "modulo"]
+
+
+#: Most periods below the best found that the modulo formulation tries one by one to prove
+#: the best least (a period of many ticks, from durations with six decimals, has far more).
+MAX_PROOF_PERIODS = 1000
+
+#: Share of the time left that one period's feasibility solve may take.
+SEARCH_SHARE = 0.5
+
+
+def modulo(
+    problem: Problem,
+    caps: list[int],
+    m_count: int,
+    assignment: Sequence[int] | None,
+    heur: PipelineResult,
+    time_limit: float,
+    workers: int,
+    t0: float,
+    say: Callable[[str], None] | None,
+) -> PipelineResult:
+    from ortools.sat.python import cp_model
+
+    g = problem.graph
+    n, stages = g.num_ops, len(caps)
+    sc = choose_scaling(g, None)
+    d = [int(x) for x in sc.durations]
+    dem = g.demand_array("units").tolist()
+    head, _ = heads_tails(problem, d)
+    work = np.array([dv * u for dv, u in zip(d, dem, strict=True)], dtype=np.int64)
+    base = assignment if assignment is not None else balanced_partition(g, stages, caps)
+    per = np.bincount(np.asarray(base, dtype=np.int64), weights=work, minlength=stages)
+    ii_hi = max(1, int(per.max()))  # each stage serial, back to back: always feasible
+    if assignment is None:
+        lo_cands = [math.ceil(int(work.sum()) / sum(caps))]
+        lo_cands += [math.ceil(dv / max(caps)) for dv, u in zip(d, dem, strict=True) if u]
+    else:
+        lo_cands = [math.ceil(per[s] / caps[s]) for s in range(stages)]
+        lo_cands += [math.ceil(d[v] / caps[int(assignment[v])]) for v in range(n) if dem[v]]
+    ii_lo = max(1, *lo_cands)
+    tried: dict[int, str] = {}  # period -> "infeasible" / "feasible" / "unknown"
+    found: dict[int, tuple[Any, ...]] = {}  # feasible period -> (solver, x, t, lat, status)
+
+    def attempt(ii: int, minimise: bool = False) -> str:
+        """Solve at period ``ii``: "feasible", "infeasible", or "unknown" (time ran out).
+        The search only needs feasibility; the latency is minimised at the period chosen."""
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            return "unknown"
+        if not minimise:  # a hard period leaves time to minimise the latency at the best
+            left *= SEARCH_SHARE
+        lmax = sum(d) + n * ii  # a latency bound any feasible residues can reach
+        model = cp_model.CpModel()
+        x = stage_literals(model, problem, stages, assignment)
+        t = [model.new_int_var(head[v], lmax, f"t{v}") for v in range(n)]
+        r = [model.new_int_var(0, ii - 1, f"r{v}") for v in range(n)]
+        q = [model.new_int_var(0, lmax // ii, f"q{v}") for v in range(n)]
+        lat = model.new_int_var(0, lmax, "latency")
+        copies = max(d) // ii + 2 if n else 1
+        per_stage: list[list[Any]] = [[] for _ in range(stages)]
+        per_dem: list[list[int]] = [[] for _ in range(stages)]
+        for v in range(n):
+            model.add(t[v] == ii * q[v] + r[v])
+            model.add(lat >= t[v] + d[v])
+            for u in g.pred_idx[g.pred_ptr[v] : g.pred_ptr[v + 1]].tolist():
+                model.add(t[v] >= t[u] + d[u])
+            if d[v] > 0 and dem[v] > 0:
+                for s in range(stages):
+                    for k in range(copies):
+                        per_stage[s].append(
+                            model.new_optional_fixed_size_interval_var(
+                                r[v] + k * ii, d[v], x[v][s], f"c{v}_{s}_{k}"
+                            )
+                        )
+                        per_dem[s].append(dem[v])
+        for s in range(stages):
+            if per_stage[s]:
+                model.add_cumulative(per_stage[s], per_dem[s], caps[s])
+        if minimise:
+            model.minimize(lat)
+        solver, status = solve_model(model, left, workers)
+        if status == cp_model.INFEASIBLE:
+            tried[ii] = "infeasible"
+            if say is not None:
+                say(f"period {sc.to_time(ii):g}: infeasible")
+        elif status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            tried[ii] = "feasible"
+            found[ii] = (solver, x, t, lat, status if minimise else None)
+            if say is not None:  # the latency only once minimised
+                said = f", latency {sc.to_time(solver.value(lat)):g}" if minimise else ""
+                say(f"period {sc.to_time(ii):g}: feasible{said}")
+        else:
+            tried[ii] = "unknown"
+        return tried[ii]
+
+    # The least feasible period, in three passes (each stops when the time is up):
+    # 1. gallop up from the lower bound (steps 1, 2, 4, ...) to a feasible period, so a
+    #    long range of ticks (durations with six decimals) is not walked one tick a solve;
+    # 2. bisect between the last infeasible period and the feasible one;
+    # 3. prove: every period below the best not yet tried, upwards; the first feasible one
+    #    is the least (all below it are infeasible), and if none is, the best is.
+    best: int | None = None
+    low, step, ii = ii_lo, 1, ii_lo
+    while ii <= ii_hi:
+        verdict = attempt(ii)
+        if verdict == "feasible":
+            best = ii
+            break
+        if verdict == "unknown":
+            break
+        low = ii + 1
+        ii = ii_hi if ii + step > ii_hi and ii < ii_hi else ii + step
+        step *= 2
+    while best is not None and low < best:
+        mid = (low + best) // 2
+        verdict = attempt(mid)
+        if verdict == "unknown":
+            break
+        if verdict == "feasible":
+            best = mid
+        else:
+            low = mid + 1
+    below = 0 if best is None else sum(1 for p in range(ii_lo, best) if p not in tried)
+    # a proof that would take more solves than any time limit allows is not started
+    proven = best is not None and below <= MAX_PROOF_PERIODS
+    for ii in range(ii_lo, best if best is not None and proven else ii_lo):
+        if tried.get(ii) == "infeasible":
+            continue
+        verdict = tried.get(ii) or attempt(ii)
+        if verdict == "feasible":
+            best = ii
+            break
+        if verdict == "unknown":
+            proven = False
+            break
+    if best is None:
+        top = max(tried, default=ii_lo)
+        why = f"no period up to {sc.to_time(top):g} proven feasible in time (tried {len(tried)})"
+        return fallback(heur, "cpsat-modulo", why, t0)
+    if found[best][4] is None:  # its latency, least when there is time for the proof
+        kept = found.pop(best)
+        if attempt(best, minimise=True) != "feasible":
+            found[best] = kept
+            tried[best] = "feasible"
+    solver, x, t, lat, status = found[best]
+    unproven = 0 if proven else sum(1 for p in range(ii_lo, best) if tried.get(p) != "infeasible")
+    assign = [next(s for s in range(stages) if solver.value(x[v][s])) for v in range(n)]
+    tv = [solver.value(t[v]) for v in range(n)]
+    starts = [sc.to_time(m * best + tv[v]) for m in range(m_count) for v in range(n)]
+    info = {
+        "formulation": "modulo",
+        "ii": sc.to_time(best),
+        "latency": sc.to_time(solver.value(lat)),
+        "ii_proven_least": proven and sc.time_exact,
+        "latency_proven_least": status == cp_model.OPTIMAL and sc.time_exact,
+        "periods_tried": len(tried),
+        "periods_left_unproven": unproven,
+        "scaling": sc.to_dict(),
+        "capacities": caps,
+    }
+    return pipeline_result(
+        problem, assign, m_count, caps, starts, Status.FEASIBLE, None, "cpsat-modulo", info, t0
+    )
