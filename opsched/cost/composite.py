@@ -32,13 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opsched.cost.curve import FREE_OVERHEAD_METHODS
-from opsched.cost.features import (
-    ZERO_KINDS,
-    elementwise_cap,
-    roofline_bound,
-    roofline_us,
-    streaming_cap,
-)
+from opsched.cost.features import ZERO_KINDS, roofline_us
+from opsched.cost.limits import elementwise_cap, roofline_bound, streaming_cap
 from opsched.cost.mathmode import CONV_KINDS
 from opsched.cost.paddings import paddings
 from opsched.cost.specs import GpuSpec
@@ -175,10 +170,10 @@ def bounded(
     """Curve prices ``t`` of ops of one ``family`` (``attrs`` with the dtype priced, ``given``
     as the caller gave them) held within what is known of them:
 
-    - an elementwise kernel time at most :func:`~opsched.cost.features.elementwise_cap` (a
+    - an elementwise kernel time at most :func:`~opsched.cost.limits.elementwise_cap` (a
       per-call price keeps its fitted sum of dispatch and kernel, which is right where the
       split is not: docs/cost-model.md, item 11);
-    - at least the op's roofline (:func:`~opsched.cost.features.roofline_bound`: every family
+    - at least the op's roofline (:func:`~opsched.cost.limits.roofline_bound`: every family
       but the convolutions, elementwise kernels where they stream from DRAM), however far
       from its data a curve extrapolates (the catch-all ``opaque`` curve, fitted on profiler
       calls of every sort; a fused attention kernel decoding one query over a long cache);

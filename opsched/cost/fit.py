@@ -33,15 +33,7 @@ from opsched.cost.boost import fit_trees, tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
 from opsched.cost.drift import dedrift
-from opsched.cost.features import (
-    HALF_FP32_MATH,
-    SAMPLE_ATTRS,
-    elementwise_cap,
-    feature_matrix,
-    roofline_bound,
-    streaming_cap,
-    twin_bounds,
-)
+from opsched.cost.features import HALF_FP32_MATH, SAMPLE_ATTRS, feature_matrix
 from opsched.cost.fitdata import (
     FIT_FILES,
     FamilyData,
@@ -57,6 +49,7 @@ from opsched.cost.floor import (
     fit_floors,
     floor_of,
 )
+from opsched.cost.limits import elementwise_cap, roofline_bound, streaming_cap, twin_bounds
 from opsched.cost.sibling import method_kind, pick_sibling, shape_counts
 from opsched.cost.specs import GpuSpec, load_specs
 from opsched.cost.trees import TreeEnsemble
@@ -293,7 +286,7 @@ def predict_family(
     curve (the GPU's own or a same-chip sibling's) whose method is in ``tree_methods(fam)`` are
     multiplied by ``exp`` of the family's residual trees, if it has any. With ``floor``, every
     prediction is then held at or above its roofline
-    (:func:`~opsched.cost.features.roofline_bound`) and raised to its GPU's kernel floor
+    (:func:`~opsched.cost.limits.roofline_bound`) and raised to its GPU's kernel floor
     (:mod:`opsched.cost.floor`), and to the family's floor where it has one; the trees are
     fitted on the residual of the unbounded, unfloored curve (``floor=False``).
     """
@@ -305,7 +298,7 @@ def predict_family(
         out = roofline_bound(fam, out, fd.roof[idx], l2)
         tw = np.zeros(len(idx), bool) if fd.twin is None else fd.twin[idx].copy()
         pairs = {(str(g), str(m)) for g, m in zip(fd.gpu[idx][tw], fd.method[idx][tw], strict=True)}
-        for g, m in pairs:  # as Profile.predict: features.twin_bounds
+        for g, m in pairs:  # as Profile.predict: limits.twin_bounds
             if not twin_bounds(model.curve(g, fam, "half", m), model.curve(g, fam, "fp32", m), fam):
                 tw &= ~((fd.gpu[idx] == g) & (fd.method[idx] == m))
         if tw.any():  # a half-precision op costs at most its float32 twin

@@ -27,15 +27,14 @@ from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import (
     FAMILIES,
     SAMPLE_ATTRS,
-    STORAGE_DTYPES,
     as_priced,
-    conv_bound_us,
     dtype_class,
     family_of,
     feature_matrix,
     roofline_us,
     tree_class,
 )
+from opsched.cost.limits import STORAGE_DTYPES, conv_bound_us
 from opsched.cost.mathmode import CONV_KINDS
 from opsched.cost.paddings import PADDED_FAMILIES, paddings
 from opsched.cost.specs import load_specs
@@ -94,7 +93,7 @@ class FamilyData:
     x32: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     roof32: np.ndarray = field(default_factory=lambda: np.zeros(0))
     x32_pads: tuple[np.ndarray, ...] = ()
-    #: the convolution families: each row's :func:`~opsched.cost.features.conv_bound_us`,
+    #: the convolution families: each row's :func:`~opsched.cost.limits.conv_bound_us`,
     #: under which no price goes (:func:`opsched.cost.fit.predict_family`); None otherwise
     bound: np.ndarray | None = None
 

@@ -53,14 +53,13 @@ from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.features import (
     ZERO_KINDS,
     as_priced,
-    conv_bound_us,
     dtype_class,
     family_of,
     feature_matrix,
     roofline_us,
     tree_class,
-    twin_bounds,
 )
+from opsched.cost.limits import conv_bound_us, twin_bounds
 from opsched.cost.mathmode import CONV_KINDS, FP16_FP32_MATH, math_dtype
 from opsched.cost.paddings import PADDED_FAMILIES
 from opsched.cost.profile_check import PROFILE_FORMAT, check_profile, check_trees

@@ -109,7 +109,7 @@ def _num(text: str) -> float | None:
 
 #: L2 cache per GPU in MiB (NVIDIA's architecture whitepapers and datasheets; not a column of
 #: ``gpu_specs.csv``, whose rows came without it). A GPU missing here has no L2 size: the
-#: elementwise bound that uses it (:func:`opsched.cost.features.roofline_bound`) is left out.
+#: elementwise bound that uses it (:func:`opsched.cost.limits.roofline_bound`) is left out.
 L2_MIB: Mapping[str, float] = {
     "V100-SXM2": 6, "V100-PCIe": 6, "P100-PCIe": 4, "P4": 2, "T4": 4,
     "A100-SXM4-40GB": 40, "A100-SXM4-80GB": 40, "A100-PCIe-40GB": 40, "A100-PCIe-80GB": 40,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from opsched.cost import apply, load_profile
-from opsched.cost.features import STREAMING_CAP, STREAMING_CAP_FROM_US
+from opsched.cost.limits import STREAMING_CAP, STREAMING_CAP_FROM_US
 from opsched.cost.specs import known_gpus, load_specs
 from opsched.ir import kinds
 from opsched.zoo.models import build

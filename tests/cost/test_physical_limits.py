@@ -10,7 +10,8 @@ import pytest
 from opsched.cost import apply, load_profile, resolve_gpu
 from opsched.cost.aten import aten_kind
 from opsched.cost.data import canonical_rows
-from opsched.cost.features import STREAMING_ROOFLINE_US, family_of, twin_bounds
+from opsched.cost.features import family_of
+from opsched.cost.limits import STREAMING_ROOFLINE_US, twin_bounds
 from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
 from opsched.cost.specs import known_gpus, load_specs
 from opsched.errors import GraphError, InputError

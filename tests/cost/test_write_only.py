@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from opsched.cost import known_gpus, load_profile
-from opsched.cost.features import ELEMENTWISE_CAP, write_only
+from opsched.cost.features import write_only
+from opsched.cost.limits import ELEMENTWISE_CAP
 
 
 def test_fills_and_factory_ops_are_write_only() -> None:
