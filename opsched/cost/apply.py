@@ -226,7 +226,7 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     importer keeps ``aten_op`` and, when shapes were recorded, ``input_dims``,
     ``input_types`` and ``kernels``), read as the fit reads a profiler row
     (:func:`opsched.cost.data.profiled_kind`); None for an op without an ``aten_op``."""
-    from opsched.cost.data import profiled_kind
+    from opsched.cost.sources import profiled_kind
 
     a = op.attrs
     name, dims, types = a.get("aten_op"), a.get("input_dims", []), a.get("input_types")

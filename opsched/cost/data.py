@@ -34,16 +34,24 @@ from pathlib import Path
 from typing import Any
 
 from opsched._files import note_input
-from opsched.cost.aten import aten_dtype, aten_kind, input_bytes
 from opsched.cost.mathmode import (
-    FP16_FP32_MATH,
     SOURCE_MODES,
     kernel_math_mode,
     with_math_dtype,
 )
+from opsched.cost.sources import (
+    DEEPBENCH_KERNEL_COLUMNS,
+    TORCH_DTYPES,
+    BadCell,
+    deepbench_conv_attrs,
+    deepbench_dtype,
+    neusight_op,
+    profiler_op,
+    size_cell,
+    vidur_op,
+)
 from opsched.cost.specs import load_specs, resolve_gpu
 from opsched.errors import InputError, OpschedError
-from opsched.ir import kinds
 
 __all__ = [
     "KERNEL_TARGET",
@@ -55,7 +63,6 @@ __all__ = [
     "check_columns",
     "detect_schema",
     "priced_targets",
-    "profiled_kind",
     "read_table",
     "target_method",
     "time_columns",
@@ -155,26 +162,6 @@ METHODS: dict[str, str] = {
     "sdpa": "kernel",
 }
 
-#: dtype column of DeepBench-schema tables; ``tf32`` and ``bf16`` appear only in the rows
-#: ``opsched cost collect`` times (:mod:`opsched.cost.collect_deepbench`): ``tf32`` is float32
-#: run with TF32 allowed.
-_DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8", "tf32": "float32",
-                     "bf16": "bfloat16", "fp16_storage_fp32_math": FP16_FP32_MATH}  # fmt: skip
-#: DeepBench-schema target -> the column of collected rows naming its longest kernel.
-_DEEPBENCH_KERNEL_COLUMNS = {"conv2d": "fwd_kernel", "conv2d_bwd_data": "bwd_data_kernel",
-                             "conv2d_bwd_filter": "bwd_filter_kernel", "": "kernel"}  # fmt: skip
-#: dtype column of NeuSight- and SDPA-schema tables, torch's names (NeuSight: float32 only;
-#: ``opsched cost collect`` also writes float16 / bfloat16 rows); a blank NeuSight one is
-#: float32, a row of another dtype is left out.
-_TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
-                    "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # fmt: skip
-#: Every spelling of a DeepBench-schema dtype, lower case: DeepBench's, torch's, ``half``...
-_DEEPBENCH_SPELLINGS = {**_TORCH_DTYPES, "float": "float32", "single": "float32",
-                        "half": "float16", **_DEEPBENCH_DTYPES}  # fmt: skip
-_NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
-#: NeuSight ops read as an elementwise kernel of one operand; any op of no rule is left out.
-_NEUSIGHT_UNARY = {"relu", "gelu", "tanh", "exp", "sigmoid", "silu", "neg", "abs", "sqrt"}
-
 
 def read_table(path: str | Path) -> Any:
     """Read a ``.csv`` or ``.csv.gz`` timing table into a pandas DataFrame.
@@ -220,126 +207,6 @@ def detect_schema(columns: Iterable[str], where: str = "table", timed: bool = Tr
         for name, need in SCHEMAS.items()
     )
     raise InputError(f"unknown timing schema: the columns match none of ({wanted})", where)
-
-
-class _BadCell(Exception):
-    """A cell that holds a number, but not one a size or dtype can be: the row is named in an
-    :class:`~opsched.errors.InputError` (a blank or unparseable cell leaves its row out)."""
-
-
-def _i(v: Any) -> int:
-    f = float(v)
-    if math.isnan(f):
-        raise ValueError(f"bad size {v!r}")
-    if not 0 <= f <= kinds.MAX_SIZE:
-        raise _BadCell(f"size {v!r} is not an integer in [0, 2**62]")
-    return round(f)
-
-
-def _deepbench_dtype(raw: Any) -> tuple[str, str]:
-    """The dtype of a DeepBench-schema row and its name as spelt in the table, lower case
-    (``tf32`` is float32 with TF32 allowed): DeepBench's own names and torch's, any case; a
-    blank cell is float32 (DeepBench's single-precision sheets)."""
-    if raw is None or (isinstance(raw, float) and math.isnan(raw)) or str(raw).strip() == "":
-        return "float32", ""
-    name = str(raw).strip().lower()
-    if name not in _DEEPBENCH_SPELLINGS:
-        known = ", ".join(sorted(_DEEPBENCH_SPELLINGS))
-        raise _BadCell(f"unknown dtype {raw!r} (known: {known})")
-    return _DEEPBENCH_SPELLINGS[name], name
-
-
-def _deepbench_conv_attrs(r: Any) -> dict[str, Any]:
-    return {"N": _i(r.N), "C": _i(r.C), "H": _i(r.H), "W": _i(r.W), "K": _i(r.K), "R": _i(r.R),
-            "S": _i(r.S), "pad_h": _i(r.pad_h), "pad_w": _i(r.pad_w),
-            "stride_h": _i(r.stride_h), "stride_w": _i(r.stride_w)}  # fmt: skip
-
-
-def _neusight(r: Any) -> tuple[str, dict[str, Any]]:
-    op = str(r.op)
-    if op in ("linear", "bmm"):
-        # NeuSight's columns: N is the contracted dimension and K the output columns.
-        b, m, n_in, n_out = _i(r.B), _i(r.M), _i(r.N), _i(r.K)
-        if op == "linear":
-            return "matmul", {"M": b * m, "N": n_out, "K": n_in}
-        return "matmul", {"B": b, "M": m, "N": n_out, "K": n_in}
-    if op == "conv":
-        k, s, p = _i(r.kernel), _i(r.stride), _i(r.pad)
-        return "conv2d", {"N": _i(r.B), "C": _i(r.Cin), "H": _i(r.H), "W": _i(r.W),
-                          "K": _i(r.Cout), "R": k, "S": k, "stride_h": s, "stride_w": s,
-                          "pad_h": p, "pad_w": p}  # fmt: skip
-    rows, cols = _i(r.B), _i(r.H_dim)
-    if op == "ln":
-        return "layernorm", {"rows": rows, "cols": cols}
-    if op == "softmax":
-        return "softmax", {"rows": rows, "cols": cols}
-    if op.endswith("u") and op[:-1] in _NEUSIGHT_BINARY:  # "addu": add of a scalar
-        return "elementwise", {"numel": rows * cols, "arity": 1, "fn": op[:-1]}
-    if op in _NEUSIGHT_BINARY or op in _NEUSIGHT_UNARY:
-        arity = 2 if op in _NEUSIGHT_BINARY else 1
-        return "elementwise", {"numel": rows * cols, "arity": arity, "fn": op}
-    raise ValueError(f"no rule for NeuSight op {op!r}")  # left out, not guessed
-
-
-def _vidur(r: Any) -> tuple[str, dict[str, Any]]:
-    op = str(r.op)
-    if op.endswith("_proj"):
-        return "matmul", {"M": _i(r.M), "N": _i(r.N), "K": _i(r.K)}
-    tokens, embd = _i(r.num_tokens), _i(r.n_embd)
-    if op.endswith("layernorm"):
-        kind = "layernorm" if "phi" in str(getattr(r, "model", "")).lower() else "rmsnorm"
-        return kind, {"rows": tokens, "cols": embd}
-    if op == "emb":
-        return "embedding", {"tokens": tokens, "dim": embd}
-    elems = _i(r.elems)
-    if op == "add":
-        return "elementwise", {"numel": elems, "arity": 2, "fn": "add"}
-    if op == "mlp_act":
-        gated = str(getattr(r, "gated_mlp", "True")).lower() == "true"
-        return "elementwise", {"numel": elems, "arity": 2 if gated else 1,
-                               "fn": "silu_mul" if gated else "gelu"}  # fmt: skip
-    if op == "attn_rope":
-        return "elementwise", {"numel": elems, "arity": 1, "fn": "rope"}
-    raise ValueError(f"unknown vidur op {op!r}")
-
-
-def _profiler(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any]]:
-    dims = json.loads(getattr(r, dims_col)) if isinstance(getattr(r, dims_col), str) else []
-    types = json.loads(getattr(r, types_col)) if isinstance(getattr(r, types_col), str) else []
-    shape, kern = getattr(r, "shape", ""), getattr(r, "kernels", "")
-    return profiled_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "",
-                         kern if isinstance(kern, str) else "", getattr(r, "flops", None),
-                         getattr(r, "bytes_min", None))  # fmt: skip
-
-
-def profiled_kind(
-    op: str,
-    dims: list[Any],
-    types: list[Any],
-    shape_text: str = "",
-    kernel_names: str = "",
-    flops: Any = None,
-    bytes_min: Any = None,
-) -> tuple[str, dict[str, Any]]:
-    """Kind and attrs of a profiled aten op, as the fit reads a profiler row: the shape rules
-    of :func:`~opsched.cost.aten.aten_kind` where one applies, else ``opaque`` with the row's
-    own FLOP and byte counts; without a byte count, the bytes of the tensor inputs it records
-    (0 when it records none). Also prices the kind-less ops of an imported trace
-    (:func:`opsched.cost.apply.apply`).
-
-    >>> profiled_kind("aten::mm", [[64, 32], [32, 16]], ["float", "float"])[0]
-    'matmul'
-    >>> profiled_kind("fbgemm::permute", [[300]], ["int"])
-    ('opaque', {'flops': 0, 'bytes': 1200, 'numel': 300, 'dtype': 'int32'})
-    """
-    found = aten_kind(op, dims, types, shape_text, kernel_names)
-    if found is not None:
-        return found
-    known = lambda v: isinstance(v, int | float) and math.isfinite(v)  # noqa: E731
-    fl = _i(flops) if known(flops) else 0
-    by = _i(bytes_min) if known(bytes_min) else input_bytes(dims, types)
-    return "opaque", {"flops": fl, "bytes": by, "numel": max(1, by // 4),
-                      "dtype": aten_dtype(types)}  # fmt: skip
 
 
 def _blank(value: Any) -> bool:
@@ -405,39 +272,47 @@ def canonical_rows(
         try:
             if schema == "deepbench_gemm":
                 base: tuple[str, dict[str, Any]] = (
-                    "matmul", {"M": _i(r.M), "N": _i(r.N), "K": _i(r.K)}
+                    "matmul", {"M": size_cell(r.M), "N": size_cell(r.N), "K": size_cell(r.K)}
                 )  # fmt: skip
-                dtype, spelt = _deepbench_dtype(getattr(r, "dtype", None))
+                dtype, spelt = deepbench_dtype(getattr(r, "dtype", None))
             elif schema == "deepbench_conv":
-                base = ("conv2d", _deepbench_conv_attrs(r))
-                dtype, spelt = _deepbench_dtype(getattr(r, "dtype", None))
+                base = ("conv2d", deepbench_conv_attrs(r))
+                dtype, spelt = deepbench_dtype(getattr(r, "dtype", None))
             elif schema == "neusight":
-                base = _neusight(r)  # NeuSight's own rows are all float32; collect's may not be
+                base = neusight_op(r)  # NeuSight's own rows are all float32; collect's may not be
                 raw = getattr(r, "dtype", None)
                 blank = raw is None or (isinstance(raw, float) and math.isnan(raw)) or raw == ""
-                dtype = "float32" if blank else _TORCH_DTYPES.get(str(raw), "")
+                dtype = "float32" if blank else TORCH_DTYPES.get(str(raw), "")
                 if not dtype:  # a dtype the cost model has no class for (float64...)
                     continue
             elif schema == "vidur":
-                base = _vidur(r)
+                base = vidur_op(r)
                 dtype = "float16"
             elif schema == "sdpa":
-                base = ("attention", {"B": _i(r.B) * _i(r.H), "Sq": _i(r.Sq), "Skv": _i(r.Skv),
-                                      "D": _i(r.D), "causal": min(_i(r.causal), 1)})  # fmt: skip
-                dtype = _TORCH_DTYPES.get(str(r.dtype), "")
+                base = (
+                    "attention",
+                    {
+                        "B": size_cell(r.B) * size_cell(r.H),
+                        "Sq": size_cell(r.Sq),
+                        "Skv": size_cell(r.Skv),
+                        "D": size_cell(r.D),
+                        "causal": min(size_cell(r.causal), 1),
+                    },
+                )
+                dtype = TORCH_DTYPES.get(str(r.dtype), "")
                 if not dtype:
                     continue
             elif schema == "profiler_ops":
-                base = _profiler(r, "input_dims", "input_types")
+                base = profiler_op(r, "input_dims", "input_types")
                 dtype = base[1].get("dtype", "float32")
             else:
-                base = _profiler(r, "op_input_dims", "op_input_types")
+                base = profiler_op(r, "op_input_dims", "op_input_types")
                 dtype = base[1].get("dtype", "float32")
         except OpschedError:  # already names the problem (and is a ValueError)
             raise
         except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
             continue
-        except _BadCell as e:
+        except BadCell as e:
             raise InputError(f"data row {pos + 1}: {e}") from None
         deepbench = schema.startswith("deepbench")
         if deepbench:  # collected rows: "tf32" allowed it; each timing names its own kernel
@@ -448,7 +323,7 @@ def canonical_rows(
         for target, col in targets.items():
             kind = base[0] if target in ("", KERNEL_TARGET) else target
             if deepbench:
-                named = getattr(r, _DEEPBENCH_KERNEL_COLUMNS[target], None)
+                named = getattr(r, DEEPBENCH_KERNEL_COLUMNS[target], None)
                 row_mode = kernel_math_mode(named) or row_default
             t = getattr(r, col, float("nan"))
             try:

@@ -1,0 +1,194 @@
+"""How the rows of each timing source map onto op kinds: their size and dtype cells, and one
+rule per source (DeepBench, NeuSight, Vidur, profiler tables) from a row to ``(kind, attrs)``.
+
+:func:`opsched.cost.data.canonical_rows` calls these for every row of a table; a row no rule
+maps (an op NeuSight timed that no kind models) raises ``ValueError`` and is left out, and a
+cell that holds a number no size or dtype can be raises :class:`BadCell`, which names its row.
+
+Examples
+--------
+>>> size_cell("64"), deepbench_dtype("FP16")
+(64, ('float16', 'fp16'))
+>>> profiled_kind("aten::mm", [[64, 32], [32, 16]], ["float", "float"])[0]
+'matmul'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from opsched.cost.aten import aten_dtype, aten_kind, input_bytes
+from opsched.cost.mathmode import FP16_FP32_MATH
+from opsched.ir import kinds
+
+__all__ = [
+    "DEEPBENCH_KERNEL_COLUMNS",
+    "TORCH_DTYPES",
+    "BadCell",
+    "deepbench_conv_attrs",
+    "deepbench_dtype",
+    "neusight_op",
+    "profiled_kind",
+    "profiler_op",
+    "size_cell",
+    "vidur_op",
+]
+
+#: dtype column of DeepBench-schema tables; ``tf32`` and ``bf16`` appear only in the rows
+#: ``opsched cost collect`` times (:mod:`opsched.cost.collect_deepbench`): ``tf32`` is float32
+#: run with TF32 allowed.
+DEEPBENCH_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8", "tf32": "float32",
+                     "bf16": "bfloat16", "fp16_storage_fp32_math": FP16_FP32_MATH}  # fmt: skip
+#: DeepBench-schema target -> the column of collected rows naming its longest kernel.
+DEEPBENCH_KERNEL_COLUMNS = {"conv2d": "fwd_kernel", "conv2d_bwd_data": "bwd_data_kernel",
+                             "conv2d_bwd_filter": "bwd_filter_kernel", "": "kernel"}  # fmt: skip
+#: dtype column of NeuSight- and SDPA-schema tables, torch's names (NeuSight: float32 only;
+#: ``opsched cost collect`` also writes float16 / bfloat16 rows); a blank NeuSight one is
+#: float32, a row of another dtype is left out.
+TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
+                    "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # fmt: skip
+#: Every spelling of a DeepBench-schema dtype, lower case: DeepBench's, torch's, ``half``...
+DEEPBENCH_SPELLINGS = {**TORCH_DTYPES, "float": "float32", "single": "float32",
+                        "half": "float16", **DEEPBENCH_DTYPES}  # fmt: skip
+NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
+#: NeuSight ops read as an elementwise kernel of one operand; any op of no rule is left out.
+NEUSIGHT_UNARY = {"relu", "gelu", "tanh", "exp", "sigmoid", "silu", "neg", "abs", "sqrt"}
+
+
+class BadCell(Exception):
+    """A cell that holds a number, but not one a size or dtype can be: the row is named in an
+    :class:`~opsched.errors.InputError` (a blank or unparseable cell leaves its row out)."""
+
+
+def size_cell(v: Any) -> int:
+    """A size cell as an integer: NaN raises ``ValueError`` (the row is left out), a number
+    outside ``[0, 2**62]`` :class:`BadCell`."""
+    f = float(v)
+    if math.isnan(f):
+        raise ValueError(f"bad size {v!r}")
+    if not 0 <= f <= kinds.MAX_SIZE:
+        raise BadCell(f"size {v!r} is not an integer in [0, 2**62]")
+    return round(f)
+
+
+def deepbench_dtype(raw: Any) -> tuple[str, str]:
+    """The dtype of a DeepBench-schema row and its name as spelt in the table, lower case
+    (``tf32`` is float32 with TF32 allowed): DeepBench's own names and torch's, any case; a
+    blank cell is float32 (DeepBench's single-precision sheets)."""
+    if raw is None or (isinstance(raw, float) and math.isnan(raw)) or str(raw).strip() == "":
+        return "float32", ""
+    name = str(raw).strip().lower()
+    if name not in DEEPBENCH_SPELLINGS:
+        known = ", ".join(sorted(DEEPBENCH_SPELLINGS))
+        raise BadCell(f"unknown dtype {raw!r} (known: {known})")
+    return DEEPBENCH_SPELLINGS[name], name
+
+
+#: The size columns of a DeepBench convolution row, named as the conv2d attrs.
+_DEEPBENCH_CONV_COLUMNS = (
+    "N",
+    "C",
+    "H",
+    "W",
+    "K",
+    "R",
+    "S",
+    "pad_h",
+    "pad_w",
+    "stride_h",
+    "stride_w",
+)
+
+
+def deepbench_conv_attrs(r: Any) -> dict[str, Any]:
+    """The conv2d attrs of a DeepBench-schema convolution row."""
+    return {c: size_cell(getattr(r, c)) for c in _DEEPBENCH_CONV_COLUMNS}
+
+
+def neusight_op(r: Any) -> tuple[str, dict[str, Any]]:
+    op = str(r.op)
+    if op in ("linear", "bmm"):
+        # NeuSight's columns: N is the contracted dimension and K the output columns.
+        b, m, n_in, n_out = size_cell(r.B), size_cell(r.M), size_cell(r.N), size_cell(r.K)
+        if op == "linear":
+            return "matmul", {"M": b * m, "N": n_out, "K": n_in}
+        return "matmul", {"B": b, "M": m, "N": n_out, "K": n_in}
+    if op == "conv":
+        k, s, p = size_cell(r.kernel), size_cell(r.stride), size_cell(r.pad)
+        n, c, h, w = (size_cell(v) for v in (r.B, r.Cin, r.H, r.W))
+        return "conv2d", {"N": n, "C": c, "H": h, "W": w, "K": size_cell(r.Cout), "R": k, "S": k,
+                          "stride_h": s, "stride_w": s, "pad_h": p, "pad_w": p}  # fmt: skip
+    rows, cols = size_cell(r.B), size_cell(r.H_dim)
+    if op == "ln":
+        return "layernorm", {"rows": rows, "cols": cols}
+    if op == "softmax":
+        return "softmax", {"rows": rows, "cols": cols}
+    if op.endswith("u") and op[:-1] in NEUSIGHT_BINARY:  # "addu": add of a scalar
+        return "elementwise", {"numel": rows * cols, "arity": 1, "fn": op[:-1]}
+    if op in NEUSIGHT_BINARY or op in NEUSIGHT_UNARY:
+        arity = 2 if op in NEUSIGHT_BINARY else 1
+        return "elementwise", {"numel": rows * cols, "arity": arity, "fn": op}
+    raise ValueError(f"no rule for NeuSight op {op!r}")  # left out, not guessed
+
+
+def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:
+    op = str(r.op)
+    if op.endswith("_proj"):
+        return "matmul", {"M": size_cell(r.M), "N": size_cell(r.N), "K": size_cell(r.K)}
+    tokens, embd = size_cell(r.num_tokens), size_cell(r.n_embd)
+    if op.endswith("layernorm"):
+        kind = "layernorm" if "phi" in str(getattr(r, "model", "")).lower() else "rmsnorm"
+        return kind, {"rows": tokens, "cols": embd}
+    if op == "emb":
+        return "embedding", {"tokens": tokens, "dim": embd}
+    elems = size_cell(r.elems)
+    if op == "add":
+        return "elementwise", {"numel": elems, "arity": 2, "fn": "add"}
+    if op == "mlp_act":
+        gated = str(getattr(r, "gated_mlp", "True")).lower() == "true"
+        return "elementwise", {"numel": elems, "arity": 2 if gated else 1,
+                               "fn": "silu_mul" if gated else "gelu"}  # fmt: skip
+    if op == "attn_rope":
+        return "elementwise", {"numel": elems, "arity": 1, "fn": "rope"}
+    raise ValueError(f"unknown vidur op {op!r}")
+
+
+def profiler_op(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any]]:
+    dims = json.loads(getattr(r, dims_col)) if isinstance(getattr(r, dims_col), str) else []
+    types = json.loads(getattr(r, types_col)) if isinstance(getattr(r, types_col), str) else []
+    shape, kern = getattr(r, "shape", ""), getattr(r, "kernels", "")
+    return profiled_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "",
+                         kern if isinstance(kern, str) else "", getattr(r, "flops", None),
+                         getattr(r, "bytes_min", None))  # fmt: skip
+
+
+def profiled_kind(
+    op: str,
+    dims: list[Any],
+    types: list[Any],
+    shape_text: str = "",
+    kernel_names: str = "",
+    flops: Any = None,
+    bytes_min: Any = None,
+) -> tuple[str, dict[str, Any]]:
+    """Kind and attrs of a profiled aten op, as the fit reads a profiler row: the shape rules
+    of :func:`~opsched.cost.aten.aten_kind` where one applies, else ``opaque`` with the row's
+    own FLOP and byte counts; without a byte count, the bytes of the tensor inputs it records
+    (0 when it records none). Also prices the kind-less ops of an imported trace
+    (:func:`opsched.cost.apply.apply`).
+
+    >>> profiled_kind("aten::mm", [[64, 32], [32, 16]], ["float", "float"])[0]
+    'matmul'
+    >>> profiled_kind("fbgemm::permute", [[300]], ["int"])
+    ('opaque', {'flops': 0, 'bytes': 1200, 'numel': 300, 'dtype': 'int32'})
+    """
+    found = aten_kind(op, dims, types, shape_text, kernel_names)
+    if found is not None:
+        return found
+    known = lambda v: isinstance(v, int | float) and math.isfinite(v)  # noqa: E731
+    fl = size_cell(flops) if known(flops) else 0
+    by = size_cell(bytes_min) if known(bytes_min) else input_bytes(dims, types)
+    return "opaque", {"flops": fl, "bytes": by, "numel": max(1, by // 4),
+                      "dtype": aten_dtype(types)}  # fmt: skip
