@@ -14,7 +14,8 @@ True
 """
 
 from opsched.cost.apply import apply
+from opsched.cost.gpu_names import resolve_gpu
 from opsched.cost.profile import Profile, load_profile
-from opsched.cost.specs import GpuSpec, known_gpus, resolve_gpu
+from opsched.cost.specs import GpuSpec, known_gpus
 
 __all__ = ["GpuSpec", "Profile", "apply", "known_gpus", "load_profile", "resolve_gpu"]

@@ -58,7 +58,7 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
 
 def _check_gpu_option(gpu: str | None) -> None:
     """An unknown ``--gpu`` is the option's fault, not the file's: say so before reading."""
-    from opsched.cost.specs import resolve_gpu
+    from opsched.cost.gpu_names import resolve_gpu
     from opsched.errors import InputError
 
     if gpu is not None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from opsched._files import note_input
+from opsched.cost.gpu_names import resolve_gpu
 from opsched.cost.mathmode import (
     SOURCE_MODES,
     kernel_math_mode,
@@ -50,7 +51,7 @@ from opsched.cost.sources import (
     size_cell,
     vidur_op,
 )
-from opsched.cost.specs import load_specs, resolve_gpu
+from opsched.cost.specs import load_specs
 from opsched.errors import InputError, OpschedError
 
 __all__ = [

@@ -59,12 +59,13 @@ from opsched.cost.features import (
     roofline_us,
     tree_class,
 )
+from opsched.cost.gpu_names import resolve_gpu, variants_of
 from opsched.cost.limits import conv_bound_us, twin_bounds
 from opsched.cost.mathmode import CONV_KINDS, FP16_FP32_MATH, math_dtype
 from opsched.cost.paddings import PADDED_FAMILIES
 from opsched.cost.profile_check import PROFILE_FORMAT, check_profile, check_trees
 from opsched.cost.sibling import method_kind
-from opsched.cost.specs import GpuSpec, profiles_dir, resolve_gpu, variants_of
+from opsched.cost.specs import GpuSpec, profiles_dir
 from opsched.cost.trees import TreeEnsemble, read_trees
 from opsched.errors import GraphError, InputError
 from opsched.ir import kinds

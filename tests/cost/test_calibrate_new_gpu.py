@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from opsched.cli import main
 from opsched.cost import known_gpus, load_profile
 from opsched.cost.fitdata import FIT_FILES
-from opsched.cost.specs import PROFILES_ENV, resolve_gpu
+from opsched.cost.gpu_names import resolve_gpu
+from opsched.cost.specs import PROFILES_ENV
 from opsched.datasets import dataset_path
 from opsched.errors import InputError
 
