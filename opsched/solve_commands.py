@@ -69,7 +69,9 @@ def validate(
 ) -> None:
     """Check SCHEDULE against GRAPH; exit 0 if valid, 1 with the violations if not.
 
-    The machine defaults to the one recorded in the schedule file.
+    The machine defaults to the one recorded in the schedule file, but a recorded capacity
+    may not loosen one the graph itself sets (a PSPLIB file's): pass --resources to check
+    against a larger machine. A line on stderr names the machine checked against.
     """
     from opsched.importers import read_graph
     from opsched.problem import Problem
@@ -81,7 +83,9 @@ def validate(
     recorded = sched.machine or {}
     if units is None:
         units = recorded.get("units")
-        if units is not None and (not isinstance(units, int) or units < 1):
+        if units is not None and (
+            isinstance(units, bool) or not isinstance(units, int) or units < 1
+        ):
             raise ProblemError(f"{schedule}: machine.units must be a positive integer")
     from opsched.problem import Machine
 
@@ -95,6 +99,14 @@ def validate(
         )
     except ProblemError as e:
         raise e.located(f"{schedule}: machine") from None
+    for res, cap in recorded_machine.resources.items():
+        own = g.resources.get(res)
+        if own is not None and cap > own and res not in cli_machine.resources:
+            raise ProblemError(
+                f"machine.resources records {res} = {cap}, above the graph's own capacity "
+                f"{own}; pass --resources {res}={cap} to check against that machine",
+                str(schedule),
+            )
     machine = Machine(
         units=units,
         resources={**recorded_machine.resources, **cli_machine.resources},
@@ -109,10 +121,21 @@ def validate(
         )
     report = check(problem, sched)
     if as_json:
-        _emit_json(report.to_dict())
+        _emit_json(report.to_dict() | {"machine": problem.machine_record()})
     else:
         click.echo(report.summary())
+        click.echo(f"checked on: {_machine_words(problem)}", err=True)
     sys.exit(0 if report.valid else EXIT_INVALID)
+
+
+def _machine_words(problem: Any) -> str:
+    """The machine a schedule was checked on, in words: units, capacities, memory cap."""
+    units = problem.machine.units
+    parts = [f"{units} units" if units is not None else "unlimited units"]
+    parts += [f"{r} {c}" for r, c in problem.capacities.items() if r != "units" and c is not None]
+    cap = problem.memory_cap
+    parts.append(f"memory cap {cap} B" if cap is not None else "no memory cap")
+    return ", ".join(parts)
 
 
 # ---------------------------------------------------------------------------------- solve

@@ -369,6 +369,7 @@ def test_solve_then_validate(tmp_path: Path) -> None:
         "makespan": doc["makespan"],
         "peak_memory": 0,
         "violations": [],
+        "machine": {"units": 4, "resources": {}, "memory_cap": None},
     }
     # the machine recorded in the schedule is the default
     assert invoke("validate", STG, sched).exit_code == 0

@@ -460,3 +460,37 @@ def test_solver_api_refuses_bad_limits(kwargs: dict, message: str) -> None:
     if "time_limit" in kwargs:
         with pytest.raises(ProblemError, match=message.replace("time_limit", "point_time_limit")):
             pareto_front(seed_problem(units=2), point_time_limit=kwargs["time_limit"])
+
+
+def test_validate_refuses_recorded_capacities_above_the_graphs_own(tmp_path: Path) -> None:
+    # a schedule file that recorded R1..R4 = 10^6 had every job of j301_1 at its earliest
+    # start (makespan 38, the optimum being 43) judged valid against the recorded machine
+    sched = tmp_path / "j.json"
+    assert invoke("solve", SM, "--resources", "R1=1000000,R2=1000000,R3=1000000,R4=1000000",
+                  "-o", sched).exit_code == 0  # fmt: skip
+    r = invoke("validate", SM, sched)
+    assert r.exit_code == 2
+    assert "records R1 = 1000000, above the graph's own capacity" in r.output
+    assert "Traceback" not in r.output
+    # said on purpose, the larger machine is checked, and named
+    ok = invoke("validate", SM, sched, "--resources", "R1=1000000,R2=1000000,R3=1000000,R4=1000000")
+    assert ok.exit_code == 0, ok.output
+    assert ok.stdout.startswith("valid: makespan 38")
+    assert "checked on: unlimited units, R1 1000000" in ok.stderr
+    # without the override the file's schedule breaks the file's capacities
+    doc = json.loads(sched.read_text())
+    del doc["machine"]
+    sched.write_text(json.dumps(doc))
+    bad = invoke("validate", SM, sched)
+    assert bad.exit_code == 1 and "[capacity]" in bad.stdout
+
+
+def test_validate_refuses_a_boolean_unit_count(tmp_path: Path) -> None:
+    sched = tmp_path / "s.json"
+    assert invoke("solve", STG, "-k", "4", "-o", sched).exit_code == 0
+    doc = json.loads(sched.read_text())
+    doc["machine"]["units"] = True
+    sched.write_text(json.dumps(doc))
+    r = invoke("validate", STG, sched)
+    assert r.exit_code == 2 and "machine.units must be a positive integer" in r.output
+    assert str(sched) in r.output

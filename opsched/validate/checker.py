@@ -115,8 +115,12 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     schedule
         The schedule to check (from any solver, heuristic or file).
     tol
-        Relative tolerance for comparing times, scaled by the largest time in the schedule.
-        Integer schedules are compared exactly.
+        Relative tolerance for comparing times, scaled by the graph's total duration (the
+        longest any schedule without idle time can be), never by the schedule's own times:
+        one op placed far off cannot widen the checks of the others. An op at a time past
+        that also gets :data:`TIME_ULPS` units in the last place of its own times (the
+        rounding a float sum of its predecessors' durations can carry). Integer schedules
+        are compared exactly.
 
     Examples
     --------
@@ -181,11 +185,17 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         )
     seen = np.abs(np.concatenate([start[present], end[present]]))
     seen = seen[np.isfinite(seen)]
-    # relative to the schedule's own times: a floor of 1 would let ops of 1e-9 overlap; none
-    # where every time and duration is a whole number (a tolerance of 1e-9 x 1e10 = 10 would
-    # let integer ops of 8 overlap)
-    horizon = float(seen.max()) if len(seen) else 0.0
-    eps = 0.0 if _whole(seen) and _whole(g.durations) else tol * horizon
+    # Each op's tolerance: relative to the graph's total duration (a floor of 1 would let
+    # ops of 1e-9 overlap; one relative to the schedule's largest time let an op placed at
+    # 1e10 switch every check off, a tolerance of 10 for ops of length 1), or a few ulps of
+    # its own times where those are larger. None where every time and duration is a whole
+    # number (1e-9 x 1e10 = 10 would let integer ops of 8 overlap).
+    with np.errstate(invalid="ignore"):
+        mag = np.fmax(np.abs(start), np.abs(end))
+    mag = np.where(np.isfinite(mag), mag, 0.0)
+    exact = _whole(seen) and _whole(g.durations)
+    work = float(g.durations.sum())
+    eps = np.zeros(n) if exact else np.maximum(tol * work, TIME_ULPS * np.spacing(mag))
 
     # ---- times --------------------------------------------------------------------------
     d = g.durations
@@ -211,7 +221,8 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     # ---- precedence -----------------------------------------------------------------
     src = g.pred_idx
     dst = np.repeat(np.arange(n), np.diff(g.pred_ptr))
-    for edge in np.flatnonzero(ok[src] & ok[dst] & (S[dst] < E[src] - eps)):
+    pair_eps = np.maximum(eps[src], eps[dst])
+    for edge in np.flatnonzero(ok[src] & ok[dst] & (S[dst] < E[src] - pair_eps)):
         u, v = int(src[edge]), int(dst[edge])
         out.append(
             Violation(
@@ -233,7 +244,7 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         users = np.flatnonzero(running & (amt > 0))
         if not len(users):
             continue
-        found, total = _overflows(S[users], E[users] - eps, amt[users], name_arr[users], cap)
+        found, total = _overflows(S[users], E[users] - eps[users], amt[users], name_arr[users], cap)
         if total > len(found):
             out.append(
                 Violation(
@@ -272,7 +283,9 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
             Violation("unit", f"{needs_unit - with_unit} op(s) have no unit index while others do")
         )
     on_unit = np.flatnonzero(given & (dem == 1) & ~outside & (eps < E - S))
-    for a_i, b_i in _unit_overlaps(unit[on_unit], S[on_unit], E[on_unit], name_arr[on_unit], eps):
+    for a_i, b_i in _unit_overlaps(
+        unit[on_unit], S[on_unit], E[on_unit], name_arr[on_unit], eps[on_unit]
+    ):
         a_op, b_op = on_unit[a_i], on_unit[b_i]
         out.append(Violation("unit_overlap", f"ops {names[a_op]!r} and {names[b_op]!r} overlap "
                              f"on unit {unit[a_op]}", (names[a_op], names[b_op]),
@@ -303,11 +316,12 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
             )
     # the figure a schedule file states (from_dict recomputes ``makespan``), else its own
     stated = schedule.makespan if schedule.reported_makespan is None else schedule.reported_makespan
-    if stated is not None and abs(stated - makespan) > eps:
+    end_eps = 0.0 if exact else max(tol * work, TIME_ULPS * float(np.spacing(makespan)))
+    if stated is not None and abs(stated - makespan) > end_eps:
         out.append(
             Violation("report", f"schedule reports makespan {stated:g}, recomputed {makespan:g}")
         )
-    if schedule.lower_bound is not None and schedule.lower_bound > makespan + eps:
+    if schedule.lower_bound is not None and schedule.lower_bound > makespan + end_eps:
         out.append(
             Violation(
                 "report", f"lower bound {schedule.lower_bound:g} exceeds the makespan {makespan:g}"
@@ -315,6 +329,11 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         )
     return report
 
+
+#: Units in the last place of an op's own times that :func:`validate` allows it beyond its
+#: relative tolerance (which scales with the graph's total duration): a schedule placed past
+#: that total, with float times, still compares as equal what a sum of durations rounds.
+TIME_ULPS = 1024
 
 #: Most stretches over one resource's capacity that are reported one by one (each costs a
 #: pass over the schedule's events: a million-op schedule broken everywhere took minutes).
@@ -355,14 +374,15 @@ def _overflows(
 
 
 def _unit_overlaps(
-    unit: np.ndarray, s: np.ndarray, e: np.ndarray, names: np.ndarray, eps: float
+    unit: np.ndarray, s: np.ndarray, e: np.ndarray, names: np.ndarray, eps: np.ndarray
 ) -> list[tuple[int, int]]:
-    """Consecutive pairs (by unit, then start, end, name) that overlap on their unit."""
+    """Consecutive pairs (by unit, then start, end, name) that overlap on their unit, by more
+    than the larger of their tolerances ``eps``."""
     if len(unit) < 2:
         return []
     order = np.lexsort((names, e, s, unit))
-    u, s2, e2 = unit[order], s[order], e[order]
-    clash = np.flatnonzero((u[1:] == u[:-1]) & (s2[1:] < e2[:-1] - eps))
+    u, s2, e2, t = unit[order], s[order], e[order], eps[order]
+    clash = np.flatnonzero((u[1:] == u[:-1]) & (s2[1:] < e2[:-1] - np.maximum(t[1:], t[:-1])))
     return [(int(order[c]), int(order[c + 1])) for c in clash]
 
 

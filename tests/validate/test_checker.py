@@ -541,3 +541,30 @@ def test_each_stretch_over_a_capacity_is_reported_at_its_highest_level():
     got = [(v.time, v.ops) for v in validate(p, s).violations if v.kind == "capacity"]
     assert got == [(1.0, ("a", "b")), (5.0, ("c", "d", "e"))]
     assert "used 3 > capacity 1" in validate(p, s).violations[-1].message
+
+
+@pytest.mark.parametrize("far", [1e10, 1e12 + 0.5, 1e300])
+def test_one_op_placed_far_off_widens_no_other_check(far: float) -> None:
+    # the tolerance was 1e-9 x the schedule's largest time: one op at 1e10 made it 10, and
+    # a, b (a -> b) and c all at 0 on one unit passed
+    g = OpGraph((Op("a", 1.5), Op("b", 1.5, deps=("a",)), Op("c", 1.5), Op("late", 0.5)))
+    p = Problem(g, Machine(units=1))
+    s = Schedule.build(p, {"a": 0, "b": 0, "c": 0, "late": far}, dict.fromkeys("abc", 0) | {
+        "late": 0}, solver="hand")  # fmt: skip
+    assert {"precedence", "capacity", "unit_overlap"} <= set(validate(p, s).kinds())
+
+
+def test_float_times_far_past_the_total_duration_keep_a_few_ulps() -> None:
+    # a valid schedule whose float times sit at 1e9: each end is its start plus a duration
+    # rounded once, and the next op starts there
+    g = OpGraph((Op("a", 0.1), Op("b", 0.2, deps=("a",)), Op("c", 0.3, deps=("b",))))
+    p = Problem(g, Machine(units=1))
+    t0 = 1e9 + 0.7
+    t1 = t0 + 0.1
+    s = Schedule.build(p, {"a": t0, "b": t1, "c": t1 + 0.2}, dict.fromkeys("abc", 0),
+                       solver="hand")  # fmt: skip
+    assert validate(p, s).valid
+    # but an overlap of a thousandth there is seen (the old tolerance, 1e-9 x 1e9, was 1)
+    bad = Schedule.build(p, {"a": t0, "b": t1 - 1e-3, "c": t1 + 0.2}, dict.fromkeys("abc", 0),
+                         solver="hand")  # fmt: skip
+    assert {"precedence", "unit_overlap"} <= set(validate(p, bad).kinds())
