@@ -223,8 +223,13 @@ class Schedule:
                                           where)  # fmt: skip
             start = _finite(rec.get("start"), "start", where)
             unit = rec.get("unit")
-            if unit is not None and (isinstance(unit, bool) or not isinstance(unit, int)):
-                raise ScheduleFormatError(f"unit must be an integer or null, got {unit!r}", where)
+            if unit is not None and (
+                isinstance(unit, bool) or not isinstance(unit, int) or not -(2**62) <= unit < 2**62
+            ):
+                shown = repr(unit) if len(repr(unit)) <= 40 else repr(unit)[:40] + "..."
+                raise ScheduleFormatError(
+                    f"unit must be an integer in [-2**62, 2**62) or null, got {shown}", where
+                )
             if rec.get("end") is None:  # read as end = start before: a zero-length op
                 raise ScheduleFormatError("missing 'end' (each op needs its start and end)", where)
             end = _finite(rec["end"], "end", where)
@@ -344,6 +349,11 @@ def _num(x: float | None) -> float | int | None:
 
 
 def _finite(v: Any, what: str, where: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise ScheduleFormatError(f"{what} must be a finite number, got {v!r}", where)
-    return float(v)
+    try:  # an integer past a float's range (10**400) would raise inside math.isfinite
+        x = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else math.nan
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x):
+        shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:40] + "..."
+        raise ScheduleFormatError(f"{what} must be a finite number, got {shown}", where)
+    return x

@@ -373,3 +373,46 @@ def test_an_attention_table_without_its_dtype_column_is_refused(tmp_path):
     path.write_text("gpu,B,H,Sq,Skv,D,causal,dtype,time_us\nNVIDIA H200,1,8,128,128,64,0,"
                     "float16,5.6\n")  # fmt: skip
     assert invoke("cost", "predict", "-i", path, "-o", out).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "phrase"),
+    [
+        ("start", 10**400, "start must be a finite number"),
+        ("unit", 10**30, "unit must be an integer in [-2**62, 2**62) or null"),
+        ("makespan", 10**400, "makespan must be a finite number"),
+        ("lower_bound", 10**400, "lower_bound must be a finite number"),
+    ],
+)
+def test_a_schedule_file_with_an_integer_past_float_range_is_refused(
+    tmp_path: Path, field: str, value: int, phrase: str
+) -> None:
+    # 10**400 had crashed math.isfinite (exit 3), a unit of 10**30 the checker's int64 array
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps(OpGraph((Op("a", 1),), name="g").to_dict()))
+    doc: dict = {"graph": "g", "ops": [{"name": "a", "start": 0, "end": 1, "unit": 0}]}
+    if field in ("start", "unit"):
+        doc["ops"][0][field] = value
+    else:
+        doc[field] = value
+    s = tmp_path / "s.json"
+    s.write_text(json.dumps(doc))
+    _refused(invoke("validate", g, s), str(s), phrase)
+
+
+def test_a_subnormal_duration_is_refused_before_any_output(tmp_path: Path) -> None:
+    # 1e-320 overflowed CP-SAT's ticks per time unit (exit 3); greedy wrote -o, then crashed
+    g = tmp_path / "g.json"
+    g.write_text('{"ops": [{"name": "a", "duration": 1e-320}]}')
+    for solver in ("cpsat", "greedy"):
+        out = tmp_path / f"{solver}.json"
+        _refused(invoke("solve", g, "-k", 1, "--solver", solver, "-o", out),
+                 "op 'a'", "duration must be 0 or at least 1e-300")  # fmt: skip
+        assert not out.exists()
+    assert Op("b", 1e-300).duration == 1e-300
+
+
+def test_json_nested_too_deeply_names_the_file(tmp_path: Path) -> None:
+    g = tmp_path / "deep.json"
+    g.write_text("[" * 100_000 + "]" * 100_000)
+    _refused(invoke("analyze", g), str(g), "nested too deeply")

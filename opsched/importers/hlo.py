@@ -110,8 +110,8 @@ def from_hlo_text(text: str, name: str | None = None, where: str = "<hlo>") -> O
             continue
         try:
             m = module.map(ins, [shapes[o] for o in ins.operands])
-        except OpschedError:  # already names the problem (and is a ValueError)
-            raise
+        except OpschedError as e:  # names the problem; the file and line are added here
+            raise e.located(f"{where}: line {ins.line}") from None
         except (KeyError, IndexError, ValueError):
             raise InputError(
                 f"line {ins.line}: cannot read {ins.opcode} {ins.name!r}", where

@@ -213,6 +213,8 @@ def load_json_file(path: str | os.PathLike[str]) -> Any:
         raise InputError(f"invalid JSON: {e.msg}", f"{path}:{e.lineno}:{e.colno}") from None
     except ValueError as e:
         raise InputError(f"invalid JSON: {e}", str(path)) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", str(path)) from None
 
 
 def read_graph_json(path: str | os.PathLike[str]) -> OpGraph:

@@ -31,6 +31,10 @@ __all__ = ["DEFAULT_DEMANDS", "MAX_SIZE", "Op", "check_number", "check_size"]
 #: Largest byte size or demand accepted anywhere (keeps every sum inside int64).
 MAX_SIZE = 2**62
 
+#: The least positive duration: below it a float loses precision (subnormals from 2.2e-308)
+#: and a solver's ticks per time unit (a million over the total) overflow to infinity.
+MIN_DURATION = 1e-300
+
 #: Demands an op gets when its record names none: one compute unit.
 DEFAULT_DEMANDS: Mapping[str, int] = {"units": 1}
 
@@ -130,6 +134,7 @@ class Op:
             and self.name != ""
             and (type(d) is float or type(d) is int)
             and 0 <= d <= MAX_SIZE  # false for NaN
+            and (d == 0 or d >= MIN_DURATION)
             and type(o) is int
             and 0 <= o <= MAX_SIZE
             and type(w) is int
@@ -154,7 +159,14 @@ class Op:
         if not isinstance(self.name, str) or not self.name:
             raise GraphError(f"op name must be a non-empty string, got {self.name!r}")
         where = f"op {self.name!r}"
-        object.__setattr__(self, "duration", check_number(self.duration, "duration", where))
+        d = check_number(self.duration, "duration", where)
+        if 0 < d < MIN_DURATION:
+            raise GraphError(
+                f"duration must be 0 or at least {MIN_DURATION:g}, got {d!r} (express times "
+                "in a smaller unit)",
+                where,
+            )
+        object.__setattr__(self, "duration", d)
         object.__setattr__(
             self, "output_bytes", check_size(self.output_bytes, "output_bytes", where)
         )

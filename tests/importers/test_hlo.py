@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -186,3 +188,25 @@ def test_a_conditional_costs_its_costliest_branch() -> None:
     assert c.attrs["bytes"] == 1 + 64 * 64 * 4 + 64 * 64 * 4
     indexed = COND.replace("true_computation=t, false_computation=f", "branch_computations={f, t}")
     assert from_hlo_text(indexed)["c"].attrs["flops"] == 2 * 64**3
+
+
+def test_a_shape_past_2_62_is_refused_with_its_file_and_line(tmp_path: Path) -> None:
+    from opsched.errors import OpschedError
+    from opsched.importers.hlo import read_hlo
+
+    text = (
+        "HloModule m\n\nENTRY main {\n"
+        "  p = f32[99999999999999999999] parameter(0)\n"
+        "  ROOT n = f32[99999999999999999999] negate(p)\n}\n"
+    )
+    path = tmp_path / "big.hlo"
+    path.write_text(text)
+    with pytest.raises(OpschedError) as e:
+        read_hlo(path)
+    # named with its file and op (a parameter) or line (an instruction); no traceback
+    assert str(path) in str(e.value) and "99999999999999999999" in str(e.value)
+    text = text.replace("f32[99999999999999999999] parameter", "f32[4] parameter")
+    path.write_text(text)
+    with pytest.raises(OpschedError) as e:
+        read_hlo(path)
+    assert str(e.value).startswith(f"{path}: op 'n': ")
