@@ -34,7 +34,7 @@ import numpy as np
 from opsched.ir.graph import OpGraph
 from opsched.solver.settle import settle_starts
 
-__all__ = ["Scaling", "choose_scaling"]
+__all__ = ["Scaling", "choose_scaling", "limit_in_ticks"]
 
 _MAX_DECIMALS = 6
 _TICKS_IF_INEXACT = 10**6
@@ -122,3 +122,22 @@ def choose_scaling(graph: OpGraph, memory_cap: int | None = None) -> Scaling:
         cap=cap,
         memory_exact=m_exact,
     )
+
+
+def limit_in_ticks(limit: float, scaling: Scaling) -> int:
+    """The most ticks a schedule may take to end by time ``limit``.
+
+    With exact ticks, a limit that is a whole number of ticks up to float noise is that
+    number (``4.35 * 100`` is ``434.99999999999994``: flooring it refused the schedule that
+    ends at 4.35 exactly); otherwise the ticks below it, since every end lies on a tick.
+
+    >>> from opsched.ir import Op, OpGraph
+    >>> sc = choose_scaling(OpGraph((Op("a", 2.2), Op("b", 2.15))))
+    >>> sc.time_scale, limit_in_ticks(4.35, sc), limit_in_ticks(4.355, sc)
+    (100, 435, 435)
+    """
+    x = min(limit * scaling.time_scale, 2.0**62)
+    r = round(x)
+    if scaling.time_exact and abs(x - r) <= max(1e-9, 8 * np.finfo(float).eps * abs(x)):
+        return int(r)
+    return math.floor(x)

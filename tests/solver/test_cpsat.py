@@ -574,3 +574,53 @@ def test_known_bound_stops_the_search() -> None:
     plain.objective.minimise_makespan()
     plain.solve(Params(), time.perf_counter() + 1)
     assert plain.stats()["met_known_bound"] is False
+
+
+def test_a_makespan_limit_a_float_product_puts_just_below_a_tick_still_holds() -> None:
+    # 4.35 * 100 = 434.99999999999994 was floored to 434 ticks: a false INFEASIBLE for one
+    # op of 4.35, and a false OPTIMAL peak of 16 (both at once) where running a then b ends
+    # at 4.35 exactly with peak 8
+    one = Problem(OpGraph((Op("a", 4.35, output_bytes=8),)), Machine(units=1))
+    r = solve_cpsat(one, "peak_memory", makespan_limit=4.35, time_limit=10, num_workers=1)
+    assert r.status is Status.OPTIMAL and r.makespan == pytest.approx(4.35)
+    g = OpGraph((Op("a", 2.2, output_bytes=8), Op("b", 2.15, output_bytes=8)))
+    two = Problem(g, Machine(units=2))
+    r = solve_cpsat(two, "peak_memory", makespan_limit=4.35, time_limit=10, num_workers=1)
+    assert (r.status, r.peak_memory) == (Status.OPTIMAL, 8) and validate(two, r).valid
+
+
+def test_no_bound_from_a_model_with_rounded_sizes_is_claimed() -> None:
+    # sizes past 2^40 quanta are rounded up (the cap down): the rounded model needs two
+    # steps where the problem needs one, and its bound 2 had been reported with gap 0
+    x = 2**50 + 1
+    g = OpGraph((Op("a", 1, output_bytes=x), Op("b", 1, output_bytes=x + 2)))
+    p = Problem(g, Machine(units=2, memory_cap=2 * x + 2))
+    for objective in ("makespan", "lex"):
+        r = solve_cpsat(p, objective, time_limit=10, num_workers=1)
+        assert validate(p, r).valid and r.info["scaling"]["memory_exact"] is False
+        assert r.lower_bound is not None and r.lower_bound <= 1
+
+
+def test_no_peak_bound_from_rounded_durations_under_a_makespan_limit() -> None:
+    # durations rounded up to ticks make the limit tighter in the model: its peak bound 20
+    # had been reported where a then b (peak 10) ends exactly by the limit
+    da, db = 0.1234567891234, 1 / 3
+    g = OpGraph((Op("a", da, output_bytes=10), Op("b", db, output_bytes=10)))
+    p = Problem(g, Machine(units=2))
+    hand = Schedule.build(p, [0.0, da], [0, 0], solver="hand")
+    assert validate(p, hand).valid and hand.peak_memory == 10
+    r = solve_cpsat(p, "peak_memory", makespan_limit=da + db, time_limit=10, num_workers=1)
+    assert r.info["peak_lower_bound"] <= 10
+
+
+def test_the_phase_split_keeps_the_makespan_limit() -> None:
+    # a capped chain of 20 splits into phases, which had been solved without the limit of
+    # 10 and returned OPTIMAL 20
+    ops = tuple(Op(f"o{i}", 1.0, deps=(f"o{i - 1}",) if i else (), output_bytes=4)
+                for i in range(20))  # fmt: skip
+    p = Problem(OpGraph(ops), Machine(units=1, memory_cap=8))
+    for split in (True, False):
+        r = solve_cpsat(p, "makespan", makespan_limit=10, time_limit=10,
+                        params=Params(num_workers=1, split=split))  # fmt: skip
+        assert r.status is Status.INFEASIBLE
+    assert solve_cpsat(p, "makespan", time_limit=10, num_workers=1).makespan == 20

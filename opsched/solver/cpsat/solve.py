@@ -39,7 +39,7 @@ from opsched.solver.downsets import (
     downset_search,
     must_compile,
 )
-from opsched.solver.scaling import choose_scaling
+from opsched.solver.scaling import choose_scaling, limit_in_ticks
 from opsched.solver.serial import (
     SerialCheck,
     least_peak_start,
@@ -161,7 +161,8 @@ def solve_cpsat(
             problem, solver="cpsat", status=Status.INFEASIBLE, info={"reason": reason},
             wall_time_s=time.perf_counter() - t0,
         )  # fmt: skip
-    if params.split and obj is Objective.MAKESPAN and problem.memory_cap is not None:
+    split = makespan_limit is None  # the phases would each be solved without the limit
+    if split and params.split and obj is Objective.MAKESPAN and problem.memory_cap is not None:
         cuts = split_points(problem.graph)
         if cuts:  # independent phases, each solved on its own (opsched.solver.split)
             inner = replace(params, split=False)
@@ -211,7 +212,7 @@ def solve_cpsat(
         # past the total work it binds nothing: a schedule shifted left (each start at 0 or
         # at an end) has no idle time and keeps its memory and capacity, so ends by then
         work = sum(scaling.durations)
-        limit_ticks = min(work, math.floor(min(makespan_limit * scaling.time_scale, 2.0**62)))
+        limit_ticks = min(work, limit_in_ticks(makespan_limit, scaling))
     peak_floor, peak_hint = 0, None
     if serial and obj in (Objective.PEAK_MEMORY, Objective.MEMORY_THEN_MAKESPAN):
         least = least_peak_start(tick, max_states=_serial_states(time_limit))
@@ -354,11 +355,15 @@ def solve_cpsat(
     proven = len(statuses) == len(order) and all(s == "OPTIMAL" for s in statuses)
     status = Status.OPTIMAL if proven and exact else Status.FEASIBLE
     first = info["stages"][0]
-    if order[0] == "makespan" and scaling.time_exact and first["cpsat_status"] != "UNKNOWN":
+    # CP-SAT's bound holds for the problem only where the model is the problem: with sizes
+    # rounded up (and the cap down) it is tighter, and so is its bound
+    if order[0] == "makespan" and exact and first["cpsat_status"] != "UNKNOWN":
         lb = max(lb, math.ceil(first["objective_bound"] - 1e-9) / scaling.time_scale)
     if order[0] == "peak":
         need, _ = min_memory_bound(problem.graph)
-        if scaling.memory_exact and first["cpsat_status"] != "UNKNOWN":
+        # with durations rounded up to ticks, the model's makespan limit is tighter too
+        tight = limit_ticks is not None and not scaling.time_exact
+        if scaling.memory_exact and not tight and first["cpsat_status"] != "UNKNOWN":
             need = max(
                 need,
                 problem.graph.persistent_bytes
