@@ -422,6 +422,9 @@ def pareto(
 
 #: States the one-unit search may keep when a heuristic found no schedule under a cap.
 EXPLAIN_STATES = 100_000
+#: Most ops of a graph whose missing schedule that search explains (its state sets take
+#: memory and time that grow with the square of the ops: 38 s and 1.2 GB at 10,000 ops).
+EXPLAIN_MAX_OPS = 2_000
 
 
 def _explain_missing_schedule(problem: Any, result: Any, graph: Path) -> None:
@@ -434,6 +437,13 @@ def _explain_missing_schedule(problem: Any, result: Any, graph: Path) -> None:
     from opsched.solver.serial import serial_cap_check
     from opsched.units import format_bytes
 
+    if problem.graph.num_ops > EXPLAIN_MAX_OPS:
+        result.info["reason"] = (
+            f"{result.info.get('reason', 'no schedule found')}; whether any schedule fits "
+            f"the cap was not checked (more than {EXPLAIN_MAX_OPS:,} ops): try --solver "
+            "memory-list, or a looser cap"
+        )
+        return
     cap = int(problem.memory_cap)
     check = serial_cap_check(problem.graph, cap, max_states=EXPLAIN_STATES)
     if check.fits is False:

@@ -170,3 +170,38 @@ def test_a_cap_below_the_memory_bound_is_refuted_without_search() -> None:
         "no one-unit order stays within 11B (11 B) (the memory lower bound is above it)"
     )
     assert serial_cap_check(g, 12).fits is True
+
+
+def test_the_state_budget_holds_within_one_layer() -> None:
+    # 30 independent producer / consumer pairs: layer 2 alone has 435 sets; the budget was
+    # checked only after a whole layer (one layer of a 10,000-op graph reached 670,000
+    # states against a budget of 100,000)
+    from opsched.heuristics.memory.common import MemoryModel
+    from opsched.heuristics.memory.layered import layered_search
+
+    prod = tuple(Op(f"p{i}", 1, output_bytes=8) for i in range(30))
+    cons = tuple(Op(f"c{i}", 1, deps=(f"p{i}",)) for i in range(30))
+    r = layered_search(MemoryModel.of(OpGraph(prod + cons)), width=None, incumbent=10**9,
+                       max_states=50)  # fmt: skip
+    assert r.aborted and r.order is None and r.states == 51
+
+
+def test_a_large_graph_without_a_schedule_under_a_cap_is_not_searched(tmp_path) -> None:
+    # the CLI explains a heuristic's dead end with the one-unit search only up to
+    # EXPLAIN_MAX_OPS ops; past it, it says it did not check
+    import json
+
+    from click.testing import CliRunner
+
+    from opsched.cli import main
+    from opsched.solve_commands import EXPLAIN_MAX_OPS
+
+    g = layered(EXPLAIN_MAX_OPS + 500, seed=1)
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(g.to_dict()))
+    peak = greedy(Problem(g, Machine(units=8))).peak_memory
+    r = CliRunner().invoke(main, ["solve", str(path), "--solver", "list", "-k", "8",
+                                  "--memory-cap", str(int(peak * 0.6)), "--json"])  # fmt: skip
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert "was not checked (more than 2,000 ops)" in doc["info"]["reason"]

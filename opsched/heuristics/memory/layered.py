@@ -187,9 +187,11 @@ def layered_search(
             seen.add(mask)
             nxt.append(_child(s, v, i - int(offsets[si]), mask, int(new_peak[i]),
                               int(new_live[i]), m, rank, bits))  # fmt: skip
+            # the budget holds within a layer too: one layer alone had reached 670,000
+            # states (and gigabytes) against a budget of 100,000
+            if width is None and max_states is not None and kept_states + len(nxt) > max_states:
+                return LayeredOutcome(None, None, False, kept_states + len(nxt), True)
         kept_states += len(nxt)
-        if width is None and max_states is not None and kept_states > max_states:
-            return LayeredOutcome(None, None, False, kept_states, True)
         layer = nxt
     best = min(layer, key=lambda s: s.peak)
     result: list[int] = []
