@@ -169,21 +169,37 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
 
     starts = [0.0] * n
     unit_of: list[int | None] = [None] * n
-    # Ready ops wait in two heaps by (priority key, index): those that would hold a unit and
-    # the rest. When every unit is busy, no op of the first heap can start until the clock
-    # moves, so a pass leaves that heap alone instead of popping and re-pushing all of it
-    # (which made a pass O(ready) and the whole loop quadratic on wide graphs).
-    unit_q: list[tuple[float, int]] = []
-    free_q: list[tuple[float, int]] = []
+    # Ready ops wait in heaps by (priority key, index), one per demand signature (the
+    # demands of an op that takes time over the limited resources; zero-duration ops, which
+    # hold nothing, share the signature None). A pass visits the heads of these heaps in
+    # priority order (the heap ``active``); once one op of a signature does not fit the free
+    # capacities, none of that signature fits before the clock moves (a pass only takes
+    # capacity), so the pass leaves the rest of that heap alone. Popping and re-pushing every
+    # blocked op had made a pass O(ready) and the loop quadratic on wide graphs: 2,000 ops of
+    # one resource of capacity 2 took 1.8 million pops.
+    buckets: dict[tuple[int, ...] | None, list[tuple[float, int]]] = {}
+    active: list[tuple[float, int, tuple[int, ...] | None]] = []
+    blocked: set[tuple[int, ...] | None] = set()
+    in_pass = False
+    # the least memory a ready op that takes time allocates (lazy: started ones are dropped
+    # when met): above what the cap leaves, no such op can start in the pass
+    need_heap: list[tuple[int, int]] = []
     pushes = 0
-    limits_units = "units" in res_names
+
+    def signature(v: int) -> tuple[int, ...] | None:
+        return None if dur[v] == 0 else tuple(demand[r][v] for r in res_names)
 
     def push_ready(v: int) -> None:
         nonlocal pushes
         key = float(pushes) if prio is None else -prio[v]
         pushes += 1
-        q = unit_q if (limits_units and units_dem[v] > 0 and dur[v] > 0) else free_q
-        heapq.heappush(q, (key, v))
+        sig = signature(v)
+        heap = buckets.setdefault(sig, [])
+        heapq.heappush(heap, (key, v))
+        if sig is not None:
+            heapq.heappush(need_heap, (out_b[v] + ws_b[v], v))
+        if in_pass and sig not in blocked and heap[0][1] == v:
+            heapq.heappush(active, (key, v, sig))
 
     for v in range(n):
         if indeg[v] == 0:
@@ -276,27 +292,39 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
             if consumers_left[p] == 0:
                 mem -= out_b[p]
 
+    def least_timed_need() -> int | None:
+        while need_heap and started[need_heap[0][1]]:
+            heapq.heappop(need_heap)
+        return need_heap[0][0] if need_heap else None
+
     while done < n:
         # start every ready op that fits, in priority order
-        skipped: list[tuple[float, int]] = []
+        skipped: list[tuple[float, int, tuple[int, ...] | None]] = []
         started_any = True
         while started_any:
             started_any = False
-            while unit_q or free_q:
-                units_blocked = limits_units and free["units"] <= 0
-                if unit_q and not units_blocked and (not free_q or unit_q[0] < free_q[0]):
-                    entry = heapq.heappop(unit_q)
-                elif free_q:
-                    entry = heapq.heappop(free_q)
-                else:
-                    break
-                v = entry[1]
+            in_pass = True
+            blocked.clear()
+            active[:] = [(h[0][0], h[0][1], sig) for sig, h in buckets.items() if h]
+            heapq.heapify(active)
+            while active:
+                key, v, sig = heapq.heappop(active)
+                heap = buckets[sig]
+                if sig in blocked or not heap or heap[0] != (key, v):
+                    continue  # a stale head
+                heapq.heappop(heap)
+                if heap:  # the next of its signature, in line with the others
+                    heapq.heappush(active, (heap[0][0], heap[0][1], sig))
                 if started[v]:  # started with a zero-duration run, then made ready
                     continue
-                fits = dur[v] == 0 or all(demand[r][v] <= free[r] for r in res_names)
+                if sig is not None and not all(
+                    d <= free[r] for r, d in zip(res_names, sig, strict=True)
+                ):
+                    heapq.heappush(heap, (key, v))  # and the signature waits for the clock
+                    blocked.add(sig)
+                    continue
                 need = need_of(v)
-                if fits and mem_cap is not None and mem + need > mem_cap:
-                    fits = False
+                if mem_cap is not None and mem + need > mem_cap:
                     if dur[v] == 0:
                         run = zero_closure(v)
                         if run:
@@ -304,8 +332,12 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
                                 start_zero(x)
                             started_any = True
                             continue
-                if not fits:
-                    skipped.append(entry)
+                    skipped.append((key, v, sig))
+                    least = least_timed_need()
+                    if not buckets.get(None) and (least is None or mem + least > mem_cap):
+                        # no op that takes time fits what the cap leaves, and no
+                        # zero-duration op is ready to free memory: the pass is over
+                        break
                     continue
                 if dur[v] == 0:
                     start_zero(v)
@@ -322,10 +354,9 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
                     unit_of[v] = got[0] if units_dem[v] == 1 else None
                 heapq.heappush(running, (t + dur[v], seq, v))
                 seq += 1
-            for entry in skipped:  # back in line with the key they had
-                q = unit_q if (limits_units and units_dem[entry[1]] > 0 and dur[entry[1]] > 0) \
-                    else free_q  # fmt: skip
-                heapq.heappush(q, entry)
+            in_pass = False
+            for key, v, sig in skipped:  # back in line with the key they had
+                heapq.heappush(buckets[sig], (key, v))
             skipped = []
             if not started_any:
                 break
@@ -333,11 +364,12 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
         if done >= n:
             break
         if not running:
-            blocked = [g.names[v] for _, v in sorted(unit_q + free_q)]
+            waiting_ops = sorted(e for heap in buckets.values() for e in heap if not started[e[1]])
+            blocked_names = [g.names[v] for _, v in waiting_ops]
             why = (
                 (
                     f"memory cap {mem_cap} B: {mem} B in use and none of the ready ops "
-                    f"{blocked[:5]} fits"
+                    f"{blocked_names[:5]} fits"
                 )
                 if mem_cap is not None
                 else "no ready op fits"
