@@ -31,6 +31,7 @@ Inductor's ``torch/_inductor/memory.py`` (``topological_sort_lpmf``, ``topologic
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import time
 from typing import Any
@@ -87,35 +88,113 @@ def inductor_lpmf_order(problem_or_graph: Problem | OpGraph) -> np.ndarray:
                 to_free[v] += m.out[p]
         if uses[v] == 0:
             to_free[v] += m.out[v]  # used only by itself: freed at once
+    # The key of a ready op u is (max(live + c(u), max_mem), kept(u), u) with c(u) what it
+    # allocates while running (0 if it takes no time): live + max(c(u), A) with the headroom
+    # A = max_mem - live. Every op with c(u) <= A ties on the first term, so the least is the
+    # op of least (kept, index) among those, found in a min tree over the ops sorted by c;
+    # when there is none, the op of least (c, kept, index), from a heap. Taking the minimum
+    # over the whole ready set each step was quadratic on wide graphs (10,000 ops fanned out
+    # from one: 11.7 s).
     alloc = [m.out[v] + (m.ws[v] if m.runs[v] else 0) for v in range(n)]
+    c = [alloc[v] if m.runs[v] else 0 for v in range(n)]
+    by_c = sorted(range(n), key=lambda v: c[v])
+    pos = [0] * n
+    for i, v in enumerate(by_c):
+        pos[v] = i
+    sorted_c = [c[v] for v in by_c]
+    tree = _MinTree(n)
+    heap: list[tuple[int, int, int]] = []  # (c, kept, op), lazy: checked against the tree
+    is_ready = [False] * n
+
+    def kept(u: int) -> int:
+        return m.out[u] - to_free[u]
+
+    def make_ready(u: int) -> None:
+        is_ready[u] = True
+        tree.set(pos[u], (kept(u), u))
+        heapq.heappush(heap, (c[u], kept(u), u))
+
+    def rekey(u: int) -> None:  # its kept bytes changed
+        if is_ready[u]:
+            tree.set(pos[u], (kept(u), u))
+            heapq.heappush(heap, (c[u], kept(u), u))
+
     live = m.persistent
     max_mem = m.persistent + sum(m.out[v] for v in range(n) if m.held[v])
-    ready = {v for v in range(n) if indeg[v] == 0}
+    for v in range(n):
+        if indeg[v] == 0:
+            make_ready(v)
     order: list[int] = []
-    while ready:
-        v = min(
-            ready,
-            key=lambda u: (
-                max(live + alloc[u], max_mem) if m.runs[u] else max(live, max_mem),
-                m.out[u] - to_free[u],
-                u,
-            ),
-        )
-        ready.remove(v)
+    for _ in range(n):
+        k = bisect.bisect_right(sorted_c, max_mem - live)
+        best = tree.prefix_min(k)
+        if best is not None:
+            v = best[1]
+        else:
+            while True:  # the least (c, kept, index) still ready with that kept
+                _, kv, v = heapq.heappop(heap)
+                if is_ready[v] and kv == kept(v):
+                    break
+        is_ready[v] = False
+        tree.set(pos[v], None)
         order.append(v)
         if m.runs[v]:
             max_mem = max(max_mem, live + alloc[v])
-        live += m.out[v] - to_free[v]
+        live += kept(v)
         for w in m.succs[v]:
             indeg[w] -= 1
             if indeg[w] == 0:
-                ready.add(w)
+                make_ready(w)
         for p in m.preds[v]:
             uses[p] -= 1
             if uses[p] == 1:  # the one remaining consumer will free it
                 for w in m.succs[p]:
                     to_free[w] += m.out[p]
+                    rekey(w)
     return np.asarray(order, dtype=np.int64)
+
+
+class _MinTree:
+    """Minimum of ``(kept, op)`` pairs over positions, with point updates (``None``: empty)
+    and prefix queries, each in O(log n)."""
+
+    __slots__ = ("size", "vals")
+
+    def __init__(self, n: int) -> None:
+        self.size = 1
+        while self.size < max(n, 1):
+            self.size *= 2
+        self.vals: list[tuple[int, int] | None] = [None] * (2 * self.size)
+
+    def set(self, i: int, val: tuple[int, int] | None) -> None:
+        vals = self.vals
+        i += self.size
+        vals[i] = val
+        i //= 2
+        while i:
+            a, b = vals[2 * i], vals[2 * i + 1]
+            vals[i] = a if b is None or (a is not None and a < b) else b
+            i //= 2
+
+    def prefix_min(self, k: int) -> tuple[int, int] | None:
+        """The least value at positions ``0 .. k-1``."""
+        best: tuple[int, int] | None = None
+        lo, hi = self.size, self.size + min(k, self.size)
+        vals = self.vals
+        while lo < hi:
+            if lo & 1:
+                x = vals[lo]
+                if x is not None and (best is None or x < best):
+                    best = x
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                x = vals[hi]
+                if x is not None and (best is None or x < best):
+                    best = x
+            lo //= 2
+            hi //= 2
+        return best
 
 
 def inductor_bfs_order(problem_or_graph: Problem | OpGraph) -> np.ndarray:
