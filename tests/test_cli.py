@@ -409,7 +409,10 @@ def test_validate_reports_broken_precedence(tmp_path: Path) -> None:
         ({"format": "x", "ops": []}, "unsupported format 'x'"),
         ({"ops": [{"start": 0}]}, "ops[0]: each entry needs a string 'name'"),
         ({"ops": [{"name": "a", "start": "0"}]}, "op 'a' (ops[0]): start must be a finite number"),
-        ({"ops": [{"name": "a", "start": 0, "unit": 1.5}]}, "unit must be an integer or null"),
+        (
+            {"ops": [{"name": "a", "start": 0, "unit": 1.5}]},
+            "unit must be an integer in [-2**62, 2**62) or null",
+        ),
         ({"ops": [{"name": "a", "start": 0}]}, "op 'a' (ops[0]): missing 'end'"),
         ({**SCHED_OK, "status": "MEH"}, "unknown status 'MEH'"),
         ({**SCHED_OK, "machine": {"units": 0}}, "machine.units must be a positive integer"),
