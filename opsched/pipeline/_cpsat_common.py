@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from opsched.analysis.topo import topo_indices
@@ -18,6 +19,7 @@ from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import Improvements
 from opsched.solver.interrupt import run_solver
+from opsched.solver.scaling import Scaling, choose_scaling
 from opsched.solver.settle import settle_starts
 
 
@@ -114,3 +116,40 @@ def fallback(heur: PipelineResult, method: str, why: str, t0: float) -> Pipeline
     heur.schedule.wall_time_s = time.perf_counter() - t0
     heur.method = f"{method} (heuristic fallback)"
     return heur
+
+
+@dataclass
+class PipelineRun:
+    """One exact pipeline solve: what :func:`opsched.pipeline.cpsat.pipeline_cpsat` was given
+    and settled (stage capacities, the heuristic's result), and the problem in ticks (the
+    scaling, the durations and unit demands, and the heads and tails of the ops), which
+    both formulations build their models on."""
+
+    problem: Problem
+    caps: list[int]
+    m_count: int
+    assignment: Sequence[int] | None
+    heur: PipelineResult
+    time_limit: float
+    workers: int
+    t0: float
+    say: Callable[[str], None] | None
+    sc: Scaling = field(init=False)
+    d: list[int] = field(init=False)
+    dem: list[int] = field(init=False)
+    head: list[int] = field(init=False)
+    tail: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        g = self.problem.graph
+        self.sc = choose_scaling(g, None)
+        self.d = [int(x) for x in self.sc.durations]
+        self.dem = g.demand_array("units").tolist()
+        self.head, self.tail = heads_tails(self.problem, self.d)
+
+    @property
+    def stages(self) -> int:
+        return len(self.caps)
+
+    def time_left(self) -> float:
+        return self.time_limit - (time.perf_counter() - self.t0)

@@ -48,9 +48,9 @@ from typing import Any
 
 from opsched.errors import ProblemError
 from opsched.pipeline._cpsat_common import (
+    PipelineRun,
     check_cpsat_problem,
     fallback,
-    heads_tails,
     pipeline_result,
     solve_model,
     stage_literals,
@@ -62,7 +62,6 @@ from opsched.problem import Problem
 from opsched.schedule import Status
 from opsched.solver.cpsat.model import makespan_lines
 from opsched.solver.defaults import check_seconds
-from opsched.solver.scaling import choose_scaling
 
 __all__ = ["AUTO_UNROLLED_MAX_COPIES", "FORMULATIONS", "pipeline_cpsat"]
 
@@ -123,34 +122,24 @@ def pipeline_cpsat(
         formulation = "unrolled" if small else "modulo"
     caps = stage_capacities(problem.machine.units, stages)
     heur = pipeline_heuristic(problem, stages, microbatches, assignment=assignment)
-    args = (problem, caps, microbatches, assignment, heur, time_limit, num_workers, t0, progress)
-    return _unrolled(*args) if formulation == "unrolled" else modulo(*args)
+    run = PipelineRun(problem, caps, microbatches, assignment, heur, time_limit, num_workers, t0,
+                      progress)  # fmt: skip
+    return _unrolled(run) if formulation == "unrolled" else modulo(run)
 
 
-def _unrolled(
-    problem: Problem,
-    caps: list[int],
-    m_count: int,
-    assignment: Sequence[int] | None,
-    heur: PipelineResult,
-    time_limit: float,
-    workers: int,
-    t0: float,
-    say: Callable[[str], None] | None,
-) -> PipelineResult:
+def _unrolled(run: PipelineRun) -> PipelineResult:
     from ortools.sat.python import cp_model
 
-    g = problem.graph
-    n, stages = g.num_ops, len(caps)
-    sc = choose_scaling(g, None)
-    d = [int(x) for x in sc.durations]
-    dem = g.demand_array("units").tolist()
-    head, tail = heads_tails(problem, d)
+    problem, caps, m_count, heur, t0 = run.problem, run.caps, run.m_count, run.heur, run.t0
+    g, n, stages, sc, d, dem = (
+        problem.graph, problem.graph.num_ops, run.stages, run.sc, run.d, run.dem
+    )  # fmt: skip
+    head, tail = run.head, run.tail
     horizon = m_count * sum(d)
     if sc.time_exact and heur.metrics is not None:
         horizon = min(horizon, round(heur.metrics.makespan * sc.time_scale))
     model = cp_model.CpModel()
-    x = stage_literals(model, problem, stages, assignment)
+    x = stage_literals(model, problem, stages, run.assignment)
     mk = model.new_int_var(max(tail, default=0), horizon, "makespan")
     start = [
         [model.new_int_var(head[v], horizon - tail[v], f"s{m}_{v}") for v in range(n)]
@@ -182,8 +171,8 @@ def _unrolled(
                 model.add_hint(x[v][s], heur.assignment[v] == s)
         for i, o in enumerate(heur.schedule.ops):
             model.add_hint(start[i // n][i % n], round(o.start * sc.time_scale))
-    report = None if say is None else makespan_lines(say, sc.to_time)
-    solver, status = solve_model(model, time_limit - (time.perf_counter() - t0), workers, report)
+    report = None if run.say is None else makespan_lines(run.say, sc.to_time)
+    solver, status = solve_model(model, run.time_left(), run.workers, report)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return fallback(heur, "cpsat-unrolled", f"CP-SAT: {solver.status_name(status)}", t0)
     assign = [next(s for s in range(stages) if solver.value(x[v][s])) for v in range(n)]

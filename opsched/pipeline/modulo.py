@@ -8,24 +8,20 @@ A periodic schedule: micro-batch ``m`` runs op ``v`` at ``m * II + t[v]``. The s
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from opsched.pipeline._cpsat_common import (
+    PipelineRun,
     fallback,
-    heads_tails,
     pipeline_result,
     solve_model,
     stage_literals,
 )
 from opsched.pipeline.model import PipelineResult
 from opsched.pipeline.partition import balanced_partition
-from opsched.problem import Problem
 from opsched.schedule import Status
-from opsched.solver.scaling import choose_scaling
 
 __all__ = ["MAX_PROOF_PERIODS", "SEARCH_SHARE", "modulo"]
 
@@ -38,25 +34,15 @@ MAX_PROOF_PERIODS = 1000
 SEARCH_SHARE = 0.5
 
 
-def modulo(
-    problem: Problem,
-    caps: list[int],
-    m_count: int,
-    assignment: Sequence[int] | None,
-    heur: PipelineResult,
-    time_limit: float,
-    workers: int,
-    t0: float,
-    say: Callable[[str], None] | None,
-) -> PipelineResult:
+def modulo(run: PipelineRun) -> PipelineResult:
     from ortools.sat.python import cp_model
 
-    g = problem.graph
-    n, stages = g.num_ops, len(caps)
-    sc = choose_scaling(g, None)
-    d = [int(x) for x in sc.durations]
-    dem = g.demand_array("units").tolist()
-    head, _ = heads_tails(problem, d)
+    problem, caps, m_count, assignment, heur = (
+        run.problem, run.caps, run.m_count, run.assignment, run.heur
+    )  # fmt: skip
+    g, n, stages, sc, d, dem, head = (
+        problem.graph, problem.graph.num_ops, run.stages, run.sc, run.d, run.dem, run.head
+    )  # fmt: skip
     work = np.array([dv * u for dv, u in zip(d, dem, strict=True)], dtype=np.int64)
     base = assignment if assignment is not None else balanced_partition(g, stages, caps)
     per = np.bincount(np.asarray(base, dtype=np.int64), weights=work, minlength=stages)
@@ -74,7 +60,7 @@ def modulo(
     def attempt(ii: int, minimise: bool = False) -> str:
         """Solve at period ``ii``: "feasible", "infeasible", or "unknown" (time ran out).
         The search only needs feasibility; the latency is minimised at the period chosen."""
-        left = time_limit - (time.perf_counter() - t0)
+        left = run.time_left()
         if left <= 0:
             return "unknown"
         if not minimise:  # a hard period leaves time to minimise the latency at the best
@@ -108,17 +94,17 @@ def modulo(
                 model.add_cumulative(per_stage[s], per_dem[s], caps[s])
         if minimise:
             model.minimize(lat)
-        solver, status = solve_model(model, left, workers)
+        solver, status = solve_model(model, left, run.workers)
         if status == cp_model.INFEASIBLE:
             tried[ii] = "infeasible"
-            if say is not None:
-                say(f"period {sc.to_time(ii):g}: infeasible")
+            if run.say is not None:
+                run.say(f"period {sc.to_time(ii):g}: infeasible")
         elif status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             tried[ii] = "feasible"
             found[ii] = (solver, x, t, lat, status if minimise else None)
-            if say is not None:  # the latency only once minimised
+            if run.say is not None:  # the latency only once minimised
                 said = f", latency {sc.to_time(solver.value(lat)):g}" if minimise else ""
-                say(f"period {sc.to_time(ii):g}: feasible{said}")
+                run.say(f"period {sc.to_time(ii):g}: feasible{said}")
         else:
             tried[ii] = "unknown"
         return tried[ii]
@@ -166,7 +152,7 @@ def modulo(
     if best is None:
         top = max(tried, default=ii_lo)
         why = f"no period up to {sc.to_time(top):g} proven feasible in time (tried {len(tried)})"
-        return fallback(heur, "cpsat-modulo", why, t0)
+        return fallback(heur, "cpsat-modulo", why, run.t0)
     if found[best][4] is None:  # its latency, least when there is time for the proof
         kept = found.pop(best)
         if attempt(best, minimise=True) != "feasible":
@@ -189,5 +175,5 @@ def modulo(
         "capacities": caps,
     }
     return pipeline_result(
-        problem, assign, m_count, caps, starts, Status.FEASIBLE, None, "cpsat-modulo", info, t0
+        problem, assign, m_count, caps, starts, Status.FEASIBLE, None, "cpsat-modulo", info, run.t0
     )
