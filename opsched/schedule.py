@@ -226,9 +226,9 @@ class Schedule:
             if unit is not None and (
                 isinstance(unit, bool) or not isinstance(unit, int) or not -(2**62) <= unit < 2**62
             ):
-                shown = repr(unit) if len(repr(unit)) <= 40 else repr(unit)[:40] + "..."
                 raise ScheduleFormatError(
-                    f"unit must be an integer in [-2**62, 2**62) or null, got {shown}", where
+                    f"unit must be an integer in [-2**62, 2**62) or null, got {_shown(unit)}",
+                    where,
                 )
             if rec.get("end") is None:  # read as end = start before: a zero-length op
                 raise ScheduleFormatError("missing 'end' (each op needs its start and end)", where)
@@ -354,6 +354,11 @@ def _finite(v: Any, what: str, where: str) -> float:
     except OverflowError:
         x = math.inf
     if not math.isfinite(x):
-        shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:40] + "..."
-        raise ScheduleFormatError(f"{what} must be a finite number, got {shown}", where)
+        raise ScheduleFormatError(f"{what} must be a finite number, got {_shown(v)}", where)
     return x
+
+
+def _shown(v: Any) -> str:
+    """``repr(v)`` cut to 40 characters (an integer of 400 digits in an error line)."""
+    text = repr(v)
+    return text if len(text) <= 40 else text[:40] + "..."

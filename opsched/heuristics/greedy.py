@@ -186,6 +186,12 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     need_heap: list[tuple[int, int]] = []
     pushes = 0
 
+    def need_of(v: int) -> int:
+        """Bytes ``v`` allocates as it starts: its output unless nothing keeps it (no reader,
+        not an output, no time), its workspace while it runs."""
+        holds_out = dur[v] > 0 or consumers_left[v] > 0 or is_output[v]
+        return (out_b[v] if holds_out else 0) + (ws_b[v] if dur[v] > 0 else 0)
+
     def signature(v: int) -> tuple[int, ...] | None:
         return None if dur[v] == 0 else tuple(demand[r][v] for r in res_names)
 
@@ -197,7 +203,7 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
         heap = buckets.setdefault(sig, [])
         heapq.heappush(heap, (key, v))
         if sig is not None:
-            heapq.heappush(need_heap, (out_b[v] + ws_b[v], v))
+            heapq.heappush(need_heap, (need_of(v), v))  # fixed for an op that takes time
         if in_pass and sig not in blocked and heap[0][1] == v:
             heapq.heappush(active, (key, v, sig))
 
@@ -211,12 +217,6 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     held_units: dict[int, list[int]] = {}
     finished = [False] * n
     started = [False] * n
-
-    def need_of(v: int) -> int:
-        """Bytes ``v`` allocates as it starts: its output unless nothing keeps it (no reader,
-        not an output, no time), its workspace while it runs."""
-        holds_out = dur[v] > 0 or consumers_left[v] > 0 or is_output[v]
-        return (out_b[v] if holds_out else 0) + (ws_b[v] if dur[v] > 0 else 0)
 
     # a run that did not fit is tried again once memory is low enough for its best prefix,
     # else after 1, 2, 4, ... more completions (what they finish may lengthen the run)

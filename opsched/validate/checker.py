@@ -195,7 +195,14 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     mag = np.where(np.isfinite(mag), mag, 0.0)
     exact = _whole(seen) and _whole(g.durations)
     work = float(g.durations.sum())
-    eps = np.zeros(n) if exact else np.maximum(tol * work, TIME_ULPS * np.spacing(mag))
+
+    def tolerance(at: np.ndarray | float) -> np.ndarray:
+        """The tolerance of times of magnitude ``at``."""
+        if exact:
+            return np.zeros(np.shape(at))
+        return np.maximum(tol * work, TIME_ULPS * np.spacing(at))
+
+    eps = tolerance(mag)
 
     # ---- times --------------------------------------------------------------------------
     d = g.durations
@@ -316,7 +323,7 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
             )
     # the figure a schedule file states (from_dict recomputes ``makespan``), else its own
     stated = schedule.makespan if schedule.reported_makespan is None else schedule.reported_makespan
-    end_eps = 0.0 if exact else max(tol * work, TIME_ULPS * float(np.spacing(makespan)))
+    end_eps = float(tolerance(makespan))
     if stated is not None and abs(stated - makespan) > end_eps:
         out.append(
             Violation("report", f"schedule reports makespan {stated:g}, recomputed {makespan:g}")
