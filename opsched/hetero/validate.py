@@ -12,6 +12,12 @@ transfer`` where the transfer is ``output_bytes(u) / bandwidth + latency`` if th
 on different device types and zero otherwise; and that the reported makespan equals the
 largest end.
 
+Times are compared as the main validator compares them (:func:`opsched.validate.validate`):
+exactly where every time, duration and transfer is a whole number, else within ``1e-9``
+times the schedule's scale (the sum over ops of their longest duration and longest transfer
+out), or :data:`~opsched.validate.checker.TIME_ULPS` units in the last place of the time
+compared where that is larger. A fixed floor would let ops shorter than it overlap.
+
 Examples
 --------
 >>> from opsched.ir import Op, OpGraph
@@ -36,8 +42,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from opsched.hetero.model import HeteroProblem
 from opsched.hetero.schedule import HeteroSchedule
+from opsched.validate.checker import TIME_ULPS
 
 __all__ = ["HeteroReport", "validate_hetero"]
 
@@ -91,8 +100,34 @@ class HeteroReport:
         }
 
 
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= _TOL * max(1.0, abs(a), abs(b))
+def _whole(x: float) -> bool:
+    return math.isfinite(x) and x == math.floor(x)
+
+
+class _Tolerance:
+    """How far apart two times may be and still count as equal (see the module docstring)."""
+
+    def __init__(self, problem: HeteroProblem, schedule: HeteroSchedule) -> None:
+        g, machine = problem.graph, problem.machine
+        dur = problem.durations
+        longest = np.where(np.isnan(dur), 0.0, dur).max(axis=1) if dur.size else np.zeros(0)
+        names = machine.type_names
+        links = [machine.link_between(a, b) for a in names for b in names if a != b]
+        moves = [max((ln.cost(op.output_bytes) for ln in links), default=0.0) for op in g.ops]
+        self.scale = float(longest.sum()) + float(sum(moves))
+        times = [t for o in schedule.ops for t in (o.start, o.end)]
+        if schedule.makespan is not None:
+            times.append(schedule.makespan)
+        self.exact = (all(_whole(float(t)) for t in times)
+                      and all(_whole(float(x)) for x in dur[~np.isnan(dur)])
+                      and all(_whole(m) for m in moves))  # fmt: skip
+
+    def __call__(self, *at: float) -> float:
+        """The tolerance for times of magnitude ``at``."""
+        if self.exact:
+            return 0.0
+        big = max((abs(t) for t in at if math.isfinite(t)), default=0.0)
+        return max(_TOL * self.scale, TIME_ULPS * float(np.spacing(big)))
 
 
 def validate_hetero(problem: HeteroProblem, schedule: HeteroSchedule) -> HeteroReport:
@@ -126,10 +161,11 @@ def validate_hetero(problem: HeteroProblem, schedule: HeteroSchedule) -> HeteroR
     if missing:
         shown = ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else "")
         out.append(HeteroViolation("missing", f"{len(missing)} op(s) not placed: {shown}"))
+    tol = _Tolerance(problem, schedule)
     good: dict[str, Any] = {}
     for name, o in where.items():
         i = g.index(name)
-        if not (math.isfinite(o.start) and math.isfinite(o.end)) or o.start < -_TOL:
+        if not (math.isfinite(o.start) and math.isfinite(o.end)) or o.start < -tol(o.start):
             out.append(HeteroViolation("time", f"{name!r} has start {o.start} / end {o.end}",
                                        (name,)))  # fmt: skip
             continue
@@ -146,7 +182,7 @@ def validate_hetero(problem: HeteroProblem, schedule: HeteroSchedule) -> HeteroR
         if math.isnan(d):
             out.append(HeteroViolation("device", f"{name!r} cannot run on {o.device}", (name,)))
             continue
-        if not _close(o.end - o.start, d):
+        if abs((o.end - o.start) - d) > tol(o.start, o.end):
             out.append(HeteroViolation("duration", f"{name!r} runs {o.end - o.start:g} on "
                                        f"{o.device}, its duration there is {d:g}", (name,),
                                        o.start))  # fmt: skip
@@ -154,12 +190,12 @@ def validate_hetero(problem: HeteroProblem, schedule: HeteroSchedule) -> HeteroR
     # one op at a time per instance
     per: dict[tuple[str, int], list[Any]] = {}
     for o in good.values():
-        if o.end - o.start > _TOL:
+        if o.end - o.start > 0:
             per.setdefault((o.device, o.instance), []).append(o)
     for (dev, k), lst in per.items():
         lst.sort(key=lambda x: (x.start, x.end))
         for a, b in itertools.pairwise(lst):
-            if b.start < a.end - _TOL * max(1.0, abs(a.end)):
+            if b.start < a.end - tol(a.end, b.start):
                 out.append(HeteroViolation("overlap", f"{a.name!r} and {b.name!r} overlap on "
                                            f"{dev}:{k}", (a.name, b.name), b.start))  # fmt: skip
     # precedence with transfers between device types
@@ -175,14 +211,14 @@ def validate_hetero(problem: HeteroProblem, schedule: HeteroSchedule) -> HeteroR
             if u.device != v.device:
                 delay = machine.link_between(u.device, v.device).cost(g[dep].output_bytes)
             need = u.end + delay
-            if v.start < need - _TOL * max(1.0, abs(need)):
+            if v.start < need - tol(need, v.start):
                 extra = f" plus transfer {delay:g} ({u.device} -> {v.device})" if delay else ""
                 out.append(HeteroViolation(
                     "precedence", f"{op.name!r} starts at {v.start:g} before {dep!r} ends at "
                     f"{u.end:g}{extra}", (dep, op.name), v.start))  # fmt: skip
     makespan = max((o.end for o in where.values()), default=0.0) if where else None
     if schedule.makespan is not None and makespan is not None and \
-            not _close(schedule.makespan, makespan):  # fmt: skip
+            abs(schedule.makespan - makespan) > tol(makespan):  # fmt: skip
         out.append(HeteroViolation("makespan", f"reported {schedule.makespan:g}, recomputed "
                                    f"{makespan:g}"))  # fmt: skip
     return HeteroReport(valid=not out, violations=out, makespan=makespan)

@@ -113,6 +113,28 @@ def test_zero_duration_ops_occupy_nothing():
     assert validate_hetero(p, _sched(("a", 0, 4, "gpu", 0), ("z", 2, 2, "gpu", 0))).valid
 
 
+def test_short_ops_and_far_off_ops_are_still_checked():
+    # ops of 1e-10 s: an absolute 1e-9 floor had let them overlap on one gpu
+    g = OpGraph((Op("a", 1e-10), Op("b", 1e-10)))
+    p = HeteroProblem(g, HeteroMachine.parse("gpu:1"))
+    both = validate_hetero(p, _sched(("a", 0, 1e-10, "gpu", 0), ("b", 0, 1e-10, "gpu", 0)))
+    assert not both.valid and both.violations[0].kind == "overlap"
+    apart = _sched(("a", 0, 1e-10, "gpu", 0), ("b", 1e-10, 2e-10, "gpu", 0))
+    assert validate_hetero(p, apart).valid
+    # one op placed far off: the others are still compared at the graph's scale
+    g3 = OpGraph((Op("a", 0.5), Op("b", 0.5), Op("c", 0.5)))
+    p3 = HeteroProblem(g3, HeteroMachine.parse("gpu:1"))
+    far = _sched(("a", 0, 0.5, "gpu", 0), ("b", 0.25, 0.75, "gpu", 0), ("c", 1e10, 1e10 + 0.5,
+                                                                        "gpu", 0))  # fmt: skip
+    assert [v.kind for v in validate_hetero(p3, far).violations] == ["overlap"]
+    # rounding a real solver leaves is still accepted: 0.1 + 0.2 against 0.3
+    g2 = OpGraph((Op("a", 0.1, attrs={"durations": {"gpu": 0.1}}),
+                  Op("b", 0.2, deps=("a",))))  # fmt: skip
+    p2 = HeteroProblem(g2, HeteroMachine.parse("gpu:1"))
+    assert validate_hetero(p2, _sched(("a", 0, 0.1, "gpu", 0),
+                                      ("b", 0.1, 0.1 + 0.2, "gpu", 0))).valid  # fmt: skip
+
+
 def test_schedule_json_round_trip_and_errors():
     s = heft(_problem())
     back = HeteroSchedule.from_dict(s.to_dict())
