@@ -20,9 +20,21 @@ Two rules prune without losing optimality:
   optimal completion starts with ``v``, so only that child is generated. (Moving ``v`` to the
   front of any completion lowers or keeps the memory of every step it jumps over.)
 
-Each state stores its ready ops with the bytes each would free; a whole
-layer's candidates are scored in a few vectorised operations, and a child is built from its
-parent with work proportional to the degrees of the op it runs.
+Each state stores its ready ops with the bytes each would free, and the set ``S`` as a bit
+mask (merging compares masks, so it is exact). A whole layer's candidates are scored in a few
+vectorised operations, and a child is built from its parent by testing the bits of the
+producers and consumers around the op it runs. Nothing else is kept per op: masks of every
+op's producers and consumers, as an earlier version kept, take about n^2 / 16 bytes on a
+graph in topological order (9.2 GB at 256,000 ops), and a state's mask is n / 8 bytes. So
+memory grows with the states kept times n / 8, and time with the states times the degrees
+times n / 64 machine words (the bit tests): still quadratic in n, with a small constant. A
+version that kept counters of the live tensors and waiting ops per state instead of the mask
+copied thousands of entries per child on wide graphs and ran 4 times slower at 64,000 ops.
+
+The bound of the ops still to run is the largest static bound among them. Every op not yet
+run descends from (or is) a ready op, so it is the largest ``reach`` (the static bound's
+maximum over an op and its descendants) among the ready ops; after running ``v`` it is the
+largest among the others and among ``v``'s consumers.
 """
 
 from __future__ import annotations
@@ -56,18 +68,16 @@ class LayeredOutcome:
 
 
 class _State:
-    __slots__ = ("freed", "lbp", "live", "mask", "peak", "ready", "trail")
+    __slots__ = ("freed", "live", "mask", "peak", "ready", "trail")
 
     def __init__(
-        self, mask: int, ready: list[int], freed: list[int], live: int, peak: int,
-        lbp: int, trail: Any,
+        self, mask: int, ready: list[int], freed: list[int], live: int, peak: int, trail: Any,
     ) -> None:  # fmt: skip
         self.mask = mask  # bit v set: v has run
         self.ready = ready  # ops whose producers have all run
         self.freed = freed  # bytes each ready op frees (inputs it is the last to read)
         self.live = live  # kept outputs still live (persistent bytes excluded)
         self.peak = peak  # largest step memory so far (persistent included)
-        self.lbp = lbp  # index into the bound ranking of the first op not yet run
         self.trail = trail  # (parent's trail, op): the order as a linked list
 
 
@@ -117,17 +127,16 @@ def layered_search(
     runs = np.asarray(m.runs, dtype=bool)
     # static bound of each op's own step: inputs + output + workspace, all live at once
     slb = [base + m.need[v] + sum(out[p] for p in preds[v]) if m.runs[v] else 0 for v in range(n)]
-    rank = sorted(range(n), key=lambda v: -slb[v])
+    reach, below = _reach(m, slb)
+    reach_a = np.asarray(reach, dtype=dt)
+    below_a = np.asarray(below, dtype=dt)
     roots = [v for v in range(n) if not preds[v]]
-    bits = (
-        [sum(1 << p for p in preds[v]) for v in range(n)],
-        [sum(1 << w for w in m.succs[v]) for v in range(n)],
-    )
-    root = _State(0, roots, [0] * len(roots), 0, base, 0, None)
+    root = _State(0, roots, [0] * len(roots), 0, base, None)
     layer = [root]
     complete, kept_states = True, 1
     for _ in range(n):
         lens = np.fromiter((len(s.ready) for s in layer), dtype=np.int64, count=len(layer))
+        offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
         sid = np.repeat(np.arange(len(layer)), lens)
         ops = np.fromiter(chain.from_iterable(s.ready for s in layer), np.int64, len(sid))
         freed = np.asarray(list(chain.from_iterable(s.freed for s in layer)), dtype=dt)
@@ -148,16 +157,17 @@ def layered_search(
             forced[sid[chosen]] = True
             keep &= ~forced[sid]
             keep[chosen] = True
-        # the bound of the ops still to run (exact for every candidate but the top one)
-        tops = [rank[s.lbp] if s.lbp < n else -1 for s in layer]
-        future = np.asarray([slb[t] if t >= 0 else 0 for t in tops], dtype=dt)[sid]
-        is_top = ops == np.asarray(tops, dtype=np.int64)[sid]
-        for i in np.flatnonzero(is_top & keep).tolist():
-            s = layer[int(sid[i])]
-            k = s.lbp + 1
-            while k < n and (s.mask >> rank[k]) & 1:
-                k += 1
-            future[i] = slb[rank[k]] if k < n else 0
+        # the bound of the ops still to run after each candidate: the largest reach among
+        # the state's other ready ops (the second largest where the candidate alone holds
+        # the largest), or among the candidate's consumers (every state has a ready op
+        # before the last layer, so no segment is empty)
+        r = reach_a[ops]
+        top = np.maximum.reduceat(r, offsets)
+        at_top = r == top[sid]
+        ties = np.add.reduceat(at_top.astype(np.int64), offsets)
+        second = np.maximum.reduceat(np.where(at_top, 0, r), offsets)
+        others = np.where(at_top & (ties[sid] == 1), second[sid], top[sid])
+        future = np.maximum(others, below_a[ops])
         keep &= (new_peak < incumbent) & (future < incumbent)
         cand = np.flatnonzero(keep)
         if len(cand) == 0:
@@ -171,7 +181,6 @@ def layered_search(
             over = key1 > budget
             second = np.where(over, key1, new_live[cand])
             order = cand[np.lexsort((new_peak[cand], key1, second, over))]
-        offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
         seen: set[int] = set()
         nxt: list[_State] = []
         for i in order.tolist():
@@ -186,7 +195,7 @@ def layered_search(
                 break
             seen.add(mask)
             nxt.append(_child(s, v, i - int(offsets[si]), mask, int(new_peak[i]),
-                              int(new_live[i]), m, rank, bits))  # fmt: skip
+                              int(new_live[i]), m))  # fmt: skip
             # the budget holds within a layer too: one layer alone had reached 670,000
             # states (and gigabytes) against a budget of 100,000
             if width is None and max_states is not None and kept_states + len(nxt) > max_states:
@@ -203,33 +212,42 @@ def layered_search(
     return LayeredOutcome(result, int(best.peak), complete, kept_states, False)
 
 
-def _child(
-    s: _State, v: int, at: int, mask: int, peak: int, live: int, m: MemoryModel,
-    rank: list[int], bits: tuple[list[int], list[int]],
-) -> _State:  # fmt: skip
-    """The state after running ``v`` (at position ``at`` of ``s.ready``) in state ``s``.
-
-    ``bits``: each op's producers and consumers as bit masks (the same test as the sets).
-    """
+def _child(s: _State, v: int, at: int, mask: int, peak: int, live: int, m: MemoryModel) -> _State:
+    """The state after running ``v`` (at position ``at`` of ``s.ready``) in state ``s``
+    (``mask``: ``s.mask`` with ``v``)."""
     succs, preds, out = m.succs, m.preds, m.out
-    pmask, smask = bits
     ready = s.ready[:at] + s.ready[at + 1 :]
     freed = s.freed[:at] + s.freed[at + 1 :]
     for p in preds[v]:
         if not out[p]:
             continue
-        left = smask[p] & ~mask
-        if left and not left & (left - 1):  # one consumer still to run: it frees p
-            w = left.bit_length() - 1
-            if w in ready:
-                freed[ready.index(w)] += out[p]
+        left = [w for w in succs[p] if not (mask >> w) & 1]
+        if len(left) == 1 and left[0] in ready:  # its one consumer still to run frees it
+            freed[ready.index(left[0])] += out[p]
     for w in succs[v]:
-        if not pmask[w] & ~mask:
+        if all((mask >> p) & 1 for p in preds[w]):
             ready.append(w)
-            others = ~mask & ~(1 << w)  # consumers other than w still to run
-            freed.append(sum(out[p] for p in preds[w] if not smask[p] & others))
-    lbp = s.lbp
+            # the inputs whose only consumer still to run is w
+            freed.append(sum(out[p] for p in preds[w]
+                             if out[p] and all(u == w or (mask >> u) & 1 for u in succs[p])))
+    return _State(mask, ready, freed, live, peak, (s.trail, v))
+
+
+def _reach(m: MemoryModel, slb: list[int]) -> tuple[list[int], list[int]]:
+    """``reach[v]``: the largest static bound of ``v`` and its descendants; ``below[v]``:
+    that of its descendants alone (0 without any)."""
     n = m.n
-    while lbp < n and (mask >> rank[lbp]) & 1:
-        lbp += 1
-    return _State(mask, ready, freed, live, peak, lbp, (s.trail, v))
+    indeg = [len(p) for p in m.preds]
+    order = [v for v in range(n) if not indeg[v]]
+    for v in order:  # grows while it is walked: a topological order
+        for w in m.succs[v]:
+            indeg[w] -= 1
+            if not indeg[w]:
+                order.append(w)
+    reach, below = list(slb), [0] * n
+    for v in reversed(order):
+        b = max((reach[w] for w in m.succs[v]), default=0)
+        below[v] = b
+        if b > reach[v]:
+            reach[v] = b
+    return reach, below
