@@ -228,8 +228,8 @@ def _child(s: _State, v: int, at: int, mask: int, peak: int, live: int, m: Memor
         if all((mask >> p) & 1 for p in preds[w]):
             ready.append(w)
             # the inputs whose only consumer still to run is w
-            freed.append(sum(out[p] for p in preds[w]
-                             if out[p] and all(u == w or (mask >> u) & 1 for u in succs[p])))
+            last = [p for p in preds[w] if all(u == w or (mask >> u) & 1 for u in succs[p])]
+            freed.append(sum(out[p] for p in last))
     return _State(mask, ready, freed, live, peak, (s.trail, v))
 
 
