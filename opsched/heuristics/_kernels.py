@@ -207,7 +207,12 @@ def insertion(
     the last one (ties: lowest unit). ``units`` must be >= 1.
 
     Each unit keeps its idle gaps as a singly linked list in arrays, sorted by time; the open
-    end after the unit's last op is ``tail[u]``.
+    end after the unit's last op is ``tail[u]``. Gaps no op can use any more are dropped from
+    the front of each list: every op not yet placed is ready no earlier than the earliest
+    ready time ``low`` among the ops waiting in the heap (it descends from one of them), so
+    a gap ending before ``low`` plus the shortest duration is dead, and the dead gaps are a
+    prefix of the list (gaps are disjoint). Without this, graphs that leave a trail of
+    small gaps behind (a chain with side ops) walked every gap for every op: quadratic.
     """
     n = len(d)
     starts = np.zeros(n)
@@ -219,9 +224,19 @@ def insertion(
     rk = np.empty(n)
     rv = np.empty(n, dtype=np.int64)
     nr = 0
+    # ready times of the ops in the heap, in a second heap (entries of placed ops are stale)
+    tk = np.empty(n)
+    tv = np.empty(n, dtype=np.int64)
+    nt = 0
+    placed = np.zeros(n, dtype=np.bool_)
+    dmin = np.inf  # the shortest op that takes a unit: no gap shorter than it is ever used
+    for v in range(n):
+        if needs_unit[v] and d[v] < dmin:
+            dmin = d[v]
     for v in range(n):
         if indeg[v] == 0:
             nr = _heap_push(rk, rv, nr, key[v], v)
+            nt = _heap_push(tk, tv, nt, 0.0, v)
     k_units = max(units, 1)
     tail = np.zeros(k_units)
     gtail = np.zeros(k_units, dtype=np.int64)  # last gap of each unit (0: none)
@@ -241,6 +256,18 @@ def insertion(
             f = starts[u] + d[u]
             if f > ready:
                 ready = f
+        while nt > 0 and placed[tv[0]] and tv[0] != v:
+            nt = _heap_pop(tk, tv, nt)
+        low = tk[0]  # no op placed from here on is ready earlier (v's entry is still there)
+        placed[v] = True
+        for u in range(units):
+            while head[u] != 0 and ge[head[u]] < low + dmin:
+                g = head[u]
+                head[u] = gn[g]
+                if gtail[u] == g:
+                    gtail[u] = 0
+                free_nodes[nfree] = g
+                nfree += 1
         if not needs_unit[v]:
             starts[v] = ready
             if wants_unit[v]:
@@ -326,4 +353,10 @@ def insertion(
             indeg[w] -= 1
             if indeg[w] == 0:
                 nr = _heap_push(rk, rv, nr, key[w], w)
+                rw = 0.0
+                for j in range(pred_ptr[w], pred_ptr[w + 1]):
+                    f = starts[pred_idx[j]] + d[pred_idx[j]]
+                    if f > rw:
+                        rw = f
+                nt = _heap_push(tk, tv, nt, rw, w)
     return starts, unit_of
