@@ -168,3 +168,58 @@ def test_solver_splits_under_a_cap() -> None:
         if split_runs == 5:
             break
     assert split_runs == 5
+
+
+def test_time_left_goes_to_the_unproven_phases() -> None:
+    """A phase that comes back unproven is solved again with the time the others left, and
+    keeps the better answer; the bounds of both tries count. Scripted phase answers: the
+    first try of the first phase is the serial schedule (FEASIBLE, bound 0), its second the
+    brute force (OPTIMAL); the second phase is proven at once."""
+    g = OpGraph(
+        (
+            Op("a", 2, output_bytes=3),
+            Op("b", 1, deps=("a",), output_bytes=2),
+            Op("c", 1, deps=("a",), output_bytes=2),
+            Op("x", 1, deps=("b", "c"), output_bytes=5),
+            Op("d", 2, deps=("x",), output_bytes=1),
+            Op("e", 2, deps=("x",), output_bytes=1),
+            Op("y", 1, deps=("d", "e"), output=True),
+        )
+    )
+    p = Problem(g, Machine(units=2, memory_cap=9))
+    calls: list[tuple[tuple[str, ...], float]] = []
+
+    def scripted(q: Problem, seconds: float):  # type: ignore[no-untyped-def]
+        calls.append((tuple(q.graph.names), seconds))
+        exact = solve_brute_force(q, "makespan")
+        if q.graph.names[0] == "a" and len(calls) == 1:  # first phase, first try
+            from opsched.heuristics.greedy import serial
+
+            s = serial(q)
+            s.status = Status.FEASIBLE
+            return s
+        return exact
+
+    out = solve_phases(p, [3], scripted, 10.0)
+    assert [c[0][0] for c in calls] == ["a", "b", "a"]  # the first phase twice
+    assert calls[2][1] > 5.0  # with (nearly) all the time the phases left
+    assert out.status is Status.OPTIMAL and out.makespan == 7 and out.lower_bound == 7
+    assert out.info["split"]["phases"][0]["second_pass"] is True
+    assert validate(p, out).valid
+    # a second try that is no better is not kept, and without time left none is made
+    calls.clear()
+
+    def never_better(q: Problem, seconds: float):  # type: ignore[no-untyped-def]
+        calls.append((tuple(q.graph.names), seconds))
+        from opsched.heuristics.greedy import serial
+
+        s = serial(q)
+        s.status = Status.FEASIBLE
+        return s
+
+    out = solve_phases(p, [3], never_better, 10.0)
+    assert len(calls) == 4 and out.status is Status.FEASIBLE
+    assert "second_pass" not in out.info["split"]["phases"][0]
+    calls.clear()
+    solve_phases(p, [3], never_better, 0.05)
+    assert len(calls) == 2
