@@ -93,7 +93,10 @@ def tick_scale(values: np.ndarray) -> tuple[float, bool]:
     for j in range(_MAX_DECIMALS + 1):
         x = v * 10**j
         r = np.round(x)
-        if np.all(np.abs(x - r) <= np.maximum(1e-9, 8 * np.finfo(float).eps * np.abs(x))):
+        close = np.abs(x - r) <= np.maximum(1e-9, 8 * np.finfo(float).eps * np.abs(x))
+        # a positive value within 1e-9 of 0 is not a whole number of ticks: 1e-10 had
+        # become 0 ticks, and two such ops shared one device at t = 0
+        if np.all(close & ((r > 0) | (v <= 0))):
             return 10**j, True
     total = float(v.sum())
     return (_TICKS_IF_INEXACT / total if total > 0 else 1.0), False

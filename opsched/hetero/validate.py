@@ -14,9 +14,10 @@ largest end.
 
 Times are compared as the main validator compares them (:func:`opsched.validate.validate`):
 exactly where every time, duration and transfer is a whole number, else within ``1e-9``
-times the schedule's scale (the sum over ops of their longest duration and longest transfer
-out), or :data:`~opsched.validate.checker.TIME_ULPS` units in the last place of the time
-compared where that is larger. A fixed floor would let ops shorter than it overlap.
+times the schedule's scale (the sum of the durations on the types it runs the ops on and of
+the transfers it makes), or :data:`~opsched.validate.checker.TIME_ULPS` units in the last
+place of the time compared where that is larger. A fixed floor would let ops shorter than it
+overlap.
 
 Examples
 --------
@@ -110,17 +111,31 @@ class _Tolerance:
     def __init__(self, problem: HeteroProblem, schedule: HeteroSchedule) -> None:
         g, machine = problem.graph, problem.machine
         dur = problem.durations
-        longest = np.where(np.isnan(dur), 0.0, dur).max(axis=1) if dur.size else np.zeros(0)
         names = machine.type_names
-        links = [machine.link_between(a, b) for a in names for b in names if a != b]
-        moves = [max((ln.cost(op.output_bytes) for ln in links), default=0.0) for op in g.ops]
-        self.scale = float(longest.sum()) + float(sum(moves))
+        placed = {o.name: o for o in schedule.ops}
+        used: list[float] = []  # each op's duration where the schedule runs it
+        kind: dict[str, str] = {}
+        for i, op in enumerate(g.ops):
+            o = placed.get(op.name)
+            d = math.nan
+            if o is not None and o.device in names:
+                d = float(dur[i, names.index(o.device)])
+                kind[op.name] = o.device
+            if math.isnan(d):  # not placed, or where it cannot run: its fastest type
+                row = dur[i][~np.isnan(dur[i])]
+                d = float(row.min()) if row.size else 0.0
+            used.append(d)
+        moves = [machine.link_between(kind[u], kind[op.name]).cost(g[u].output_bytes)
+                 for op in g.ops for u in op.deps
+                 if u in kind and op.name in kind and kind[u] != kind[op.name]]  # fmt: skip
+        # the schedule's own scale: the work it does and the transfers it makes (the
+        # slowest type of each op, or the slowest link, would let one slow alternative
+        # loosen every check)
+        self.scale = math.fsum(used) + math.fsum(moves)
         times = [t for o in schedule.ops for t in (o.start, o.end)]
         if schedule.makespan is not None:
             times.append(schedule.makespan)
-        self.exact = (all(_whole(float(t)) for t in times)
-                      and all(_whole(float(x)) for x in dur[~np.isnan(dur)])
-                      and all(_whole(m) for m in moves))  # fmt: skip
+        self.exact = all(_whole(float(x)) for x in [*times, *used, *moves])
 
     def __call__(self, *at: float) -> float:
         """The tolerance for times of magnitude ``at``."""

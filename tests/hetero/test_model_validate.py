@@ -127,6 +127,19 @@ def test_short_ops_and_far_off_ops_are_still_checked():
     far = _sched(("a", 0, 0.5, "gpu", 0), ("b", 0.25, 0.75, "gpu", 0), ("c", 1e10, 1e10 + 0.5,
                                                                         "gpu", 0))  # fmt: skip
     assert [v.kind for v in validate_hetero(p3, far).violations] == ["overlap"]
+    # the scale is the schedule's own work: a slow type or link it does not use loosens nothing
+    two = _sched(("a", 0, 1.5, "gpu", 0), ("b", 0.5, 2.0, "gpu", 0))
+    slow = OpGraph(
+        (
+            Op("a", attrs={"durations": {"gpu": 1.5, "cpu": 1e10}}),
+            Op("b", deps=("a",), attrs={"durations": {"gpu": 1.5, "cpu": 1e10}}),
+        )
+    )
+    r = validate_hetero(HeteroProblem(slow, HeteroMachine.parse("gpu:1,cpu:1")), two)
+    assert [v.kind for v in r.violations] == ["overlap", "precedence"]
+    far = OpGraph((Op("a", 1.5, output_bytes=1), Op("b", 1.5, deps=("a",))))
+    r = validate_hetero(HeteroProblem(far, HeteroMachine.parse("gpu:1,cpu:1", latency=1e10)), two)
+    assert not r.valid
     # rounding a real solver leaves is still accepted: 0.1 + 0.2 against 0.3
     g2 = OpGraph((Op("a", 0.1, attrs={"durations": {"gpu": 0.1}}),
                   Op("b", 0.2, deps=("a",))))  # fmt: skip

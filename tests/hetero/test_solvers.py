@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from opsched.hetero import (
@@ -142,6 +143,17 @@ def test_rounded_durations_are_valid_but_not_claimed_optimal():
     chain = OpGraph((Op("a", 1 / 3), Op("b", 2 / 3, deps=("a",))))
     r = solve_hetero_cpsat(HeteroProblem(chain, p.machine), time_limit=5)
     assert r.status.value == "OPTIMAL" and r.makespan == pytest.approx(1.0)
+
+
+def test_durations_far_below_one_are_not_rounded_to_zero_ticks():
+    # within 1e-9 of 0, yet not zero: 1e-10 had become 0 ticks, and both ops ran on the one
+    # gpu at t = 0 (CP-SAT then raised on its own schedule)
+    scale, exact = tick_scale(np.array([1e-10, 1.0]))
+    assert not exact  # so each is rounded up to a tick (at least one), not to 0
+    g = OpGraph((Op("a", 1e-10), Op("b", 1e-10)))
+    p = HeteroProblem(g, HeteroMachine.parse("gpu:1"))
+    r = solve_hetero_cpsat(p, time_limit=5)
+    assert validate_hetero(p, r).valid and r.makespan == pytest.approx(2e-10, rel=1e-9)
 
 
 def test_time_limit_and_workers_are_reported_honestly():
