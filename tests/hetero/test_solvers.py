@@ -148,7 +148,7 @@ def test_rounded_durations_are_valid_but_not_claimed_optimal():
 def test_durations_far_below_one_are_not_rounded_to_zero_ticks():
     # within 1e-9 of 0, yet not zero: 1e-10 had become 0 ticks, and both ops ran on the one
     # gpu at t = 0 (CP-SAT then raised on its own schedule)
-    scale, exact = tick_scale(np.array([1e-10, 1.0]))
+    _, exact = tick_scale(np.array([1e-10, 1.0]))
     assert not exact  # so each is rounded up to a tick (at least one), not to 0
     g = OpGraph((Op("a", 1e-10), Op("b", 1e-10)))
     p = HeteroProblem(g, HeteroMachine.parse("gpu:1"))
