@@ -219,6 +219,27 @@ def test_time_left_goes_to_the_unproven_phases() -> None:
 
     out = solve_phases(p, [3], never_better, 10.0)
     assert len(calls) == 4 and out.status is Status.FEASIBLE
+    # the first try's schedule is optimal unproven, the second one's bound proves it
+    tries: list[int] = []
+
+    def bound_later(q: Problem, seconds: float):  # type: ignore[no-untyped-def]
+        exact = solve_brute_force(q, "makespan")
+        if q.graph.names[0] != "a":
+            return exact
+        tries.append(1)
+        exact.status = Status.FEASIBLE
+        if len(tries) == 1:
+            exact.lower_bound = 0.0
+            return exact
+        from opsched.heuristics.greedy import serial
+
+        worse = serial(q)
+        worse.status, worse.lower_bound = Status.FEASIBLE, exact.makespan
+        return worse
+
+    out = solve_phases(p, [3], bound_later, 10.0)
+    assert len(tries) == 2 and out.status is Status.OPTIMAL
+    assert out.makespan == out.lower_bound == 7
     assert "second_pass" not in out.info["split"]["phases"][0]
     calls.clear()
     solve_phases(p, [3], never_better, 0.05)
