@@ -17,6 +17,7 @@ Reproduce (2 cores, under a minute once compiled):
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -47,7 +48,7 @@ def main() -> None:
         t0 = time.perf_counter()
         keys, table, rows, *_ = dt.downset_table(
             tick.graph.num_ops, 1, arr["pm"], arr["rm"], arr["pred_ptr"], arr["pred_idx"],
-            arr["dur"], arr["out"], arr["need"], arr["kept"], arr["held"], free, budget,
+            arr["dur"], arr["out"], arr["need"], arr["kept"], arr["held"], free, budget, math.inf,
         )  # fmt: skip
         wall = time.perf_counter() - t0
         mask = len(table) - 1

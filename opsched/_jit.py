@@ -15,10 +15,11 @@ never does (useful to debug a kernel with pdb). Tests run both ways and compare.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["JIT_MIN_SIZE", "call", "compiled", "kernel", "ready"]
+__all__ = ["JIT_MIN_SIZE", "call", "clock", "compiled", "kernel", "ready"]
 
 #: Inputs at least this large (ops + edges) run compiled when ``OPSCHED_JIT`` is unset.
 #: Interpreted, a kernel is ~1000x slower (NumPy scalar access), so only toy graphs stay so.
@@ -37,6 +38,22 @@ def kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.py_func = fn  # type: ignore[attr-defined]
         return fn
     return _numba.njit(cache=True, nogil=True)(fn)
+
+
+def _clock() -> float:
+    """``time.perf_counter()``, callable from a kernel (through numba's object mode), so a
+    long kernel can stop at a wall-clock deadline. Not ``nogil``: object mode holds the GIL
+    for the few microseconds of the call, and numba warns if a ``nogil`` function uses it."""
+    if _numba is None:  # pragma: no cover
+        return time.perf_counter()
+    with _numba.objmode(t="float64"):
+        t = time.perf_counter()
+    return t
+
+
+clock: Callable[[], float] = (
+    _numba.njit(cache=True)(_clock) if _numba is not None else time.perf_counter
+)
 
 
 def compiled(size: int) -> bool:

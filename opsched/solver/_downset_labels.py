@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opsched._jit import kernel
+from opsched._jit import clock, kernel
 from opsched.solver._downset_table import eligible, has, lookup
 
 #: The version of the ``_downset_table`` kernels these are compiled with (2: the row hash
@@ -251,6 +251,7 @@ def label_search(
     ub: int,
     max_labels: int,
     beam: int,
+    deadline: float,
 ) -> tuple[int, int, int, int, np.ndarray, np.ndarray, np.ndarray]:
     """Best makespan below ``ub`` over the labels on ``k`` units (module docstring).
 
@@ -260,8 +261,10 @@ def label_search(
     keeps only that many labels per layer, those of least lower bound (a heuristic).
 
     Returns the best makespan (``ub`` if none below it), its final label (-1 if none), the
-    labels made, a status (0 done, 1 the label budget ran out), and per label its time, its
-    parent label and the op it started (-1 for a wait).
+    labels made, a status (0 done, 1 the label budget ran out, 2 the clock passed
+    ``deadline``, a ``time.perf_counter()`` value looked at once a layer and every 65,536
+    labels), and per label its time, its parent label and the op it started (-1 for a
+    wait).
     """
     s = max(k - 1, 1)
     # about 37 bytes a label on 2 units, 57 on 4 (op indices fit int16: at most 1,000 ops)
@@ -293,6 +296,8 @@ def label_search(
     ncur = 1
     nnxt = 0
     for layer in range(n + 1):
+        if clock() > deadline:
+            return best, best_label, nl, 2, lt[:nl], lpar[:nl], lop[:nl]
         if beam > 0 and ncur > beam:
             here = cur[:ncur]
             order = np.argsort(lt[here], kind="mergesort")
@@ -366,6 +371,8 @@ def label_search(
                         continue
                     if nl == max_labels:
                         return best, best_label, nl, 1, lt[:nl], lpar[:nl], lop[:nl]
+                    if nl & 0xFFFF == 0 and clock() > deadline:
+                        return best, best_label, nl, 2, lt[:nl], lpar[:nl], lop[:nl]
                     _store(nl, row2, t2, m, rr, cc, i, j, lb, lrow, lt, lnr, lr, lc, lpar,
                            lop, llb)  # fmt: skip
                     nxt = _grow(nxt, nnxt + 1)
@@ -382,6 +389,8 @@ def label_search(
                         continue
                     if nl == max_labels:
                         return best, best_label, nl, 1, lt[:nl], lpar[:nl], lop[:nl]
+                    if nl & 0xFFFF == 0 and clock() > deadline:
+                        return best, best_label, nl, 2, lt[:nl], lpar[:nl], lop[:nl]
                     _store(nl, row, t + delta, m, rr, cc, i, -1, lb, lrow, lt, lnr, lr, lc,
                            lpar, lop, llb)  # fmt: skip
                     cur = _grow(cur, ncur + 1)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opsched._jit import kernel
+from opsched._jit import clock, kernel
 
 _M1 = 0xCC9E2D  # odd multipliers below 2**24: a product with a 32-bit value stays < 2**56
 _M2 = 0x85EBCB
@@ -132,6 +132,7 @@ def downset_table(
     held: np.ndarray,
     free: int,
     max_rows: int,
+    deadline: float,
 ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """The down-sets one-unit orders reach within ``free`` bytes, and which can finish.
 
@@ -140,7 +141,8 @@ def downset_table(
     ``work`` (their summed duration), ``good`` (1 where a one-unit order within ``free`` can
     still run every other op) and a status: 0 done, 1 the row budget ran out, or the rows
     made grew past twice their even share of it (``max_rows`` times the layers done over
-    ``n``) once past an eighth of it.
+    ``n``) once past an eighth of it, 2 the clock passed ``deadline`` (a
+    ``time.perf_counter()`` value, looked at once a layer).
     """
     size = 1
     while size < 2 * max_rows:
@@ -155,6 +157,8 @@ def downset_table(
     rows = 1
     start[1] = 1
     for layer in range(n):
+        if clock() > deadline:
+            return keys, table, rows, start, live, work, np.zeros(0, np.int8), 2
         for row in range(start[layer], start[layer + 1]):
             for j in range(n):
                 if has(keys[row], j) or not eligible(pm, j, keys[row], nw):

@@ -81,7 +81,9 @@ def solve_downsets(
     if must_compile(tick.graph.num_ops):
         info["compile_s"] = round(compile_kernels(), 3)  # once per installation
     rows, labels = downset_budget(max(0.0, time_limit - info.get("compile_s", 0.0)))
-    found = downset_search(tick, max_downsets=rows, max_labels=labels)
+    # the budgets are counts (the same on every run); the deadline stops a loaded machine
+    found = downset_search(tick, max_downsets=rows, max_labels=labels,
+                           deadline=t0 + time_limit)  # fmt: skip
     info["downsets"] = found.to_info()
     if found.proven and found.makespan is None:
         info["reason"] = "no schedule fits the memory cap (the down-set search is exhaustive)"

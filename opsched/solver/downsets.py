@@ -44,6 +44,7 @@ limit ask :func:`kernels_ready` first; :func:`compile_kernels` compiles them up 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -254,6 +255,7 @@ def downset_search(
     max_downsets: int = MAX_DOWNSETS,
     max_labels: int = 10_000_000,
     beam: int = 0,
+    deadline: float | None = None,
 ) -> DownsetResult:
     """Minimum makespan of ``problem`` within its memory cap, by the search above.
 
@@ -273,6 +275,11 @@ def downset_search(
         labels. Memory is about
         ``8 * words + 40`` bytes per down-set (``words = ceil(ops / 64)``) and 37 (2 units)
         to 57 (4 units) bytes per label.
+    deadline
+        A ``time.perf_counter()`` value: the search gives up (reason ``"time limit"``) once
+        the clock passes it, looked at once a layer and every 65,536 labels. The budgets
+        are counts, so the same on every run; on a loaded machine they take longer than
+        their seconds' worth, and this is the stop that holds then. None: no deadline.
     beam
         Keep only this many labels per layer (0: all; the exact search).
 
@@ -307,13 +314,15 @@ def downset_search(
     dur, out, ws = arrays["dur"], arrays["out"], arrays["ws"]
     # the work grows with the down-sets, not with the graph: compiled beyond toy sizes
     size = JIT_MIN_SIZE if n > INTERPRETED_OPS else 0
+    until = math.inf if deadline is None else float(deadline)
     keys, table, rows, _, live, work, good, status = call(
         downset_table, size, n, nw, arrays["pm"], arrays["rm"], arrays["pred_ptr"],
         arrays["pred_idx"], dur, out, arrays["need"], arrays["kept"], arrays["held"], free,
-        max_downsets,
+        max_downsets, until,
     )  # fmt: skip
     if status:
-        return DownsetResult(None, None, False, "down-set budget", (0, rows), 0,
+        why = "time limit" if status == 2 else "down-set budget"
+        return DownsetResult(None, None, False, why, (0, rows), 0,
                              time.perf_counter() - t0)  # fmt: skip
     counts = (int(good.sum()), int(rows))
     if not good[0]:  # no one-unit order fits: no schedule at all
@@ -330,7 +339,7 @@ def downset_search(
         label_search, size, n, nw, k, keys, table, live, work, good, tmax,
         arrays["pm"], arrays["rm"], arrays["pred_ptr"], arrays["pred_idx"], dur, out, ws,
         arrays["kept"], arrays["held"], arrays["dem"], arrays["rcap"], arrays["succ_tail"],
-        int(dur.sum()), free, ub, max_labels, beam,
+        int(dur.sum()), free, ub, max_labels, beam, until,
     )  # fmt: skip
     starts = None
     if label >= 0:
@@ -340,7 +349,7 @@ def downset_search(
             if lop[i] >= 0:
                 starts[int(lop[i])] = int(lt[lpar[i]])
             i = int(lpar[i])
-    reason = "label budget" if status else ("beam" if beam > 0 else "")
+    reason = {1: "label budget", 2: "time limit"}.get(int(status), "beam" if beam > 0 else "")
     return DownsetResult(
         int(best) if label >= 0 else None, starts, not reason, reason, counts, int(labels),
         time.perf_counter() - t0,

@@ -145,6 +145,49 @@ def test_budgets_and_beam() -> None:
     assert validate(p, _schedule(p, r.starts)).valid
 
 
+def test_a_deadline_stops_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budgets are counts; the deadline is the clock's stop, in both kernels, compiled
+    or interpreted. In the solver it is the search's share of the limit, and none in
+    deterministic mode (a stop by the clock would differ from run to run)."""
+    import time
+
+    import opsched.solver._downset_labels as labels_mod
+    import opsched.solver._downset_table as table_mod
+    import opsched.solver.cpsat.solve as solve_mod
+
+    p = _pairs()
+    for jit in ("0", "1"):
+        monkeypatch.setenv("OPSCHED_JIT", jit)
+        r = downset_search(p, deadline=time.perf_counter() - 1)
+        assert (r.proven, r.reason, r.makespan) == (False, "time limit", None)
+        r = downset_search(p, deadline=time.perf_counter() + 60)
+        assert (r.proven, r.makespan) == (True, 6)
+    # past the table, the label search stops by the clock too (interpreted: the kernels'
+    # clock is looked up in their module)
+    monkeypatch.setenv("OPSCHED_JIT", "0")
+    monkeypatch.setattr(table_mod, "clock", lambda: 0.0)
+    monkeypatch.setattr(labels_mod, "clock", lambda: math.inf)
+    r = downset_search(p, deadline=1.0)
+    assert (r.proven, r.reason) == (False, "time limit") and r.downsets[1] > 0
+    monkeypatch.undo()
+    seen: list[float | None] = []
+    real = solve_mod.downset_search
+
+    def spy(*args, **kw):  # type: ignore[no-untyped-def]
+        seen.append(kw.get("deadline"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(solve_mod, "downset_search", spy)
+    monkeypatch.setattr(solve_mod, "must_compile", lambda num_ops: False)
+    trap = _greedy_trap()  # a cap both greedy schedules break: the solver runs the search
+    t0 = time.perf_counter()
+    for deterministic in (False, True):
+        params = Params(num_workers=1, probe=False, deterministic=deterministic)
+        assert solve_cpsat(trap, time_limit=10, params=params).makespan == 6
+    assert len(seen) == 2 and seen[1] is None
+    assert seen[0] is not None and t0 < seen[0] <= t0 + 10
+
+
 def test_applies() -> None:
     p = _pairs()
     assert downset_search_applies(p) is None
@@ -335,7 +378,7 @@ def test_table_hash_spreads_down_sets() -> None:
     free = int(tick.memory_cap or 0) - tick.graph.persistent_bytes
     keys, table, rows, *_ = dt.downset_table(
         tick.graph.num_ops, 1, a["pm"], a["rm"], a["pred_ptr"], a["pred_idx"], a["dur"],
-        a["out"], a["need"], a["kept"], a["held"], free, 300_000,
+        a["out"], a["need"], a["kept"], a["held"], free, 300_000, math.inf,
     )  # fmt: skip
     assert rows == 300_000  # the budget ran out: the table is as full as it gets
     mask = len(table) - 1
