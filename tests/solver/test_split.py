@@ -116,10 +116,9 @@ def test_phases_equal_the_whole(seed: int) -> None:
     assert checked >= 30 and infeasible >= 3, (checked, infeasible)
 
 
-def test_phase_problems() -> None:
-    """A chain of two blocks: the second phase starts with the cut op, whose inputs are
-    zero-time inputs; the inner cut op ends the first phase and starts the second."""
-    g = OpGraph(
+def _two_blocks() -> OpGraph:
+    """a forks into b, c, joined by the cut op x, which forks into d, e, joined by y."""
+    return OpGraph(
         (
             Op("a", 2, output_bytes=3),
             Op("b", 1, deps=("a",), output_bytes=2),
@@ -130,6 +129,12 @@ def test_phase_problems() -> None:
             Op("y", 1, deps=("d", "e"), output=True),
         )
     )
+
+
+def test_phase_problems() -> None:
+    """A chain of two blocks: the second phase starts with the cut op, whose inputs are
+    zero-time inputs; the inner cut op ends the first phase and starts the second."""
+    g = _two_blocks()
     assert [g.ops[v].name for v in cut_ops(g)] == ["a", "x", "y"]
     first, second = phases(Problem(g, Machine(units=2)), [3])
     assert first.problem.graph.names == ["a", "b", "c", "x"]
@@ -175,17 +180,7 @@ def test_time_left_goes_to_the_unproven_phases() -> None:
     keeps the better answer; the bounds of both tries count. Scripted phase answers: the
     first try of the first phase is the serial schedule (FEASIBLE, bound 0), its second the
     brute force (OPTIMAL); the second phase is proven at once."""
-    g = OpGraph(
-        (
-            Op("a", 2, output_bytes=3),
-            Op("b", 1, deps=("a",), output_bytes=2),
-            Op("c", 1, deps=("a",), output_bytes=2),
-            Op("x", 1, deps=("b", "c"), output_bytes=5),
-            Op("d", 2, deps=("x",), output_bytes=1),
-            Op("e", 2, deps=("x",), output_bytes=1),
-            Op("y", 1, deps=("d", "e"), output=True),
-        )
-    )
+    g = _two_blocks()
     p = Problem(g, Machine(units=2, memory_cap=9))
     calls: list[tuple[tuple[str, ...], float]] = []
 
