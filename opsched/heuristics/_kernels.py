@@ -224,7 +224,9 @@ def insertion(
     rk = np.empty(n)
     rv = np.empty(n, dtype=np.int64)
     nr = 0
-    # ready times of the ops in the heap, in a second heap (entries of placed ops are stale)
+    # each op's ready time (the latest end of its producers), set as it enters the heap;
+    # the ready times of the ops waiting, in a second heap (entries of placed ops are stale)
+    ready_at = np.zeros(n)
     tk = np.empty(n)
     tv = np.empty(n, dtype=np.int64)
     nt = 0
@@ -250,12 +252,7 @@ def insertion(
     while nr > 0:
         v = rv[0]
         nr = _heap_pop(rk, rv, nr)
-        ready = 0.0
-        for k in range(pred_ptr[v], pred_ptr[v + 1]):
-            u = pred_idx[k]
-            f = starts[u] + d[u]
-            if f > ready:
-                ready = f
+        ready = ready_at[v]
         while nt > 0 and placed[tv[0]] and tv[0] != v:
             nt = _heap_pop(tk, tv, nt)
         low = tk[0]  # no op placed from here on is ready earlier (v's entry is still there)
@@ -353,10 +350,7 @@ def insertion(
             indeg[w] -= 1
             if indeg[w] == 0:
                 nr = _heap_push(rk, rv, nr, key[w], w)
-                rw = 0.0
                 for j in range(pred_ptr[w], pred_ptr[w + 1]):
-                    f = starts[pred_idx[j]] + d[pred_idx[j]]
-                    if f > rw:
-                        rw = f
-                nt = _heap_push(tk, tv, nt, rw, w)
+                    ready_at[w] = max(ready_at[w], starts[pred_idx[j]] + d[pred_idx[j]])
+                nt = _heap_push(tk, tv, nt, ready_at[w], w)
     return starts, unit_of

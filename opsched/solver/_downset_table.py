@@ -142,7 +142,8 @@ def downset_table(
     still run every other op) and a status: 0 done, 1 the row budget ran out, or the rows
     made grew past twice their even share of it (``max_rows`` times the layers done over
     ``n``) once past an eighth of it, 2 the clock passed ``deadline`` (a
-    ``time.perf_counter()`` value, looked at once a layer).
+    ``time.perf_counter()`` value, looked at once a layer of either pass and every 65,536
+    rows).
     """
     size = 1
     while size < 2 * max_rows:
@@ -172,6 +173,8 @@ def downset_table(
                     continue
                 if rows == max_rows:
                     return keys, table, rows, start, live, work, np.zeros(0, np.int8), 1
+                if rows & 0xFFFF == 0 and clock() > deadline:
+                    return keys, table, rows, start, live, work, np.zeros(0, np.int8), 2
                 _insert(keys, table, words, nw, rows)
                 live[rows] = (
                     live[row] + kept[j] - freed(j, words, nw, pred_ptr, pred_idx, rm, out, held)
@@ -187,6 +190,8 @@ def downset_table(
     if start[n + 1] > start[n]:  # the set of every op was reached
         good[start[n]] = 1
     for layer in range(n - 1, -1, -1):
+        if clock() > deadline:
+            return keys, table, rows, start, live, work, np.zeros(0, np.int8), 2
         for row in range(start[layer], start[layer + 1]):
             for j in range(n):
                 if has(keys[row], j) or not eligible(pm, j, keys[row], nw):

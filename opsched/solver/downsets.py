@@ -277,9 +277,10 @@ def downset_search(
         to 57 (4 units) bytes per label.
     deadline
         A ``time.perf_counter()`` value: the search gives up (reason ``"time limit"``) once
-        the clock passes it, looked at once a layer and every 65,536 labels. The budgets
-        are counts, so the same on every run; on a loaded machine they take longer than
-        their seconds' worth, and this is the stop that holds then. None: no deadline.
+        the clock passes it, looked at once a layer and every 65,536 down-sets and labels.
+        The budgets are counts, so the same on every run; on a loaded machine they take
+        longer than their seconds' worth, and this is the stop that holds then. None: no
+        deadline.
     beam
         Keep only this many labels per layer (0: all; the exact search).
 

@@ -201,7 +201,7 @@ def solve_phases(
             return Schedule.empty(problem, solver="cpsat", status=s.status, info=info,
                                   wall_time_s=time.perf_counter() - t0)  # fmt: skip
         done.append(s)
-    # the time the phases left: once more for those not proven, tight ones first in line
+    # the time the phases left: once more for those not proven, in phase order
     again = [i for i, s in enumerate(done) if s.status is not Status.OPTIMAL]
     remaining = sum(parts[i].problem.graph.num_ops for i in again)
     for i in again:

@@ -74,6 +74,8 @@ class MemoryModel:
         Persistent bytes.
     bound
         A lower bound on the peak of every order (:func:`opsched.analysis.min_memory_bound`).
+    topo
+        The ops in a topological order (:func:`opsched.analysis.topo.topo_indices`).
     """
 
     n: int
@@ -87,6 +89,7 @@ class MemoryModel:
     need: list[int]
     persistent: int
     bound: int
+    topo: list[int]
 
     @classmethod
     def of(cls, graph: OpGraph) -> MemoryModel:
@@ -101,6 +104,7 @@ class MemoryModel:
         ([[], [0]], [[1], []], [4, 0], [4, 0])
         """
         from opsched.analysis.bounds import min_memory_bound
+        from opsched.analysis.topo import topo_indices
 
         n = graph.num_ops
         pp, pi = graph.pred_ptr.tolist(), graph.pred_idx.tolist()
@@ -115,7 +119,7 @@ class MemoryModel:
         need = [out[v] + ws[v] if runs[v] else 0 for v in range(n)]
         return cls(
             n, preds, succs, out, ws, runs, held, kept, need, graph.persistent_bytes,
-            min_memory_bound(graph)[0],
+            min_memory_bound(graph)[0], topo_indices(graph).tolist(),
         )  # fmt: skip
 
 

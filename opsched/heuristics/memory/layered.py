@@ -236,16 +236,8 @@ def _child(s: _State, v: int, at: int, mask: int, peak: int, live: int, m: Memor
 def _reach(m: MemoryModel, slb: list[int]) -> tuple[list[int], list[int]]:
     """``reach[v]``: the largest static bound of ``v`` and its descendants; ``below[v]``:
     that of its descendants alone (0 without any)."""
-    n = m.n
-    indeg = [len(p) for p in m.preds]
-    order = [v for v in range(n) if not indeg[v]]
-    for v in order:  # grows while it is walked: a topological order
-        for w in m.succs[v]:
-            indeg[w] -= 1
-            if not indeg[w]:
-                order.append(w)
-    reach, below = list(slb), [0] * n
-    for v in reversed(order):
+    reach, below = list(slb), [0] * m.n
+    for v in reversed(m.topo):
         b = max((reach[w] for w in m.succs[v]), default=0)
         below[v] = b
         if b > reach[v]:
