@@ -7,7 +7,10 @@ allow, while still running ops in parallel when there is room. The b-level list 
 tried as well, and so is an *in-order* schedule that starts ops strictly in the one-unit
 order, waiting for running ops to end (and free memory) when the next op does not fit:
 whenever everything has finished it is in the same memory state as the one-unit order, so it
-never reaches a dead end if that order fits the cap. The shortest valid schedule is kept.
+never reaches a dead end if that order fits the cap. The *safe* schedules
+(:func:`opsched.heuristics.safe_list.safe_list`) keep that guarantee and start other ops early
+where the cap provably still lets the rest of the order run, tried in the order's own sequence
+and by b-level. The shortest valid schedule is kept.
 
 Examples
 --------
@@ -28,6 +31,7 @@ import numpy as np
 
 from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.memory import min_memory_order
+from opsched.heuristics.safe_list import safe_list
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
 
@@ -159,7 +163,8 @@ def memory_list(
 ) -> Schedule:
     """Min-memory order as list priority with memory-feasible placement, or b-level if shorter.
 
-    The in-order schedule (:func:`in_order`) joins in. ``order_options`` go to
+    The in-order schedule (:func:`in_order`) and the two safe schedules
+    (:func:`~opsched.heuristics.safe_list.safe_list`) join in. ``order_options`` go to
     :func:`~opsched.heuristics.memory.min_memory_order` (e.g. ``{"method": "beam",
     "rounds": 1}`` for a fast order; the default search can take seconds at 50-120 ops).
     ``order``: a one-unit order to use instead of searching for one (e.g. the one
@@ -178,10 +183,13 @@ def memory_list(
     a = list_schedule(problem, prio, "memory")
     b = list_schedule(problem, "b-level", "memory")
     c = in_order(problem, order)
-    ok = [s for s in (a, b, c) if s is not None and s.status == Status.FEASIBLE]
+    d = safe_list(problem, order, "order")
+    e = safe_list(problem, order, "b-level")
+    ok = [s for s in (a, b, c, d, e) if s is not None and s.status == Status.FEASIBLE]
     best = min(ok, key=lambda s: (s.makespan, s.peak_memory or 0)) if ok else a
     best.solver = "memory-list"
     best.wall_time_s = time.perf_counter() - t0
-    how = {id(a): "min-memory order", id(b): "b-level", id(c): "in min-memory order"}
+    how = {id(a): "min-memory order", id(b): "b-level", id(c): "in min-memory order",
+           id(d): "safe, in min-memory order", id(e): "safe, b-level"}  # fmt: skip
     best.info = {**best.info, "priority": how[id(best)]}
     return best

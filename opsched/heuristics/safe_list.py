@@ -1,0 +1,345 @@
+"""List scheduling under a memory cap that never reaches a dead end.
+
+Non-delay schedulers under a cap start whatever fits now; on wide graphs they fill memory with
+tensors whose readers can no longer start, and end in a dead end (status UNKNOWN), even at caps
+above the peak they reach without one. :func:`opsched.heuristics.memory_list.in_order` cannot
+get stuck when its one-unit order ``sigma`` fits the cap, but it starts ops strictly in that
+order and so runs little in parallel. :func:`safe_list` keeps ``in_order``'s guarantee and runs
+other ops early when that is provably safe, as the banker's algorithm grants a request only
+if every process can still finish.
+
+The check. Let ``M(j)`` be the memory while step ``j`` of ``sigma`` runs on one unit
+(:func:`~opsched.heuristics.memory.common.step_memory`), ``i`` the first op of ``sigma`` not yet
+started (the *pointer*). An op ``v`` started ahead of its turn keeps its output alive at
+steps ``i .. pos(v) - 1``, where ``sigma`` would not yet hold it. With ``extra(j)`` the
+outputs of the ops started early whose turn comes after ``j``, the schedule keeps
+
+    max over j >= i of M(j) + extra(j) <= cap.
+
+If every running op ended now, the live tensors would be a subset of those of ``sigma`` at step
+``i`` plus the early outputs, so ``sigma[i]`` fits, and after it the rest of ``sigma`` in turn:
+whenever nothing runs, the pointer op can start. An op starts early only if the memory fits
+now and ``max(M(j) + extra(j) for i <= j < pos(v)) + out(v) <= cap``; a segment tree with range
+add and range maximum makes this O(log n). Ops demanding units or other resources take them as
+``in_order`` does; the pointer op goes first at every moment.
+
+Early ops are tried in priority order (b-level by default), at most :data:`SCAN_LIMIT` ops
+that do not fit per moment, so a moment costs O(SCAN_LIMIT log n) whatever the ready set.
+
+Examples
+--------
+>>> from opsched.demo import branches_graph
+>>> from opsched.problem import Machine, Problem
+>>> from opsched.heuristics import greedy
+>>> from opsched.heuristics.memory import min_memory_order
+>>> p = Problem(branches_graph(), Machine(units=2, memory_cap=20))
+>>> greedy(p).status.value
+'UNKNOWN'
+>>> s = safe_list(p, min_memory_order(p))
+>>> s.status.value, s.peak_memory <= 20
+('FEASIBLE', True)
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+
+import numpy as np
+
+from opsched.analysis.paths import b_level
+from opsched.heuristics.memory.common import check_order, step_memory
+from opsched.problem import Problem
+from opsched.schedule import Schedule, Status
+
+__all__ = ["SCAN_LIMIT", "safe_list"]
+
+#: Ready ops that may be tried and found not to fit at one moment before the moment ends (the
+#: rest wait for the next event): keeps a moment's cost bounded on very wide graphs.
+SCAN_LIMIT = 32
+
+
+class _MaxTree:
+    """Range add and range maximum over a fixed array, iterative, O(log n) per call."""
+
+    def __init__(self, values: list[int]) -> None:
+        n = max(1, len(values))
+        self.h = n.bit_length()
+        self.n = n
+        t = [-(1 << 62)] * (2 * n)
+        t[n : n + len(values)] = values
+        for x in range(n - 1, 0, -1):
+            t[x] = max(t[2 * x], t[2 * x + 1])
+        self.t = t
+        self.d = [0] * n
+
+    def _apply(self, p: int, value: int) -> None:
+        self.t[p] += value
+        if p < self.n:
+            self.d[p] += value
+
+    def _build(self, p: int) -> None:
+        t, d = self.t, self.d
+        while p > 1:
+            p >>= 1
+            t[p] = max(t[2 * p], t[2 * p + 1]) + d[p]
+
+    def _push(self, p: int) -> None:
+        d = self.d
+        for s in range(self.h, 0, -1):
+            x = p >> s
+            if x and d[x]:
+                self._apply(2 * x, d[x])
+                self._apply(2 * x + 1, d[x])
+                d[x] = 0
+
+    def add(self, lo: int, hi: int, value: int) -> None:
+        """Add ``value`` to entries ``lo .. hi - 1``."""
+        if lo >= hi or not value:
+            return
+        lo += self.n
+        hi += self.n
+        l0, r0 = lo, hi
+        while lo < hi:
+            if lo & 1:
+                self._apply(lo, value)
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                self._apply(hi, value)
+            lo >>= 1
+            hi >>= 1
+        self._build(l0)
+        self._build(r0 - 1)
+
+    def max(self, lo: int, hi: int) -> int:
+        """Maximum of entries ``lo .. hi - 1`` (very negative when the range is empty)."""
+        if lo >= hi:
+            return -(1 << 62)
+        lo += self.n
+        hi += self.n
+        self._push(lo)
+        self._push(hi - 1)
+        t = self.t
+        best = -(1 << 62)
+        while lo < hi:
+            if lo & 1:
+                best = max(best, t[lo])
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                best = max(best, t[hi])
+            lo >>= 1
+            hi >>= 1
+        return best
+
+
+def safe_list(
+    problem: Problem, order: np.ndarray | list[int], priority: str = "b-level"
+) -> Schedule:
+    """Schedule ``problem`` along the one-unit ``order``, starting other ops early where the
+    memory cap provably still lets the rest of ``order`` run (module docstring).
+
+    Parameters
+    ----------
+    problem
+        Graph, units, resources and memory cap.
+    order
+        A topological one-unit order whose peak (:func:`~opsched.heuristics.memory.common.
+        order_peak`) fits the cap, e.g. :func:`~opsched.heuristics.memory.min_memory_order`.
+    priority
+        Which ops to try early first: ``"b-level"`` (longest path to the end) or ``"order"``
+        (their place in ``order``).
+
+    Returns
+    -------
+    Schedule
+        FEASIBLE (never a dead end when ``order`` fits the cap), or UNKNOWN with a reason when
+        ``order`` itself breaks the cap or an op can never fit its units or resources.
+    """
+    t0 = time.perf_counter()
+    name = "memory-safe"
+    reason = problem.infeasibility_reason()
+    if reason:
+        return Schedule.empty(problem, solver=name, status=Status.UNKNOWN, info={"reason": reason})
+    if priority not in ("b-level", "order"):
+        raise ValueError(f"unknown priority {priority!r}; use 'b-level' or 'order'")
+    g = problem.graph
+    n = g.num_ops
+    seq = check_order(g, order).tolist()
+    cap = problem.memory_cap
+    steps = step_memory(g, seq).tolist() if n else []
+    timed = [s for s, v in zip(steps, seq, strict=True) if g.durations[v] > 0]
+    if cap is not None and timed and max(timed) > cap:
+        return Schedule.empty(problem, solver=name, status=Status.UNKNOWN,
+                              info={"reason": f"the order peaks at {max(timed)} B, over the "
+                                    f"memory cap of {cap} B"})  # fmt: skip
+    pos = [0] * n
+    for j, v in enumerate(seq):
+        pos[v] = j
+    dur = g.durations.tolist()
+    out_b, ws_b = g.output_sizes.tolist(), g.workspace_sizes.tolist()
+    left = np.diff(g.succ_ptr).tolist()
+    is_out = [op.output and left[v] == 0 for v, op in enumerate(g.ops)]
+    kept = [out_b[v] if (left[v] > 0 or is_out[v]) else 0 for v in range(n)]
+    units = g.demand_array("units").tolist()
+    pp, pi = g.pred_ptr.tolist(), g.pred_idx.tolist()
+    sp, si = g.succ_ptr.tolist(), g.succ_idx.tolist()
+    indeg = np.diff(g.pred_ptr).tolist()
+    k = problem.machine.units or int(sum(units)) or 1
+    free_units = list(range(k))
+    limited = {r: c for r, c in problem.capacities.items() if c is not None and r != "units"}
+    dem = {r: g.demand_array(r).tolist() for r in limited}
+    free_res = dict(limited)
+    key = (-b_level(g)).tolist() if priority == "b-level" else [float(p) for p in pos]
+    tree = _MaxTree(steps) if cap is not None else None
+
+    held: dict[int, list[int]] = {}
+    done = [False] * n
+    started = [False] * n
+    starts, unit_of = [0.0] * n, [-1] * n
+    running: list[tuple[float, int]] = []
+    ready: list[tuple[float, int]] = [(key[v], v) for v in range(n) if indeg[v] == 0]
+    heapq.heapify(ready)
+    mem, t = g.persistent_bytes, 0.0
+    ptr = 0
+    n_done = 0
+    early = 0
+
+    def finish(v: int) -> None:
+        nonlocal mem, n_done
+        done[v] = True
+        n_done += 1
+        for u in held.pop(v, []):
+            heapq.heappush(free_units, u)
+        if dur[v] > 0:
+            for r in limited:
+                free_res[r] += dem[r][v]
+            mem -= ws_b[v]
+            if left[v] == 0 and not is_out[v]:
+                mem -= out_b[v]
+        for u in pi[pp[v] : pp[v + 1]]:
+            left[u] -= 1
+            if left[u] == 0 and not is_out[u]:
+                mem -= out_b[u]
+        for w in si[sp[v] : sp[v + 1]]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                heapq.heappush(ready, (key[w], w))
+
+    def need_of(v: int) -> int:
+        holds = dur[v] > 0 or left[v] > 0 or is_out[v]
+        return (out_b[v] if holds else 0) + (ws_b[v] if dur[v] > 0 else 0)
+
+    def has_room(v: int) -> bool:
+        return dur[v] == 0 or (
+            len(free_units) >= units[v] and all(dem[r][v] <= free_res[r] for r in limited)
+        )
+
+    def start(v: int) -> None:
+        nonlocal mem
+        started[v] = True
+        starts[v] = t
+        mem += need_of(v)
+        if dur[v] > 0:
+            held[v] = [heapq.heappop(free_units) for _ in range(units[v])]
+            unit_of[v] = held[v][0] if units[v] == 1 else -1
+            for r in limited:
+                free_res[r] -= dem[r][v]
+            heapq.heappush(running, (t + dur[v], v))
+        else:
+            if units[v] == 1:  # takes no time: beside whatever runs, on no unit's time
+                unit_of[v] = (free_units or [0])[0]
+            finish(v)
+
+    def zero_run(i: int) -> list[int]:
+        """Zero-duration ops of ``seq`` from ``i`` on (skipping those started early) to start
+        at once: the longest run whose level once each has run fits the cap (a tensor
+        written and read at the same instant takes no memory)."""
+        assert cap is not None
+        level, best = mem, 0
+        run: list[int] = []
+        gone: set[int] = set()
+        spent: dict[int, int] = {}
+        for j in range(i, n):
+            v = seq[j]
+            if started[v]:
+                continue
+            if dur[v] > 0 or not all(done[u] or u in gone for u in pi[pp[v] : pp[v + 1]]):
+                break
+            level += need_of(v)
+            gone.add(v)
+            run.append(v)
+            for u in pi[pp[v] : pp[v + 1]]:
+                spent[u] = spent.get(u, left[u]) - 1
+                if spent[u] == 0 and not is_out[u]:
+                    level -= out_b[u]
+            if level <= cap:
+                best = len(run)
+        return run[:best]
+
+    while n_done < n:
+        progress = True
+        while progress:
+            progress = False
+            # the pointer op first: it is what keeps the schedule out of dead ends
+            while ptr < n:
+                v = seq[ptr]
+                if started[v]:
+                    ptr += 1
+                    continue
+                if indeg[v] or not has_room(v):
+                    break
+                if cap is None or mem + need_of(v) <= cap:
+                    start(v)
+                    progress = True
+                    continue
+                run = zero_run(ptr) if dur[v] == 0 else []
+                if not run:
+                    break
+                for x in run:
+                    start(x)
+                progress = True
+            # then other ready ops, where it is safe
+            misses = 0
+            skipped: list[tuple[float, int]] = []
+            while ready and misses < SCAN_LIMIT:
+                kv, v = heapq.heappop(ready)
+                if started[v]:
+                    continue
+                if ptr < n and v == seq[ptr]:
+                    skipped.append((kv, v))  # waits for memory or units as the pointer op
+                    continue
+                ok = has_room(v)
+                if ok and cap is not None:
+                    need = need_of(v)
+                    ok = mem + need <= cap and (
+                        tree is None or tree.max(ptr, pos[v]) + kept[v] <= cap
+                    )
+                if not ok:
+                    skipped.append((kv, v))
+                    misses += 1
+                    if not free_units and dur[v] > 0 and units[v] > 0:
+                        break  # nothing that takes a unit can start before the next event
+                    continue
+                if tree is not None:
+                    tree.add(ptr, pos[v], kept[v])
+                start(v)
+                early += 1
+                progress = True
+            for e in skipped:
+                heapq.heappush(ready, e)
+        if n_done >= n:
+            break
+        if not running:
+            v = seq[ptr]
+            return Schedule.empty(problem, solver=name, status=Status.UNKNOWN,
+                                  info={"reason": f"op {g.names[v]!r} does not fit the memory "
+                                        "cap even with nothing running"})  # fmt: skip
+        t = running[0][0]
+        while running and running[0][0] <= t:
+            finish(heapq.heappop(running)[1])
+    s = Schedule.build(problem, starts, unit_of, solver=name,
+                       wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    s.info = {**s.info, "early": early, "priority": priority}
+    return s
