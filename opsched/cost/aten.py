@@ -51,6 +51,13 @@ _ELEMENTWISE = {
     "silu_backward", "fill", "zero", "copy", "nan_to_num", "maximum", "minimum", "reciprocal",
     "eq", "ne", "lt", "gt", "le", "ge", "masked_fill", "addcmul", "addcdiv", "lerp", "sign",
     "hardtanh", "leaky_relu", "elu", "dropout", "native_dropout", "mul_out", "ones_like",
+    # one read and one write per element as well (rows of them fell to the opaque catch-all)
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "sgn", "logit", "logit_backward", "sin", "cos", "floor",
+    "ceil", "round", "trunc", "square", "erf", "hardswish", "hardsigmoid", "mish", "softplus",
+    "remainder", "fmod", "floor_divide", "rsub", "hardswish_backward", "hardsigmoid_backward",
+    "leaky_relu_backward", "elu_backward", "hardtanh_backward", "softplus_backward",
+    "mish_backward", "zeros_like", "full_like",
 }  # fmt: skip
 
 #: Elementwise ops with one tensor operand: what else the profiler lists is a scalar or the
@@ -59,6 +66,9 @@ _UNARY = {
     "relu", "clamp_min", "clamp", "clamp_max", "sigmoid", "tanh", "gelu", "silu", "exp", "log",
     "log2", "neg", "abs", "sqrt", "rsqrt", "fill", "zero", "copy", "nan_to_num", "reciprocal",
     "sign", "hardtanh", "leaky_relu", "elu", "dropout", "native_dropout", "ones_like",
+    "logical_not", "bitwise_not", "sgn", "logit", "sin", "cos", "floor", "ceil", "round",
+    "trunc", "square", "erf", "hardswish", "hardsigmoid", "mish", "softplus", "zeros_like",
+    "full_like",
 }  # fmt: skip
 #: Elementwise ops with three tensor operands; every other one of :data:`_ELEMENTWISE` has two.
 _TERNARY = {"where", "addcmul", "addcdiv", "lerp"}

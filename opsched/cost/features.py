@@ -73,7 +73,8 @@ ZERO_KINDS = frozenset({"view", "input"})
 
 _TRANSCENDENTAL = frozenset({"gelu", "tanh", "pow", "exp", "log", "log2", "sigmoid", "silu",
                              "silu_mul", "rope", "sqrt", "rsqrt", "div", "erf",
-                             "tanh_backward", "sigmoid_backward", "gelu_backward"})  # fmt: skip
+                             "tanh_backward", "sigmoid_backward", "gelu_backward", "sin",
+                             "cos", "logit", "softplus", "mish"})  # fmt: skip
 _KNOTS = tuple(math.log(k) for k in (0.3, 3.0, 30.0, 300.0))
 #: Elementwise ops smaller than this are priced as this size (see ``_extra``).
 MIN_ELEMENTWISE_NUMEL = 256
