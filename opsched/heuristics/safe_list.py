@@ -20,11 +20,18 @@ If every running op ended now, the live tensors would be a subset of those of ``
 ``i`` plus the early outputs, so ``sigma[i]`` fits, and after it the rest of ``sigma`` in turn:
 whenever nothing runs, the pointer op can start. An op starts early only if the memory fits
 now and ``max(M(j) + extra(j) for i <= j < pos(v)) + out(v) <= cap``; a segment tree with range
-add and range maximum makes this O(log n). Ops demanding units or other resources take them as
-``in_order`` does; the pointer op goes first at every moment.
+add and range maximum makes this O(log n); only the steps of ops that take time enter it (a
+zero-duration step counts a tensor written and read at one instant, which holds nothing).
+Ops demanding units or other resources take them as ``in_order`` does. The pointer op goes
+first at every moment, and while it waits only for units or resources, no other op that takes
+time starts (else ops one unit wide could keep taking each unit as it frees from a pointer op
+two units wide). Once every op that takes time has run, the zero-duration ops left start
+together at the end, where the tensors they write live over an empty interval.
 
 Early ops are tried in priority order (b-level by default), at most :data:`SCAN_LIMIT` ops
-that do not fit per moment, so a moment costs O(SCAN_LIMIT log n) whatever the ready set.
+that do not fit per moment, so a moment costs O(SCAN_LIMIT log n) whatever the ready set. A
+run of zero-duration pointer ops that did not fit is tried again once memory has fallen to
+where its best prefix would fit, when nothing runs, or after 1, 2, 4, ... more completions.
 
 Examples
 --------
@@ -192,7 +199,17 @@ def safe_list(
     dem = {r: g.demand_array(r).tolist() for r in limited}
     free_res = dict(limited)
     key = (-b_level(g)).tolist() if priority == "b-level" else [float(p) for p in pos]
-    tree = _MaxTree(steps) if cap is not None else None
+    # only steps that take time bound the order (a zero-duration step holds nothing of its own)
+    lowest = -(1 << 62)
+    tree = (
+        _MaxTree([m if dur[v] > 0 else lowest for m, v in zip(steps, seq, strict=True)])
+        if cap is not None
+        else None
+    )
+    last_timed = max((j for j, v in enumerate(seq) if dur[v] > 0), default=-1)
+    # a zero-duration run at the pointer that did not fit: (pointer, memory at which its best
+    # prefix fits, completions then, completions to wait)
+    zfail: tuple[int, int, int, int] | None = None
 
     held: dict[int, list[int]] = {}
     done = [False] * n
@@ -256,8 +273,14 @@ def safe_list(
         """Zero-duration ops of ``seq`` from ``i`` on (skipping those started early) to start
         at once: the longest run whose level once each has run fits the cap (a tensor
         written and read at the same instant takes no memory)."""
+        nonlocal zfail
         assert cap is not None
+        if zfail is not None and zfail[0] == i and running:
+            _, fits_at, since, wait = zfail
+            if mem > fits_at and n_done - since < wait:
+                return []
         level, best = mem, 0
+        least = None
         run: list[int] = []
         gone: set[int] = set()
         spent: dict[int, int] = {}
@@ -276,6 +299,12 @@ def safe_list(
                     level -= out_b[u]
             if level <= cap:
                 best = len(run)
+            least = level if least is None else min(least, level)
+        if best:
+            zfail = None
+        else:
+            wait = 2 * zfail[3] if zfail is not None and zfail[0] == i else 1
+            zfail = (i, cap - ((least if least is not None else mem) - mem), n_done, wait)
         return run[:best]
 
     while n_done < n:
@@ -300,10 +329,13 @@ def safe_list(
                 for x in run:
                     start(x)
                 progress = True
-            # then other ready ops, where it is safe
+            # then other ready ops, where it is safe; none that takes time while the pointer
+            # op waits only for units or resources
             misses = 0
             skipped: list[tuple[float, int]] = []
-            while ready and misses < SCAN_LIMIT:
+            v = seq[ptr] if ptr < n else -1
+            hold = v >= 0 and not indeg[v] and dur[v] > 0 and not has_room(v)
+            while ready and misses < SCAN_LIMIT and not hold:
                 kv, v = heapq.heappop(ready)
                 if started[v]:
                     continue
@@ -331,6 +363,13 @@ def safe_list(
                 heapq.heappush(ready, e)
         if n_done >= n:
             break
+        if not running and ptr > last_timed:
+            # only zero-duration ops are left: together at the end, where what they write
+            # lives over an empty interval
+            for v in seq[ptr:]:
+                if not started[v]:
+                    start(v)
+            continue
         if not running:
             v = seq[ptr]
             return Schedule.empty(problem, solver=name, status=Status.UNKNOWN,

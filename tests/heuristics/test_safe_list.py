@@ -14,7 +14,7 @@ from opsched.demo import branches_graph
 from opsched.heuristics import greedy
 from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.memory import min_memory_order
-from opsched.heuristics.memory.common import file_order, order_peak
+from opsched.heuristics.memory.common import file_order, order_peak, step_memory
 from opsched.heuristics.memory_list import in_order, memory_list
 from opsched.heuristics.safe_list import _MaxTree, safe_list
 from opsched.ir import Op, OpGraph
@@ -75,6 +75,46 @@ def test_it_finishes_where_non_delay_schedules_dead_end() -> None:
         assert s.status == Status.FEASIBLE and validate(p, s).valid
         assert s.peak_memory is not None and s.peak_memory <= 20
     assert memory_list(p).status == Status.FEASIBLE
+
+
+def test_zero_duration_ops_left_at_the_end_start_together() -> None:
+    # b writes an 11 B graph output and takes no time: at the end of the schedule its tensor
+    # lives over an empty interval, so the 2 B cap holds (the in-order schedule stops here)
+    g = OpGraph((Op("a", 1), Op("b", 0, deps=("a",), output_bytes=11, output=True)),
+                persistent_bytes=2)  # fmt: skip
+    p = Problem(g, Machine(units=2, memory_cap=2))
+    assert in_order(p, np.array([0, 1])).status == Status.UNKNOWN
+    s = safe_list(p, np.array([0, 1]))
+    assert s.status == Status.FEASIBLE and validate(p, s).valid
+    assert [o.start for o in s.ops] == [0.0, 1.0] and s.makespan == 1.0
+
+
+def test_a_wide_pointer_op_is_not_starved_of_units() -> None:
+    # P needs both units; one-unit fillers C0..C9 could keep taking each unit as it frees.
+    # While P waits only for units, nothing else that takes time starts.
+    ops = [Op("A", 1), Op("B", 2), Op("P", 1, demands={"units": 2})]
+    ops += [Op(f"C{i}", 2) for i in range(10)]
+    p = Problem(OpGraph(tuple(ops)), Machine(units=2, memory_cap=100))
+    for rule in ("order", "b-level"):
+        s = safe_list(p, np.arange(len(ops)), rule)
+        assert validate(p, s).valid
+        assert s.ops[2].start == 2.0  # as soon as B ends
+        assert s.makespan == 13.0  # then the fillers in pairs: 3 + 5 x 2
+
+
+def test_zero_duration_steps_do_not_block_early_starts() -> None:
+    # the order's step of b counts a's 10 B tensor, read at the instant it is written: it
+    # holds nothing, and the cap of 0 B holds. y, which holds nothing either, may run beside
+    # x1 (it had been kept back by that step, to a makespan of 3)
+    g = OpGraph((
+        Op("x1", 1), Op("x2", 1, deps=("x1",)),
+        Op("a", 0, deps=("x2",), output_bytes=10), Op("b", 0, deps=("a",)), Op("y", 1),
+    ))  # fmt: skip
+    p = Problem(g, Machine(units=2, memory_cap=0))
+    assert step_memory(g, np.arange(5)).tolist() == [0, 0, 0, 10, 0]
+    s = safe_list(p, np.arange(5), "order")
+    assert s.status == Status.FEASIBLE and validate(p, s).valid
+    assert s.makespan == 2.0 and s.ops[4].start == 0.0
 
 
 def _random_problem(seed: int) -> tuple[Problem, np.ndarray]:
