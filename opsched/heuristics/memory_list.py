@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from opsched.heuristics._forward import Forward
 from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.memory import min_memory_order
 from opsched.heuristics.safe_list import safe_list
@@ -42,115 +43,35 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
     """Start ops strictly in ``order`` on the problem's units, each as soon as its deps are
     done, the units and other resources it demands are free and its memory fits the cap
     (else wait for the next completion). An op holding several units has no unit index.
+    Zero-duration ops are started together where one alone would not fit (a tensor written
+    and read at one instant lives over an empty interval).
     """
-    import heapq
-
     t0 = time.perf_counter()
     g = problem.graph
-    n = g.num_ops
-    dur = g.durations.tolist()
-    out_b, ws_b = g.output_sizes.tolist(), g.workspace_sizes.tolist()
-    left = np.diff(g.succ_ptr).tolist()  # consumers not yet finished
-    # the liveness rule: an output flag keeps a tensor to the end only when nothing reads it
-    is_out = [op.output and left[v] == 0 for v, op in enumerate(g.ops)]
-    units = g.demand_array("units").tolist()
-    pp, pi = g.pred_ptr.tolist(), g.pred_idx.tolist()
-    k = problem.machine.units or int(sum(units)) or 1
-    cap = problem.memory_cap
-    free_units = list(range(k))
-    limited = {r: c for r, c in problem.capacities.items() if c is not None and r != "units"}
-    dem = {r: g.demand_array(r).tolist() for r in limited}
-    free_res = dict(limited)
-    held: dict[int, list[int]] = {}
-    done = [False] * n
-    starts, unit_of = [0.0] * n, [-1] * n
-    running: list[tuple[float, int]] = []
-    mem, t = g.persistent_bytes, 0.0
-
-    def finish(v: int) -> None:
-        nonlocal mem
-        done[v] = True
-        for u in held.pop(v, []):
-            heapq.heappush(free_units, u)
-        if dur[v] > 0:
-            for r in limited:
-                free_res[r] += dem[r][v]
-            mem -= ws_b[v]
-            if left[v] == 0 and not is_out[v]:
-                mem -= out_b[v]
-        for u in pi[pp[v] : pp[v + 1]]:
-            left[u] -= 1
-            if left[u] == 0 and not is_out[u]:
-                mem -= out_b[u]
-
-    def need_of(v: int) -> int:
-        """Bytes ``v`` allocates as it starts: its output unless nothing keeps it (no reader,
-        not an output, no time), its workspace while it runs."""
-        holds = dur[v] > 0 or left[v] > 0 or is_out[v]
-        return (out_b[v] if holds else 0) + (ws_b[v] if dur[v] > 0 else 0)
-
-    def zero_run(i: int) -> int:
-        """How many ops from position ``i`` of the order, all taking no time, to start at
-        once: the most whose level, once each has run (memory at an instant counts what
-        lives past it), fits the cap. A tensor that a zero-duration op writes and another
-        reads at the same instant takes no memory, though one at a time it would not fit."""
-        level, fits = mem, 0
-        gone: set[int] = set()
-        spent: dict[int, int] = {}  # consumers left per producer, after the run so far
-        for j in range(i, len(seq)):
-            v = seq[j]
-            if dur[v] > 0 or not all(done[u] or u in gone for u in pi[pp[v] : pp[v + 1]]):
-                break
-            level += need_of(v)
-            gone.add(v)
-            for u in pi[pp[v] : pp[v + 1]]:
-                spent[u] = spent.get(u, left[u]) - 1
-                if spent[u] == 0 and not is_out[u]:
-                    level -= out_b[u]
-            if cap is None or level <= cap:
-                fits = j - i + 1
-        return fits
-
+    st = Forward(problem)
     seq = order.tolist()
     i = 0
     while i < len(seq):
         v = seq[i]
-        batch = 1
+        batch = [v]
         while True:
-            ready = all(done[u] for u in pi[pp[v] : pp[v + 1]])
-            need = need_of(v)
-            unit_ok = dur[v] == 0 or (
-                len(free_units) >= units[v] and all(dem[r][v] <= free_res[r] for r in limited)
-            )
-            if ready and unit_ok and (cap is None or mem + need <= cap):
+            ready = st.preds_done(v)
+            if ready and st.has_room(v) and st.fits(v):
                 break
-            if ready and dur[v] == 0 and cap is not None:
-                batch = zero_run(i)
-                if batch:
+            if ready and st.dur[v] == 0 and st.cap is not None:
+                run, _ = st.zero_run(seq, i)
+                if run:
+                    batch = run
                     break
-                batch = 1
-            if not running:
+            if not st.running:
                 return Schedule.empty(problem, solver="memory-in-order", status=Status.UNKNOWN,
                                       info={"reason": f"op {g.names[v]!r} does not fit the "
                                             f"memory cap even with nothing running"})  # fmt: skip
-            t = running[0][0]
-            while running and running[0][0] <= t:
-                finish(heapq.heappop(running)[1])
-        for v in seq[i : i + batch]:
-            starts[v] = t
-            mem += need_of(v)
-            if dur[v] > 0:
-                held[v] = [heapq.heappop(free_units) for _ in range(units[v])]
-                unit_of[v] = held[v][0] if units[v] == 1 else -1
-                for r in limited:
-                    free_res[r] -= dem[r][v]
-                heapq.heappush(running, (t + dur[v], v))
-            else:
-                if units[v] == 1:  # takes no time: beside whatever runs, on no unit's time
-                    unit_of[v] = (free_units or [0])[0]
-                finish(v)
-        i += batch
-    return Schedule.build(problem, starts, unit_of, solver="memory-in-order",
+            st.advance()
+        for x in batch:
+            st.start(x, st.t)
+        i += len(batch)
+    return Schedule.build(problem, st.starts, st.unit_of, solver="memory-in-order",
                           wall_time_s=time.perf_counter() - t0)  # fmt: skip
 
 

@@ -55,6 +55,7 @@ import time
 import numpy as np
 
 from opsched.analysis.paths import b_level
+from opsched.heuristics._forward import Forward
 from opsched.heuristics.memory.common import check_order, step_memory
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
@@ -64,6 +65,8 @@ __all__ = ["SCAN_LIMIT", "safe_list"]
 #: Ready ops that may be tried and found not to fit at one moment before the moment ends (the
 #: rest wait for the next event): keeps a moment's cost bounded on very wide graphs.
 SCAN_LIMIT = 32
+
+_LOW = -(1 << 62)  # below any memory level: an entry of the tree no check looks at
 
 
 class _MaxTree:
@@ -184,130 +187,55 @@ def safe_list(
     pos = [0] * n
     for j, v in enumerate(seq):
         pos[v] = j
-    dur = g.durations.tolist()
-    out_b, ws_b = g.output_sizes.tolist(), g.workspace_sizes.tolist()
-    left = np.diff(g.succ_ptr).tolist()
-    is_out = [op.output and left[v] == 0 for v, op in enumerate(g.ops)]
-    kept = [out_b[v] if (left[v] > 0 or is_out[v]) else 0 for v in range(n)]
-    units = g.demand_array("units").tolist()
-    pp, pi = g.pred_ptr.tolist(), g.pred_idx.tolist()
+    st = Forward(problem)
+    dur = st.dur
+    kept = [st.out_b[v] if (st.left[v] > 0 or st.is_out[v]) else 0 for v in range(n)]
     sp, si = g.succ_ptr.tolist(), g.succ_idx.tolist()
     indeg = np.diff(g.pred_ptr).tolist()
-    k = problem.machine.units or int(sum(units)) or 1
-    free_units = list(range(k))
-    limited = {r: c for r, c in problem.capacities.items() if c is not None and r != "units"}
-    dem = {r: g.demand_array(r).tolist() for r in limited}
-    free_res = dict(limited)
     key = (-b_level(g)).tolist() if priority == "b-level" else [float(p) for p in pos]
     # only steps that take time bound the order (a zero-duration step holds nothing of its own)
-    lowest = -(1 << 62)
     tree = (
-        _MaxTree([m if dur[v] > 0 else lowest for m, v in zip(steps, seq, strict=True)])
+        _MaxTree([m if dur[v] > 0 else _LOW for m, v in zip(steps, seq, strict=True)])
         if cap is not None
         else None
     )
     last_timed = max((j for j, v in enumerate(seq) if dur[v] > 0), default=-1)
-    # a zero-duration run at the pointer that did not fit: (pointer, memory at which its best
-    # prefix fits, completions then, completions to wait)
-    zfail: tuple[int, int, int, int] | None = None
-
-    held: dict[int, list[int]] = {}
-    done = [False] * n
-    started = [False] * n
-    starts, unit_of = [0.0] * n, [-1] * n
-    running: list[tuple[float, int]] = []
     ready: list[tuple[float, int]] = [(key[v], v) for v in range(n) if indeg[v] == 0]
     heapq.heapify(ready)
-    mem, t = g.persistent_bytes, 0.0
-    ptr = 0
-    n_done = 0
-    early = 0
 
-    def finish(v: int) -> None:
-        nonlocal mem, n_done
-        done[v] = True
-        n_done += 1
-        for u in held.pop(v, []):
-            heapq.heappush(free_units, u)
-        if dur[v] > 0:
-            for r in limited:
-                free_res[r] += dem[r][v]
-            mem -= ws_b[v]
-            if left[v] == 0 and not is_out[v]:
-                mem -= out_b[v]
-        for u in pi[pp[v] : pp[v + 1]]:
-            left[u] -= 1
-            if left[u] == 0 and not is_out[u]:
-                mem -= out_b[u]
+    def made_ready(v: int) -> None:
         for w in si[sp[v] : sp[v + 1]]:
             indeg[w] -= 1
             if indeg[w] == 0:
                 heapq.heappush(ready, (key[w], w))
 
-    def need_of(v: int) -> int:
-        holds = dur[v] > 0 or left[v] > 0 or is_out[v]
-        return (out_b[v] if holds else 0) + (ws_b[v] if dur[v] > 0 else 0)
-
-    def has_room(v: int) -> bool:
-        return dur[v] == 0 or (
-            len(free_units) >= units[v] and all(dem[r][v] <= free_res[r] for r in limited)
-        )
-
-    def start(v: int) -> None:
-        nonlocal mem
-        started[v] = True
-        starts[v] = t
-        mem += need_of(v)
-        if dur[v] > 0:
-            held[v] = [heapq.heappop(free_units) for _ in range(units[v])]
-            unit_of[v] = held[v][0] if units[v] == 1 else -1
-            for r in limited:
-                free_res[r] -= dem[r][v]
-            heapq.heappush(running, (t + dur[v], v))
-        else:
-            if units[v] == 1:  # takes no time: beside whatever runs, on no unit's time
-                unit_of[v] = (free_units or [0])[0]
-            finish(v)
+    st.on_finish = made_ready
+    started = st.started
+    ptr = 0
+    early = 0
+    # a zero-duration run at the pointer that did not fit: (pointer, memory at which its best
+    # prefix fits, completions then, completions to wait)
+    zfail: tuple[int, int, int, int] | None = None
 
     def zero_run(i: int) -> list[int]:
-        """Zero-duration ops of ``seq`` from ``i`` on (skipping those started early) to start
-        at once: the longest run whose level once each has run fits the cap (a tensor
-        written and read at the same instant takes no memory)."""
+        """The pointer's zero-duration run that fits now (:meth:`Forward.zero_run`), tried
+        again after a miss only once memory has fallen enough, nothing runs, or after 1, 2,
+        4, ... more completions."""
         nonlocal zfail
         assert cap is not None
-        if zfail is not None and zfail[0] == i and running:
+        if zfail is not None and zfail[0] == i and st.running:
             _, fits_at, since, wait = zfail
-            if mem > fits_at and n_done - since < wait:
+            if st.mem > fits_at and st.n_done - since < wait:
                 return []
-        level, best = mem, 0
-        least = None
-        run: list[int] = []
-        gone: set[int] = set()
-        spent: dict[int, int] = {}
-        for j in range(i, n):
-            v = seq[j]
-            if started[v]:
-                continue
-            if dur[v] > 0 or not all(done[u] or u in gone for u in pi[pp[v] : pp[v + 1]]):
-                break
-            level += need_of(v)
-            gone.add(v)
-            run.append(v)
-            for u in pi[pp[v] : pp[v + 1]]:
-                spent[u] = spent.get(u, left[u]) - 1
-                if spent[u] == 0 and not is_out[u]:
-                    level -= out_b[u]
-            if level <= cap:
-                best = len(run)
-            least = level if least is None else min(least, level)
-        if best:
+        run, lowest = st.zero_run(seq, i)
+        if run:
             zfail = None
         else:
             wait = 2 * zfail[3] if zfail is not None and zfail[0] == i else 1
-            zfail = (i, cap - ((least if least is not None else mem) - mem), n_done, wait)
-        return run[:best]
+            zfail = (i, cap - (lowest - st.mem), st.n_done, wait)
+        return run
 
-    while n_done < n:
+    while st.n_done < n:
         progress = True
         while progress:
             progress = False
@@ -317,24 +245,24 @@ def safe_list(
                 if started[v]:
                     ptr += 1
                     continue
-                if indeg[v] or not has_room(v):
+                if indeg[v] or not st.has_room(v):
                     break
-                if cap is None or mem + need_of(v) <= cap:
-                    start(v)
+                if st.fits(v):
+                    st.start(v, st.t)
                     progress = True
                     continue
                 run = zero_run(ptr) if dur[v] == 0 else []
                 if not run:
                     break
                 for x in run:
-                    start(x)
+                    st.start(x, st.t)
                 progress = True
             # then other ready ops, where it is safe; none that takes time while the pointer
             # op waits only for units or resources
             misses = 0
             skipped: list[tuple[float, int]] = []
             v = seq[ptr] if ptr < n else -1
-            hold = v >= 0 and not indeg[v] and dur[v] > 0 and not has_room(v)
+            hold = v >= 0 and not indeg[v] and dur[v] > 0 and not st.has_room(v)
             while ready and misses < SCAN_LIMIT and not hold:
                 kv, v = heapq.heappop(ready)
                 if started[v]:
@@ -342,43 +270,39 @@ def safe_list(
                 if ptr < n and v == seq[ptr]:
                     skipped.append((kv, v))  # waits for memory or units as the pointer op
                     continue
-                ok = has_room(v)
-                if ok and cap is not None:
-                    need = need_of(v)
-                    ok = mem + need <= cap and (
-                        tree is None or tree.max(ptr, pos[v]) + kept[v] <= cap
-                    )
+                ok = st.has_room(v)
+                if ok and tree is not None:
+                    assert cap is not None
+                    ok = st.fits(v) and tree.max(ptr, pos[v]) + kept[v] <= cap
                 if not ok:
                     skipped.append((kv, v))
                     misses += 1
-                    if not free_units and dur[v] > 0 and units[v] > 0:
+                    if not st.free_units and dur[v] > 0 and st.units[v] > 0:
                         break  # nothing that takes a unit can start before the next event
                     continue
                 if tree is not None:
                     tree.add(ptr, pos[v], kept[v])
-                start(v)
+                st.start(v, st.t)
                 early += 1
                 progress = True
             for e in skipped:
                 heapq.heappush(ready, e)
-        if n_done >= n:
+        if st.n_done >= n:
             break
-        if not running and ptr > last_timed:
+        if not st.running and ptr > last_timed:
             # only zero-duration ops are left: together at the end, where what they write
             # lives over an empty interval
             for v in seq[ptr:]:
                 if not started[v]:
-                    start(v)
+                    st.start(v, st.t)
             continue
-        if not running:
+        if not st.running:
             v = seq[ptr]
             return Schedule.empty(problem, solver=name, status=Status.UNKNOWN,
                                   info={"reason": f"op {g.names[v]!r} does not fit the memory "
                                         "cap even with nothing running"})  # fmt: skip
-        t = running[0][0]
-        while running and running[0][0] <= t:
-            finish(heapq.heappop(running)[1])
-    s = Schedule.build(problem, starts, unit_of, solver=name,
+        st.advance()
+    s = Schedule.build(problem, st.starts, st.unit_of, solver=name,
                        wall_time_s=time.perf_counter() - t0)  # fmt: skip
     s.info = {**s.info, "early": early, "priority": priority}
     return s
