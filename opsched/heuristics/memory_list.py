@@ -63,6 +63,9 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
                 if run:
                     batch = run
                     break
+            if not st.running and all(st.dur[x] == 0 for x in seq[i:]):
+                batch = seq[i:]  # together at the end: what they write lives over an
+                break  # empty interval
             if not st.running:
                 return Schedule.empty(problem, solver="memory-in-order", status=Status.UNKNOWN,
                                       info={"reason": f"op {g.names[v]!r} does not fit the "
