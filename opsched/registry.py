@@ -121,7 +121,8 @@ SOLVERS: dict[str, SolverInfo] = {
         SolverInfo("memory-beam", "one unit, least peak memory by beam search",
                    False, lambda p, **_: min_memory(p, method="beam")),
         SolverInfo("memory-list", "k units under a cap: min-memory order as list priority, "
-                   "memory-feasible placement", False, lambda p, **_: memory_list(p)),
+                   "memory-feasible and safe placements (no dead end when the order fits)",
+                   False, lambda p, **_: memory_list(p)),
         SolverInfo("lns", "portfolio, then CP-SAT re-optimises windows (time_limit, seed)",
                    False, lambda p, time_limit=10.0, seed=0, progress=None, **_: lns(
                        p, time_limit=time_limit, seed=seed, progress=progress)),
