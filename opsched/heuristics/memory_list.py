@@ -48,6 +48,10 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
     """
     t0 = time.perf_counter()
     g = problem.graph
+    reason = problem.infeasibility_reason()
+    if reason:
+        return Schedule.empty(problem, solver="memory-in-order", status=Status.UNKNOWN,
+                              info={"reason": reason})  # fmt: skip
     st = Forward(problem)
     seq = order.tolist()
     i = 0
@@ -63,7 +67,12 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
                 if run:
                     batch = run
                     break
-            if not st.running and all(st.dur[x] == 0 for x in seq[i:]):
+            if (
+                not st.running
+                and ready
+                and (st.cap is None or st.mem <= st.cap)
+                and all(st.dur[x] == 0 for x in seq[i:])
+            ):
                 batch = seq[i:]  # together at the end: what they write lives over an
                 break  # empty interval
             if not st.running:

@@ -88,6 +88,15 @@ def test_zero_duration_ops_left_at_the_end_start_together() -> None:
         assert [o.start for o in s.ops] == [0.0, 1.0] and s.makespan == 1.0
 
 
+def test_the_end_rule_does_not_hide_an_impossible_cap() -> None:
+    # only zero-duration ops, and persistent bytes over the cap: nothing fits, and starting
+    # them all at the end must not pass for a schedule (a review found in_order doing so)
+    g = OpGraph((Op("a", 0, output_bytes=1, output=True),), persistent_bytes=10)
+    p = Problem(g, Machine(units=1, memory_cap=5))
+    for s in (in_order(p, np.array([0])), safe_list(p, np.array([0])), memory_list(p)):
+        assert s.status == Status.UNKNOWN and "persistent" in s.info["reason"]
+
+
 def test_a_wide_pointer_op_is_not_starved_of_units() -> None:
     # P needs both units; one-unit fillers C0..C9 could keep taking each unit as it frees.
     # While P waits only for units, nothing else that takes time starts.
