@@ -69,6 +69,9 @@ class Forward:
         self.unit_of = [-1] * n
         self.running: list[tuple[float, int]] = []
         self.on_finish: Callable[[int], None] | None = None
+        # a zero-duration run that did not fit: (its first position, memory at which its best
+        # prefix fits, completions then, completions to wait before the next try)
+        self._zfail: tuple[int, int, int, int] | None = None
 
     def need(self, v: int) -> int:
         """Bytes ``v`` allocates as it starts: its output unless nothing keeps it (no reader,
@@ -169,3 +172,22 @@ class Forward:
                 best = len(run)
             lowest = level if len(run) == 1 else min(lowest, level)
         return run[:best], lowest
+
+    def try_zero_run(self, seq: list[int], i: int) -> list[int]:
+        """:meth:`zero_run` from position ``i``, where a run that did not fit is tried again
+        only once memory has fallen to where its best prefix would fit, when nothing runs, or
+        after 1, 2, 4, ... more completions (what they finish may lengthen or lower the run).
+        Trying it at every completion had made a wait beside many short ops quadratic."""
+        z = self._zfail
+        if z is not None and z[0] == i and self.running:
+            _, fits_at, since, wait = z
+            if self.mem > fits_at and self.n_done - since < wait:
+                return []
+        run, lowest = self.zero_run(seq, i)
+        if run:
+            self._zfail = None
+        else:
+            wait = 2 * z[3] if z is not None and z[0] == i else 1
+            cap = self.cap if self.cap is not None else lowest
+            self._zfail = (i, cap - (lowest - self.mem), self.n_done, wait)
+        return run

@@ -63,7 +63,7 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
             if ready and st.has_room(v) and st.fits(v):
                 break
             if ready and st.dur[v] == 0 and st.cap is not None:
-                run, _ = st.zero_run(seq, i)
+                run = st.try_zero_run(seq, i)
                 if run:
                     batch = run
                     break

@@ -213,28 +213,6 @@ def safe_list(
     started = st.started
     ptr = 0
     early = 0
-    # a zero-duration run at the pointer that did not fit: (pointer, memory at which its best
-    # prefix fits, completions then, completions to wait)
-    zfail: tuple[int, int, int, int] | None = None
-
-    def zero_run(i: int) -> list[int]:
-        """The pointer's zero-duration run that fits now (:meth:`Forward.zero_run`), tried
-        again after a miss only once memory has fallen enough, nothing runs, or after 1, 2,
-        4, ... more completions."""
-        nonlocal zfail
-        assert cap is not None
-        if zfail is not None and zfail[0] == i and st.running:
-            _, fits_at, since, wait = zfail
-            if st.mem > fits_at and st.n_done - since < wait:
-                return []
-        run, lowest = st.zero_run(seq, i)
-        if run:
-            zfail = None
-        else:
-            wait = 2 * zfail[3] if zfail is not None and zfail[0] == i else 1
-            zfail = (i, cap - (lowest - st.mem), st.n_done, wait)
-        return run
-
     while st.n_done < n:
         progress = True
         while progress:
@@ -251,7 +229,7 @@ def safe_list(
                     st.start(v, st.t)
                     progress = True
                     continue
-                run = zero_run(ptr) if dur[v] == 0 else []
+                run = st.try_zero_run(seq, ptr) if dur[v] == 0 else []
                 if not run:
                     break
                 for x in run:
