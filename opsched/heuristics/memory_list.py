@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from opsched.analysis.bounds import lower_bounds
 from opsched.heuristics._forward import Forward
 from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.memory import min_memory_order
@@ -121,6 +122,8 @@ def memory_list(
     ok = [s for s in (a, b, c, d, e) if s is not None and s.status == Status.FEASIBLE]
     best = min(ok, key=lambda s: (s.makespan, s.peak_memory or 0)) if ok else a
     best.solver = "memory-list"
+    if best.has_schedule and best.lower_bound is None:  # the in-order and safe schedules
+        best.lower_bound = lower_bounds(g, problem.machine.units, problem.capacities).value
     best.wall_time_s = time.perf_counter() - t0
     how = {id(a): "min-memory order", id(b): "b-level", id(c): "in min-memory order",
            id(d): "safe, in min-memory order", id(e): "safe, b-level"}  # fmt: skip
