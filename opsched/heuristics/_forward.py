@@ -42,7 +42,6 @@ class Forward:
     def __init__(self, problem: Problem) -> None:
         g = problem.graph
         n = g.num_ops
-        self.graph = g
         self.dur: list[float] = g.durations.tolist()
         self.out_b: list[int] = g.output_sizes.tolist()
         self.ws_b: list[int] = g.workspace_sizes.tolist()
@@ -172,6 +171,18 @@ class Forward:
                 best = len(run)
             lowest = level if len(run) == 1 else min(lowest, level)
         return run[:best], lowest
+
+    def rest_at_end(self, seq: list[int], i: int) -> list[int]:
+        """The ops of ``seq`` from ``i`` on not started yet, to start together now, where
+        nothing runs, all of them take no time, the first is ready and memory is within the
+        cap: at the end of the schedule, what they write lives over an empty interval. Empty
+        where that does not hold."""
+        if self.running:
+            return []
+        rest = [v for v in seq[i:] if not self.started[v]]
+        if not rest or any(self.dur[v] > 0 for v in rest) or not self.preds_done(rest[0]):
+            return []
+        return rest if self.cap is None or self.mem <= self.cap else []
 
     def try_zero_run(self, seq: list[int], i: int) -> list[int]:
         """:meth:`zero_run` from position ``i``, where a run that did not fit is tried again

@@ -68,14 +68,10 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
                 if run:
                     batch = run
                     break
-            if (
-                not st.running
-                and ready
-                and (st.cap is None or st.mem <= st.cap)
-                and all(st.dur[x] == 0 for x in seq[i:])
-            ):
-                batch = seq[i:]  # together at the end: what they write lives over an
-                break  # empty interval
+            rest = st.rest_at_end(seq, i)
+            if rest:
+                batch = rest
+                break
             if not st.running:
                 return Schedule.empty(problem, solver="memory-in-order", status=Status.UNKNOWN,
                                       info={"reason": f"op {g.names[v]!r} does not fit the "

@@ -76,7 +76,7 @@ class _MaxTree:
         n = max(1, len(values))
         self.h = n.bit_length()
         self.n = n
-        t = [-(1 << 62)] * (2 * n)
+        t = [_LOW] * (2 * n)
         t[n : n + len(values)] = values
         for x in range(n - 1, 0, -1):
             t[x] = max(t[2 * x], t[2 * x + 1])
@@ -125,13 +125,13 @@ class _MaxTree:
     def max(self, lo: int, hi: int) -> int:
         """Maximum of entries ``lo .. hi - 1`` (very negative when the range is empty)."""
         if lo >= hi:
-            return -(1 << 62)
+            return _LOW
         lo += self.n
         hi += self.n
         self._push(lo)
         self._push(hi - 1)
         t = self.t
-        best = -(1 << 62)
+        best = _LOW
         while lo < hi:
             if lo & 1:
                 best = max(best, t[lo])
@@ -199,7 +199,6 @@ def safe_list(
         if cap is not None
         else None
     )
-    last_timed = max((j for j, v in enumerate(seq) if dur[v] > 0), default=-1)
     ready: list[tuple[float, int]] = [(key[v], v) for v in range(n) if indeg[v] == 0]
     heapq.heapify(ready)
 
@@ -267,12 +266,10 @@ def safe_list(
                 heapq.heappush(ready, e)
         if st.n_done >= n:
             break
-        if not st.running and ptr > last_timed:
-            # only zero-duration ops are left: together at the end, where what they write
-            # lives over an empty interval
-            for v in seq[ptr:]:
-                if not started[v]:
-                    st.start(v, st.t)
+        rest = st.rest_at_end(seq, ptr)
+        if rest:  # only zero-duration ops are left: together at the end
+            for v in rest:
+                st.start(v, st.t)
             continue
         if not st.running:
             v = seq[ptr]
