@@ -1,7 +1,8 @@
-"""Price the profiler rows of the elementwise ops that the twenty-seventh round moved from
-the opaque catch-all to the elementwise rule (``logical_and``, ``sgn``, ``logit``,
-``logit_backward``), with whichever opsched is imported, and print the pooled median / mean
-absolute percentage error and the median per op.
+"""Price the profiler rows of the ops a round moved from the opaque catch-all to a shape
+rule, with whichever opsched is imported, and print the pooled median / mean absolute
+percentage error and the median per op. ``--round 27`` (the default): the elementwise ops
+of the twenty-seventh round (``logical_and``, ``sgn``, ``logit``, ``logit_backward``);
+``--round 29``: the reductions of the twenty-ninth (norms, the loss).
 
 The docs' before / after numbers (docs/cost-model.md, twenty-seventh round) come from the
 profiles before that round, with its old and its new shape rules::
@@ -13,11 +14,13 @@ profiles before that round, with its old and its new shape rules::
     git worktree remove --force /tmp/old
 
 and ``python benchmarks/bench_moved_rows.py`` gives the refitted profiles' error on them
-(no longer held out: the refit trained on these rows).
+(no longer held out: the refit trained on these rows). The twenty-ninth round's numbers come
+the same way from its parent commit, with ``--round 29`` (its commit message names it).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import gzip
 from pathlib import Path
@@ -28,16 +31,24 @@ import pandas as pd
 import opsched
 from opsched.cost.evaluate import predict_table
 
-MOVED = ("aten::logical_and", "aten::sgn", "aten::logit", "aten::logit_backward")
+MOVED = {
+    "27": ("aten::logical_and", "aten::sgn", "aten::logit", "aten::logit_backward"),
+    "29": (
+        "aten::linalg_vector_norm", "aten::linalg_norm", "aten::nll_loss_forward",
+    ),
+}  # fmt: skip
 FILES = ("hta_ops.csv.gz", "kineto_resnet50_v100_ops.csv.gz")
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--round", choices=sorted(MOVED), default="27")
+    moved = MOVED[ap.parse_args().round]
     root = Path(__file__).resolve().parents[1] / "datasets" / "kernel-timings"
     rows: list[dict[str, str]] = []
     for name in FILES:
         with gzip.open(root / name, "rt") as fh:
-            rows += [r for r in csv.DictReader(fh) if r["op"] in MOVED]
+            rows += [r for r in csv.DictReader(fh) if r["op"] in moved]
     out = predict_table(pd.DataFrame(rows).astype({"gpu_time_us": float}))
     ape = (out.predicted_time_us - out.gpu_time_us).abs() / out.gpu_time_us * 100
     print(f"opsched from {Path(opsched.__file__).parent}")

@@ -13,6 +13,11 @@ Examples
 ('matmul', {'M': 32, 'N': 1000, 'K': 2048, 'dtype': 'float32'})
 >>> aten_kind("aten::add_", [[32, 256, 56, 56], [32, 256, 56, 56], []], ["float", "float", "Int"])
 ('elementwise', {'numel': 25690112, 'arity': 2, 'fn': 'add', 'dtype': 'float32'})
+>>> aten_kind("aten::linalg_vector_norm", [[512, 8192], [], [], [], []],
+...           ["float", "Scalar", "", "Scalar", ""])
+('reduce', {'numel': 4194304, 'out_numel': 1, 'dtype': 'float32'})
+>>> aten_kind("aten::max", [[8, 4], [8, 4]], ["float", "float"])[1]["fn"]
+'maximum'
 """
 
 from __future__ import annotations
@@ -91,7 +96,15 @@ def _elementwise_arity(name: str, ts: list[list[int]]) -> int:
 
 
 _POOL = {"max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-         "adaptive_max_pool2d"}  # fmt: skip
+         "_adaptive_avg_pool2d", "adaptive_max_pool2d"}  # fmt: skip
+
+#: Reductions, with the position of their ``dim`` argument (whose type tells a full
+#: reduction from one over some axes).
+_REDUCE = {
+    "sum": 1, "mean": 1, "amax": 1, "amin": 1, "max": 1, "min": 1, "prod": 1, "nansum": 1,
+    "argmax": 1, "argmin": 1, "var": 1, "std": 1, "var_mean": 1, "std_mean": 1,
+    "logsumexp": 1, "all": 1, "any": 1, "norm": 2, "linalg_vector_norm": 2, "linalg_norm": 2,
+}  # fmt: skip
 
 
 def _pool_attrs(name: str, x: list[int]) -> dict[str, Any]:
@@ -186,14 +199,20 @@ def _conv_attrs(x: list[int], w: list[int], y: list[int] | None, stride: int) ->
             "stride_w": stride, "pad_h": pad_h, "pad_w": pad_w, "groups": groups}  # fmt: skip
 
 
-def _reduce_out(x: list[int], types: list[Any]) -> int:
+def _reduce_out(x: list[int], types: list[Any], at: int = 1) -> int:
     """Output size of ``sum``/``mean``/``amax`` over ``x``: the reduced axes are not recorded.
 
-    No ``dim`` argument (its type is empty): a full reduction, one value. With a ``dim`` list
-    (values not recorded): a 4-D input is taken as a spatial mean (global pooling, ``N*C``
-    out), a 2-D or 3-D one as a reduction over the leading axis (the bias-gradient pattern).
+    No ``dim`` argument (its type, argument ``at``, is empty): a full reduction, one value.
+    With a ``dim`` list (values not recorded): a 4-D input is taken as a spatial mean (global
+    pooling, ``N*C`` out), a 2-D or 3-D one as a reduction over the leading axis (the
+    bias-gradient pattern).
+
+    >>> _reduce_out([512, 8192], ["float", "Scalar", "", "Scalar", ""], at=2)  # a full norm
+    1
+    >>> _reduce_out([32, 64, 7, 7], ["float", "GenericList", "Bool", ""])
+    2048
     """
-    has_dims = len(types) > 1 and str(types[1]) in ("GenericList", "IntList", "Int")
+    has_dims = len(types) > at and str(types[at]) in ("GenericList", "IntList", "Int")
     if not has_dims or len(x) < 2:
         return 1
     return x[0] * x[1] if len(x) == 4 else _prod(x[1:])
@@ -309,9 +328,16 @@ def aten_kind(
         att = attention_attrs(name, ts)
         if att is not None:  # the profiler records no is_causal: taken as not causal
             return "attention", att | {"dtype": dtype}
-        if name in ("sum", "mean", "amax", "max", "min") and ts:
-            out = _reduce_out(ts[0], types)
+        if name in ("max", "min") and len(ts) >= 2 and _prod(ts[1]) > 1:
+            # max(a, b) of two tensors is the elementwise maximum, not a reduction
+            numel = max(_prod(t) for t in ts)
+            return "elementwise", {"numel": numel, "arity": _elementwise_arity("maximum", ts),
+                                   "fn": "maximum", "dtype": dtype}  # fmt: skip
+        if name in _REDUCE and ts:
+            out = _reduce_out(ts[0], types, _REDUCE[name])
             return "reduce", {"numel": _prod(ts[0]), "out_numel": out, "dtype": dtype}
+        if name == "nll_loss_forward" and len(ts) >= 2:  # picks one value per target
+            return "reduce", {"numel": _prod(ts[1]), "out_numel": 1, "dtype": dtype}
         if name in _POOL and ts and len(ts[0]) == 4:
             return "pool", _pool_attrs(name, ts[0]) | {"dtype": dtype}
         if name == "cudnn_batch_norm_backward" and ts:

@@ -289,6 +289,32 @@ def test_plain_elementwise_ops_are_not_opaque():
     assert 1.0 < t < 10.0  # measured 3-8 us on A100s
 
 
+def test_norms_and_the_loss_are_reductions():
+    # linalg_vector_norm / linalg_norm over [512, 8192] (17-20 us measured on an A100) and
+    # nll_loss_forward had been priced by the opaque catch-all at 2.3-2.7x their time
+    kind, a = aten_kind("aten::linalg_vector_norm", [[512, 8192], [], [], [], []],
+                        ["float", "Scalar", "", "Scalar", ""])  # fmt: skip
+    assert (kind, a["numel"], a["out_numel"]) == ("reduce", 512 * 8192, 1)
+    # the dim of a norm is its third argument: a list there reduces some axes only
+    _, a = aten_kind("aten::linalg_vector_norm", [[64, 128], [], [], [], []],
+                     ["float", "Scalar", "GenericList", "Bool", ""])  # fmt: skip
+    assert a["out_numel"] == 128
+    kind, a = aten_kind("aten::nll_loss_forward", [[32, 1000], [32], [], [], []],
+                        ["float", "long int", "", "Int", "Int"])  # fmt: skip
+    assert (kind, a["numel"], a["out_numel"]) == ("reduce", 32, 1)
+    kind, a = aten_kind("aten::argmax", [[32, 1000], [], []], ["float", "Int", "Bool"])
+    assert kind == "reduce" and a["out_numel"] == 1000
+    # max of two tensors is the elementwise maximum; max of one is a reduction
+    kind, a = aten_kind("aten::max", [[8, 4], [8, 4]], ["float", "float"])
+    assert (kind, a["fn"], a["arity"]) == ("elementwise", "maximum", 2)
+    assert aten_kind("aten::max", [[8, 4]], ["float"])[0] == "reduce"
+    # the op torch's adaptive_avg_pool2d launches its kernel under
+    assert aten_kind("aten::_adaptive_avg_pool2d", [[32, 2048, 7, 7], []],
+                     ["float", ""])[0] == "pool"  # fmt: skip
+    p = load_profile("A100-SXM4-80GB")
+    assert 8.0 < p.predict("reduce", {"numel": 512 * 8192, "out_numel": 1}) < 40.0
+
+
 def test_folds_keep_a_shape_together():
     data = load_fit_data(files=["deepbench_gemm.csv"])
     fd, folds = data.families["matmul"], fold_of(data, k=5)["matmul"]

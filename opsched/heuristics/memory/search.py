@@ -11,7 +11,8 @@ never worse than any of them. Then it searches for a strictly better order with
   graphs (tens of ops, more when the graph is chain-like);
 * ``method="beam"``: the same layers cut to the ``width`` best states;
 * ``method="auto"`` (default): exact when the graph has at most ``exact_max_ops`` ops and the
-  search stays within ``max_states`` states, otherwise beam.
+  search stays within ``max_states`` states, otherwise beam, and on graphs of more than
+  ``beam_max_ops`` ops (:data:`BEAM_MAX_OPS`) no search: the best baseline.
 
 The result says whether the peak is proven optimal: when the exhaustive search finished, or
 when the peak meets the lower bound :func:`opsched.analysis.min_memory_bound`.
@@ -42,6 +43,15 @@ __all__ = [
 ]
 
 METHODS = ("auto", "exact", "beam")
+
+#: Largest graph on which ``method="auto"`` runs the beam after the baselines. The beam's
+#: time grows with the square of the ops (each of its ``n`` layers copies ``width`` sets
+#: of ``n`` bits) while its gain shrinks: on random layered graphs
+#: (``zoo.generators.layered``) it lowered the best baseline's peak by 2.9 % at 10,000 ops
+#: (5.3 s), 0.4 % at 40,000 (29 s) and not at all at 100,000 (38 s, the baselines 2.5 s), so
+#: above this the baselines' best is the answer and ``memory-list`` stays near-linear
+#: (``python benchmarks/bench_memory_scale.py --auto``).
+BEAM_MAX_OPS = 50_000
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,7 @@ def min_memory_order_result(
     max_states: int = 200_000,
     rounds: int | None = None,
     seed: bool = True,
+    beam_max_ops: int = BEAM_MAX_OPS,
 ) -> MemorySearchResult:
     """The lowest-peak single-unit order opsched finds, with how good it is known to be.
 
@@ -106,6 +117,9 @@ def min_memory_order_result(
         the target between the lower bound and the best peak found (a missed target raises
         the low end). Each run keeps only orders strictly better than the best so far.
         Default: 3 up to 2,000 ops, 1 above.
+    beam_max_ops
+        ``"auto"`` skips the beam (and keeps the best baseline) on graphs of more ops than
+        this (see :data:`BEAM_MAX_OPS`); ``method="beam"`` always runs it.
     seed
         Start from the best compiler baseline (always at least as good as each of them);
         without it the search starts from no incumbent.
@@ -146,6 +160,9 @@ def min_memory_order_result(
     found: tuple[np.ndarray, int, str] | None = None  # best order the search found
     if best_order is not None and best_peak is not None:
         found = (best_order, best_peak, f"seed:{best_name}")
+        if method == "auto" and m.n > beam_max_ops:  # the beam would cost more than it gains
+            return MemorySearchResult(best_order, best_peak, False, f"seed:{best_name}",
+                                      lower, 0, seeds)  # fmt: skip
     hi = best_peak if best_peak is not None else _no_incumbent(m)
     lo, optimal = lower, False
     states = 0
@@ -216,6 +233,7 @@ def min_memory(
     exact_max_ops: int = 120,
     max_states: int = 200_000,
     rounds: int | None = None,
+    beam_max_ops: int = BEAM_MAX_OPS,
     **_: Any,
 ) -> Schedule:
     """Serial schedule (unit 0) of opsched's minimum-peak-memory order.
@@ -236,7 +254,7 @@ def min_memory(
     name = "memory-beam" if method == "beam" else "min-memory"
     r = min_memory_order_result(
         problem, method=method, width=width, exact_max_ops=exact_max_ops,
-        max_states=max_states, rounds=rounds,
+        max_states=max_states, rounds=rounds, beam_max_ops=beam_max_ops,
     )  # fmt: skip
     info = {
         "method": r.method,

@@ -189,3 +189,29 @@ def test_exact_gives_up_over_max_states() -> None:
     # the search then falls back to the beam and says the peak is not proven
     res = min_memory_order_result(g, method="exact", max_states=100)
     assert res.method != "exact" and not res.optimal
+
+
+def test_auto_keeps_the_best_baseline_above_beam_max_ops() -> None:
+    # layered(20, seed=0): the search beats all seven baselines (above); with the beam cut
+    # off by size, auto returns the best baseline and says so, and "beam" still searches
+    g = layered(20, seed=0)
+    searched = min_memory_order_result(g)
+    r = min_memory_order_result(g, beam_max_ops=19)
+    best = min(r.seeds, key=lambda k: r.seeds[k])
+    assert r.method == f"seed:{best}" and r.states == 0 and not r.optimal
+    assert r.peak == r.seeds[best] == order_peak(g, r.order) > searched.peak
+    assert is_topological(g, r.order)
+    beam = min_memory_order_result(g, method="beam", beam_max_ops=19)
+    assert beam.states > 0 and beam.peak < r.peak
+    assert min_memory_order_result(g, beam_max_ops=20).peak == searched.peak
+    # the schedulers pass it on
+    s = min_memory(Problem(g, Machine(units=1)), beam_max_ops=19)
+    assert s.info["method"] == r.method and s.peak_memory == r.peak
+
+
+def test_memory_model_is_built_once_per_graph() -> None:
+    g = layered(12, seed=2)
+    assert MemoryModel.of(g) is MemoryModel.of(g)
+    h = layered(12, seed=2)  # an equal graph is another object: its own model
+    assert MemoryModel.of(h) is not MemoryModel.of(g)
+    assert MemoryModel.of(h).kept == MemoryModel.of(g).kept
