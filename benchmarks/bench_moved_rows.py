@@ -15,7 +15,8 @@ profiles before that round, with its old and its new shape rules::
 
 and ``python benchmarks/bench_moved_rows.py`` gives the refitted profiles' error on them
 (no longer held out: the refit trained on these rows). The twenty-ninth round's numbers come
-the same way from its parent commit, with ``--round 29`` (its commit message names it).
+the same way from its parent, commit 138ea6f (``git worktree add /tmp/old 138ea6f``), with
+``--round 29``.
 """
 
 from __future__ import annotations

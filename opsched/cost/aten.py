@@ -106,6 +106,16 @@ _REDUCE = {
     "logsumexp": 1, "all": 1, "any": 1, "norm": 2, "linalg_vector_norm": 2, "linalg_norm": 2,
 }  # fmt: skip
 
+#: Reductions whose ``dim`` is one int (``max.dim(self, dim, keepdim)``, ``argmax(self, dim,
+#: keepdim)``, ``prod.dim_int``): the profiler types it ``Int`` or, in newer traces,
+#: ``Scalar``, and it is there only in the forms of three arguments or more (``max(self)``,
+#: ``prod(self, dtype)`` reduce everything).
+_ONE_DIM = {"max", "min", "argmax", "argmin", "prod", "all", "any"}
+
+#: Types the profiler gives scalar arguments, where a tensor's would be its dtype
+#: (``"int"``, ``"bool"``, ``"c10::Half"``).
+_SCALAR_TYPES = {"Int", "Bool", "Double", "Scalar", "GenericList", "IntList", "ScalarList", ""}
+
 
 def _pool_attrs(name: str, x: list[int]) -> dict[str, Any]:
     """Pooling attrs: the window is not recorded in the dims.
@@ -116,7 +126,7 @@ def _pool_attrs(name: str, x: list[int]) -> dict[str, Any]:
     """
     n, c, h, w = x
     mode = "avg" if "avg" in name else "max"
-    if name.startswith("adaptive"):
+    if name.lstrip("_").startswith("adaptive"):
         return {"N": n, "C": c, "H": h, "W": w, "R": h, "S": w, "mode": mode}
     return {"N": n, "C": c, "H": h, "W": w, "R": min(3, h), "S": min(3, w), "stride_h": 2,
             "stride_w": 2, "pad_h": 1 if h >= 3 else 0, "pad_w": 1 if w >= 3 else 0,
@@ -199,23 +209,44 @@ def _conv_attrs(x: list[int], w: list[int], y: list[int] | None, stride: int) ->
             "stride_w": stride, "pad_h": pad_h, "pad_w": pad_w, "groups": groups}  # fmt: skip
 
 
-def _reduce_out(x: list[int], types: list[Any], at: int = 1) -> int:
+def _reduce_out(x: list[int], types: list[Any], at: int = 1, one_dim: bool = False) -> int:
     """Output size of ``sum``/``mean``/``amax`` over ``x``: the reduced axes are not recorded.
 
     No ``dim`` argument (its type, argument ``at``, is empty): a full reduction, one value.
     With a ``dim`` list (values not recorded): a 4-D input is taken as a spatial mean (global
     pooling, ``N*C`` out), a 2-D or 3-D one as a reduction over the leading axis (the
-    bias-gradient pattern).
+    bias-gradient pattern). With ``one_dim`` (:data:`_ONE_DIM`: ``argmax``, ``max.dim``) the
+    dim is one int, taken as the last axis (``argmax`` over a classifier's logits).
 
     >>> _reduce_out([512, 8192], ["float", "Scalar", "", "Scalar", ""], at=2)  # a full norm
     1
     >>> _reduce_out([32, 64, 7, 7], ["float", "GenericList", "Bool", ""])
     2048
+    >>> _reduce_out([32, 1000], ["float", "Scalar", "Scalar"], one_dim=True)  # argmax(x, 1)
+    32
+    >>> _reduce_out([32, 1000], ["float", "Int"], one_dim=True)  # prod(x, dtype=...)
+    1
     """
-    has_dims = len(types) > at and str(types[at]) in ("GenericList", "IntList", "Int")
-    if not has_dims or len(x) < 2:
+    kind = str(types[at]) if len(types) > at else ""
+    if one_dim:
+        if len(types) < 3 or kind not in ("Int", "Scalar") or len(x) < 2:
+            return 1
+        return _prod(x[:-1])
+    if kind not in ("GenericList", "IntList", "ScalarList", "Int") or len(x) < 2:
         return 1
     return x[0] * x[1] if len(x) == 4 else _prod(x[1:])
+
+
+def _tensor_arg(dims: list[Any], types: list[Any], i: int) -> bool:
+    """Whether argument ``i`` of a profiled op is a tensor (a 0-d one has empty dims).
+
+    >>> _tensor_arg([[8], []], ["float", "float"], 1), _tensor_arg([[8], []], ["float", "Int"], 1)
+    (True, False)
+    """
+    if i >= len(types) or i >= len(dims) or not isinstance(dims[i], list):
+        return False
+    t = str(types[i])
+    return t not in _SCALAR_TYPES and t.lower() in _TYPES
 
 
 def _conv_backward(
@@ -328,13 +359,13 @@ def aten_kind(
         att = attention_attrs(name, ts)
         if att is not None:  # the profiler records no is_causal: taken as not causal
             return "attention", att | {"dtype": dtype}
-        if name in ("max", "min") and len(ts) >= 2 and _prod(ts[1]) > 1:
+        if name in ("max", "min") and ts and _tensor_arg(dims, types, 1):
             # max(a, b) of two tensors is the elementwise maximum, not a reduction
             numel = max(_prod(t) for t in ts)
             return "elementwise", {"numel": numel, "arity": _elementwise_arity("maximum", ts),
                                    "fn": "maximum", "dtype": dtype}  # fmt: skip
         if name in _REDUCE and ts:
-            out = _reduce_out(ts[0], types, _REDUCE[name])
+            out = _reduce_out(ts[0], types, _REDUCE[name], name in _ONE_DIM)
             return "reduce", {"numel": _prod(ts[0]), "out_numel": out, "dtype": dtype}
         if name == "nll_loss_forward" and len(ts) >= 2:  # picks one value per target
             return "reduce", {"numel": _prod(ts[1]), "out_numel": 1, "dtype": dtype}

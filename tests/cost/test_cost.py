@@ -302,15 +302,28 @@ def test_norms_and_the_loss_are_reductions():
     kind, a = aten_kind("aten::nll_loss_forward", [[32, 1000], [32], [], [], []],
                         ["float", "long int", "", "Int", "Int"])  # fmt: skip
     assert (kind, a["numel"], a["out_numel"]) == ("reduce", 32, 1)
-    kind, a = aten_kind("aten::argmax", [[32, 1000], [], []], ["float", "Int", "Bool"])
-    assert kind == "reduce" and a["out_numel"] == 1000
-    # max of two tensors is the elementwise maximum; max of one is a reduction
-    kind, a = aten_kind("aten::max", [[8, 4], [8, 4]], ["float", "float"])
-    assert (kind, a["fn"], a["arity"]) == ("elementwise", "maximum", 2)
+    # a one-int dim (typed Int, or Scalar in newer traces) is taken as the last axis
+    for t in ("Int", "Scalar"):
+        kind, a = aten_kind("aten::argmax", [[32, 1000], [], []], ["float", t, "Bool"])
+        assert kind == "reduce" and a["out_numel"] == 32
+    # max.dim as an HTA trace records it; prod(x, dtype) reduces everything
+    _, a = aten_kind("aten::max", [[2, 2048, 1], [], []], ["float", "Scalar", "Scalar"])
+    assert a["out_numel"] == 4096
+    assert aten_kind("aten::prod", [[8, 4], []], ["float", "Int"])[1]["out_numel"] == 1
+    # max of two tensors is the elementwise maximum, a 0-d or broadcast one too; max of one
+    # tensor, or along a dim with its out= tensors listed, is a reduction
+    for other in ([8, 4], [1], []):
+        kind, a = aten_kind("aten::max", [[8, 4], other], ["float", "float"])
+        assert (kind, a["fn"], a["numel"]) == ("elementwise", "maximum", 32)
+    assert aten_kind("aten::max", [[8, 4], [8, 4]], ["float", "float"])[1]["arity"] == 2
     assert aten_kind("aten::max", [[8, 4]], ["float"])[0] == "reduce"
-    # the op torch's adaptive_avg_pool2d launches its kernel under
-    assert aten_kind("aten::_adaptive_avg_pool2d", [[32, 2048, 7, 7], []],
-                     ["float", ""])[0] == "pool"  # fmt: skip
+    kind, a = aten_kind("aten::max", [[8, 4], [], [], [8], [8]],
+                        ["float", "Int", "Bool", "float", "long int"])  # fmt: skip
+    assert (kind, a["out_numel"]) == ("reduce", 8)
+    # the op torch's adaptive_avg_pool2d launches its kernel under: global, as that one
+    kind, a = aten_kind("aten::_adaptive_avg_pool2d", [[32, 2048, 7, 7], []], ["float", ""])
+    assert kind == "pool" and (a["R"], a["S"]) == (7, 7)
+    assert a == aten_kind("aten::adaptive_avg_pool2d", [[32, 2048, 7, 7], []], ["float", ""])[1]
     p = load_profile("A100-SXM4-80GB")
     assert 8.0 < p.predict("reduce", {"numel": 512 * 8192, "out_numel": 1}) < 40.0
 

@@ -119,7 +119,8 @@ def min_memory_order_result(
         Default: 3 up to 2,000 ops, 1 above.
     beam_max_ops
         ``"auto"`` skips the beam (and keeps the best baseline) on graphs of more ops than
-        this (see :data:`BEAM_MAX_OPS`); ``method="beam"`` always runs it.
+        this (see :data:`BEAM_MAX_OPS`; ``width`` and ``rounds`` then do nothing);
+        ``method="beam"`` always runs it, and so does ``seed=False`` (no baseline to keep).
     seed
         Start from the best compiler baseline (always at least as good as each of them);
         without it the search starts from no incumbent.
