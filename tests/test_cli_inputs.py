@@ -363,6 +363,30 @@ def test_cost_predict_leaves_a_row_no_kernel_can_have_empty_and_names_it(tmp_pat
     assert pred[0] > 0 and pd.isna(pred[1])  # the good row is still priced
 
 
+def test_cost_predict_prices_elementwise_names_and_names_ops_without_a_rule(tmp_path):
+    # a NeuSight-schema table with ops NeuSight's train split does not have: the elementwise
+    # ones the profiler rules know are priced (softplus: one operand; maximum: two; subu: a
+    # sub with a scalar); an op of no rule is left empty and named, not called unreadable
+    head = "gpu,op,dtype,shape,B,Cin,H_dim,measured_time_us\n"
+    rows = [
+        f"Tesla T4,{op},float32,x=[127 168],127,,168,30\n"
+        for op in ("relu", "softplus", "maximum", "subu", "frobnicate", "frobnicate")
+    ]
+    path = tmp_path / "ns.csv"
+    path.write_text(head + "".join(rows) + "Tesla T4,relu,float32,x=?,,,168,30\n")
+    out = tmp_path / "out.csv"
+    r = invoke("cost", "predict", "-i", path, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "2 rows of ops without a shape rule: 'frobnicate' (first: data row 5)" in r.output
+    assert "1 rows without a readable shape" in r.output
+    import pandas as pd
+
+    pred = pd.read_csv(out)["predicted_time_us"].tolist()
+    assert all(p > 0 for p in pred[:4]) and all(pd.isna(p) for p in pred[4:])
+    # maximum reads two operands, subu one (and a scalar): priced from different curves
+    assert pred[2] != pred[3]
+
+
 def test_an_attention_table_without_its_dtype_column_is_refused(tmp_path):
     # each row had been left empty as "without a readable shape"
     path = tmp_path / "sdpa.csv"

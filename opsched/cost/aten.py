@@ -32,7 +32,7 @@ from opsched.importers.trace.aten_names import attention_attrs, conv_backward_op
 from opsched.ir import kinds
 from opsched.ir.kinds import DTYPE_BYTES
 
-__all__ = ["aten_dtype", "aten_kind", "input_bytes"]
+__all__ = ["ELEMENTWISE_FNS", "UNARY_FNS", "aten_dtype", "aten_kind", "input_bytes"]
 
 _TYPES = {
     "float": "float32",
@@ -75,6 +75,11 @@ _UNARY = {
     "trunc", "square", "erf", "hardswish", "hardsigmoid", "mish", "softplus", "zeros_like",
     "full_like",
 }  # fmt: skip
+#: The elementwise ops a shape rule knows (one read and one write per element and operand),
+#: and those of one tensor operand: other sources' op names are read against these too.
+ELEMENTWISE_FNS = frozenset(_ELEMENTWISE)
+UNARY_FNS = frozenset(_UNARY)
+
 #: Elementwise ops with three tensor operands; every other one of :data:`_ELEMENTWISE` has two.
 _TERNARY = {"where", "addcmul", "addcdiv", "lerp"}
 

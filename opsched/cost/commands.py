@@ -45,9 +45,16 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
     no_gpu = out.attrs["_opsched"]["no_gpu"]
     bad = out.attrs["_opsched"]["impossible"]
     bad_rows = len({row for row, _ in bad})
-    missing = int(out["predicted_time_us"].isna().sum()) - no_gpu - bad_rows
+    skipped = out.attrs["_opsched"]["skipped"]
+    no_rule = [(row, why) for row, why in skipped if why.startswith("no rule")]
+    missing = int(out["predicted_time_us"].isna().sum()) - no_gpu - bad_rows - len(no_rule)
     _write_table(out, output)
     notes = [f"{no_gpu} rows without a GPU name, give --gpu to price them"] if no_gpu else []
+    if no_rule:
+        ops = sorted({why.split(" op ", 1)[-1] for _, why in no_rule})
+        shown = ", ".join(ops[:5]) + (f" and {len(ops) - 5} more" if len(ops) > 5 else "")
+        notes += [f"{len(no_rule)} rows of ops without a shape rule: {shown} "
+                  f"(first: data row {no_rule[0][0] + 1})"]  # fmt: skip
     notes += [f"{missing} rows without a readable shape"] if missing else []
     if bad:
         row, why = bad[0]

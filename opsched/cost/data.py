@@ -230,7 +230,11 @@ def blank_gpu_rows(df: Any) -> int:
 
 
 def canonical_rows(
-    df: Any, schema: str, gpu: str | None = None, timed: bool = True
+    df: Any,
+    schema: str,
+    gpu: str | None = None,
+    timed: bool = True,
+    skipped: list[tuple[int, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """One record per timing of a table in ``schema`` (``timed=False``: also a table without
     its timing column, one record per target of :func:`priced_targets`, time NaN).
@@ -243,9 +247,10 @@ def canonical_rows(
     (the row's kernel names where the table records them, else the source's
     :data:`opsched.cost.mathmode.SOURCE_MODES`; only on a GPU with a TF32 peak) gets
     ``dtype = "tf32"``.
-    Rows that cannot be mapped (an unparseable shape) are left out, and so are rows whose
-    ``gpu`` cell is blank when ``gpu`` is not given (a trace without device properties: the
-    HTA kernel table has 1,154 such rows); :func:`blank_gpu_rows` counts them.
+    Rows that cannot be mapped (an unparseable shape, an op of no rule) are left out, each
+    appended to ``skipped`` (when given) as ``(row, why)``, and so are rows whose ``gpu``
+    cell is blank when ``gpu`` is not given (a trace without device properties: the HTA
+    kernel table has 1,154 such rows); :func:`blank_gpu_rows` counts them.
 
     Raises
     ------
@@ -311,7 +316,10 @@ def canonical_rows(
                 dtype = base[1].get("dtype", "float32")
         except OpschedError:  # already names the problem (and is a ValueError)
             raise
-        except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
+        except (ValueError, TypeError, AttributeError, json.JSONDecodeError) as e:
+            if skipped is not None:
+                why = str(e) if str(e).startswith("no rule for") else "no readable shape"
+                skipped.append((pos, why))
             continue
         except BadCell as e:
             raise InputError(f"data row {pos + 1}: {e}") from None

@@ -43,7 +43,8 @@ _PRED = {"": "predicted_time_us", "conv2d": "predicted_time_us",
 def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     """``df`` (any timing schema) plus predicted times in microseconds.
 
-    Rows whose shape cannot be read get NaN, and so do rows whose shape no kernel can have
+    Rows whose shape cannot be read or whose op has no rule get NaN (listed as ``(row, why)``
+    in ``out.attrs["_opsched"]["skipped"]``), and so do rows whose shape no kernel can have
     (listed as ``(row, why)`` in ``out.attrs["_opsched"]["impossible"]``) and rows without a
     GPU name when ``gpu`` is not given (their count is ``out.attrs["_opsched"]["no_gpu"]``;
     a table in which no row names its GPU is an error that asks for ``gpu``). Kernel-level
@@ -56,8 +57,9 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     no_gpu = blank_gpu_rows(df) if gpu is None else 0
     if no_gpu and no_gpu == len(df):
         raise InputError("no row names its GPU (the gpu column is blank): give --gpu", where)
+    skipped: list[tuple[int, str]] = []
     try:
-        recs = canonical_rows(df, schema, gpu, timed=False)
+        recs = canonical_rows(df, schema, gpu, timed=False, skipped=skipped)
     except InputError as e:
         raise e.located(where) from None
     out = df.copy()
@@ -95,7 +97,7 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
         out[_PRED[t]] = cols[t]
     out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs,
                              "targets": targets, "no_gpu": no_gpu,
-                             "impossible": sorted(impossible)}  # fmt: skip
+                             "impossible": sorted(impossible), "skipped": skipped}  # fmt: skip
     return out
 
 

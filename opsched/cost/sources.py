@@ -19,7 +19,7 @@ import json
 import math
 from typing import Any
 
-from opsched.cost.aten import aten_dtype, aten_kind, input_bytes
+from opsched.cost.aten import ELEMENTWISE_FNS, UNARY_FNS, aten_dtype, aten_kind, input_bytes
 from opsched.cost.mathmode import FP16_FP32_MATH
 from opsched.ir import kinds
 
@@ -125,10 +125,13 @@ def neusight_op(r: Any) -> tuple[str, dict[str, Any]]:
         return "layernorm", {"rows": rows, "cols": cols}
     if op == "softmax":
         return "softmax", {"rows": rows, "cols": cols}
-    if op.endswith("u") and op[:-1] in NEUSIGHT_BINARY:  # "addu": add of a scalar
+    binary = NEUSIGHT_BINARY | (ELEMENTWISE_FNS - UNARY_FNS)
+    if op.endswith("u") and op[:-1] in binary:  # "addu": add of a scalar
         return "elementwise", {"numel": rows * cols, "arity": 1, "fn": op[:-1]}
-    if op in NEUSIGHT_BINARY or op in NEUSIGHT_UNARY:
-        arity = 2 if op in NEUSIGHT_BINARY else 1
+    if op in binary or op in NEUSIGHT_UNARY or op in UNARY_FNS:
+        # NeuSight's own ops, and the elementwise ops the profiler rules know (a collected
+        # or held-back table may time others: softplus, maximum, dropout)
+        arity = 2 if op in binary else 1
         return "elementwise", {"numel": rows * cols, "arity": arity, "fn": op}
     raise ValueError(f"no rule for NeuSight op {op!r}")  # left out, not guessed
 
@@ -152,7 +155,7 @@ def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:
                                "fn": "silu_mul" if gated else "gelu"}  # fmt: skip
     if op == "attn_rope":
         return "elementwise", {"numel": elems, "arity": 1, "fn": "rope"}
-    raise ValueError(f"unknown vidur op {op!r}")
+    raise ValueError(f"no rule for Vidur op {op!r}")
 
 
 def profiler_op(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any]]:
