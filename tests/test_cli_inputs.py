@@ -385,6 +385,10 @@ def test_cost_predict_prices_elementwise_names_and_names_ops_without_a_rule(tmp_
     assert all(p > 0 for p in pred[:4]) and all(pd.isna(p) for p in pred[4:])
     # maximum reads two operands, subu one (and a scalar): priced from different curves
     assert pred[2] != pred[3]
+    r = invoke("cost", "evaluate", path)
+    assert r.exit_code == 0, r.output
+    assert "not scored: 2 rows of ops without a shape rule: 'frobnicate'" in r.output
+    assert "1 rows without a readable shape" in r.output
 
 
 def test_an_attention_table_without_its_dtype_column_is_refused(tmp_path):

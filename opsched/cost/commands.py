@@ -46,21 +46,37 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
     bad = out.attrs["_opsched"]["impossible"]
     bad_rows = len({row for row, _ in bad})
     skipped = out.attrs["_opsched"]["skipped"]
-    no_rule = [(row, why) for row, why in skipped if why.startswith("no rule")]
-    missing = int(out["predicted_time_us"].isna().sum()) - no_gpu - bad_rows - len(no_rule)
+    no_rule = sum(why.startswith("no rule") for _, why in skipped)
+    missing = int(out["predicted_time_us"].isna().sum()) - no_gpu - bad_rows - no_rule
     _write_table(out, output)
     notes = [f"{no_gpu} rows without a GPU name, give --gpu to price them"] if no_gpu else []
-    if no_rule:
-        ops = sorted({why.split(" op ", 1)[-1] for _, why in no_rule})
-        shown = ", ".join(ops[:5]) + (f" and {len(ops) - 5} more" if len(ops) > 5 else "")
-        notes += [f"{len(no_rule)} rows of ops without a shape rule: {shown} "
-                  f"(first: data row {no_rule[0][0] + 1})"]  # fmt: skip
+    notes += [_left_out(skipped, with_shapes=False)] if no_rule else []
     notes += [f"{missing} rows without a readable shape"] if missing else []
     if bad:
         row, why = bad[0]
         notes += [f"{bad_rows} rows with a shape no kernel can have (data row {row + 1}: {why})"]
     note = f" (left empty: {'; '.join(notes)})" if notes else ""
     click.echo(f"wrote {len(out)} rows to {output}{note}")
+
+
+def _left_out(skipped: list[tuple[int, str]], with_shapes: bool = True) -> str:
+    """One phrase on the rows :func:`~opsched.cost.evaluate.predict_table` left out: ops of
+    no rule, named (the first five), and with ``with_shapes`` the rows of no readable shape.
+
+    >>> _left_out([(4, "no rule for NeuSight op 'x'"), (6, "no readable shape")])
+    "1 rows of ops without a shape rule: 'x' (first: data row 5); 1 rows without a readable shape"
+    """
+    no_rule = [(row, why) for row, why in skipped if why.startswith("no rule")]
+    parts = []
+    if no_rule:
+        ops = sorted({why.split(" op ", 1)[-1] for _, why in no_rule})
+        shown = ", ".join(ops[:5]) + (f" and {len(ops) - 5} more" if len(ops) > 5 else "")
+        parts.append(f"{len(no_rule)} rows of ops without a shape rule: {shown} "
+                     f"(first: data row {no_rule[0][0] + 1})")  # fmt: skip
+    unread = len(skipped) - len(no_rule)
+    if with_shapes and unread:
+        parts.append(f"{unread} rows without a readable shape")
+    return "; ".join(parts)
 
 
 def _check_gpu_option(gpu: str | None) -> None:
@@ -96,6 +112,9 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
     if no_gpu:
         click.echo(f"{file}: {no_gpu} rows without a GPU name not scored (--gpu prices "
                    "every row as one GPU)", err=True)  # fmt: skip
+    left = _left_out(pred.attrs["_opsched"]["skipped"])
+    if left:
+        click.echo(f"{file}: not scored: {left}", err=True)
     if as_json:
         _emit_json(table.to_dict(orient="records"))
         return
