@@ -373,12 +373,19 @@ def test_cost_predict_prices_elementwise_names_and_names_ops_without_a_rule(tmp_
         for op in ("relu", "softplus", "maximum", "subu", "frobnicate", "frobnicate")
     ]
     path = tmp_path / "ns.csv"
-    path.write_text(head + "".join(rows) + "Tesla T4,relu,float32,x=?,,,168,30\n")
+    odd = [
+        "Tesla T4,relu,float32,x=?,,,168,30\n",  # no rows count: unreadable
+        "Tesla T4,,float32,x=[127 168],127,,168,30\n",  # no op: unreadable, not an op
+        "Tesla T4,relu,float64,x=[127 168],127,,168,30\n",  # a dtype of no class
+        "Tesla T4,zap,float32,x=?,,,,30\n",
+    ]  # an op of no rule, named before its sizes
+    path.write_text(head + "".join(rows) + "".join(odd))
     out = tmp_path / "out.csv"
     r = invoke("cost", "predict", "-i", path, "-o", out)
     assert r.exit_code == 0, r.output
-    assert "2 rows of ops without a shape rule: 'frobnicate' (first: data row 5)" in r.output
-    assert "1 rows without a readable shape" in r.output
+    assert "3 rows of ops without a shape rule: 'frobnicate', 'zap' (first: data row 5)" in r.output
+    assert "1 rows of dtypes without a class: float64 (first: data row 9)" in r.output
+    assert "2 rows without a readable shape" in r.output and "not priced" not in r.output
     import pandas as pd
 
     pred = pd.read_csv(out)["predicted_time_us"].tolist()
@@ -387,8 +394,9 @@ def test_cost_predict_prices_elementwise_names_and_names_ops_without_a_rule(tmp_
     assert pred[2] != pred[3]
     r = invoke("cost", "evaluate", path)
     assert r.exit_code == 0, r.output
-    assert "not scored: 2 rows of ops without a shape rule: 'frobnicate'" in r.output
-    assert "1 rows without a readable shape" in r.output
+    # the same rows, counted the same way
+    assert "not scored: 3 rows of ops without a shape rule: 'frobnicate', 'zap'" in r.output
+    assert "float64 (first: data row 9); 2 rows without a readable shape" in r.output
 
 
 def test_an_attention_table_without_its_dtype_column_is_refused(tmp_path):

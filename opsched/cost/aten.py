@@ -32,7 +32,14 @@ from opsched.importers.trace.aten_names import attention_attrs, conv_backward_op
 from opsched.ir import kinds
 from opsched.ir.kinds import DTYPE_BYTES
 
-__all__ = ["ELEMENTWISE_FNS", "UNARY_FNS", "aten_dtype", "aten_kind", "input_bytes"]
+__all__ = [
+    "ELEMENTWISE_FNS",
+    "TERNARY_FNS",
+    "UNARY_FNS",
+    "aten_dtype",
+    "aten_kind",
+    "input_bytes",
+]
 
 _TYPES = {
     "float": "float32",
@@ -82,6 +89,7 @@ UNARY_FNS = frozenset(_UNARY)
 
 #: Elementwise ops with three tensor operands; every other one of :data:`_ELEMENTWISE` has two.
 _TERNARY = {"where", "addcmul", "addcdiv", "lerp"}
+TERNARY_FNS = frozenset(_TERNARY)
 
 
 def _elementwise_arity(name: str, ts: list[list[int]]) -> int:

@@ -46,12 +46,11 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
     bad = out.attrs["_opsched"]["impossible"]
     bad_rows = len({row for row, _ in bad})
     skipped = out.attrs["_opsched"]["skipped"]
-    no_rule = sum(why.startswith("no rule") for _, why in skipped)
-    missing = int(out["predicted_time_us"].isna().sum()) - no_gpu - bad_rows - no_rule
+    other = int(out["predicted_time_us"].isna().sum()) - no_gpu - bad_rows - len(skipped)
     _write_table(out, output)
     notes = [f"{no_gpu} rows without a GPU name, give --gpu to price them"] if no_gpu else []
-    notes += [_left_out(skipped, with_shapes=False)] if no_rule else []
-    notes += [f"{missing} rows without a readable shape"] if missing else []
+    notes += [_left_out(skipped)] if skipped else []
+    notes += [f"{other} rows not priced"] if other > 0 else []
     if bad:
         row, why = bad[0]
         notes += [f"{bad_rows} rows with a shape no kernel can have (data row {row + 1}: {why})"]
@@ -59,22 +58,26 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
     click.echo(f"wrote {len(out)} rows to {output}{note}")
 
 
-def _left_out(skipped: list[tuple[int, str]], with_shapes: bool = True) -> str:
+def _left_out(skipped: list[tuple[int, str]]) -> str:
     """One phrase on the rows :func:`~opsched.cost.evaluate.predict_table` left out: ops of
-    no rule, named (the first five), and with ``with_shapes`` the rows of no readable shape.
+    no rule and dtypes of no class, named (the first five) with the first data row of each,
+    and the rows of no readable shape.
 
-    >>> _left_out([(4, "no rule for NeuSight op 'x'"), (6, "no readable shape")])
-    "1 rows of ops without a shape rule: 'x' (first: data row 5); 1 rows without a readable shape"
+    >>> _left_out([(4, "no rule for NeuSight op 'x'"), (6, "no readable shape"),
+    ...            (7, "dtype float64 not priced")])  # doctest: +NORMALIZE_WHITESPACE
+    "1 rows of ops without a shape rule: 'x' (first: data row 5); 1 rows of dtypes without a
+    class: float64 (first: data row 8); 1 rows without a readable shape"
     """
-    no_rule = [(row, why) for row, why in skipped if why.startswith("no rule")]
     parts = []
-    if no_rule:
-        ops = sorted({why.split(" op ", 1)[-1] for _, why in no_rule})
-        shown = ", ".join(ops[:5]) + (f" and {len(ops) - 5} more" if len(ops) > 5 else "")
-        parts.append(f"{len(no_rule)} rows of ops without a shape rule: {shown} "
-                     f"(first: data row {no_rule[0][0] + 1})")  # fmt: skip
-    unread = len(skipped) - len(no_rule)
-    if with_shapes and unread:
+    for prefix, what, cut in (("no rule", "ops without a shape rule", " op "),
+                              ("dtype ", "dtypes without a class", "dtype ")):  # fmt: skip
+        rows = [(row, why) for row, why in skipped if why.startswith(prefix)]
+        if rows:
+            names = sorted({why.split(cut, 1)[-1].removesuffix(" not priced") for _, why in rows})
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            parts.append(f"{len(rows)} rows of {what}: {shown} (first: data row {rows[0][0] + 1})")
+    unread = sum(why == "no readable shape" for _, why in skipped)
+    if unread:
         parts.append(f"{unread} rows without a readable shape")
     return "; ".join(parts)
 

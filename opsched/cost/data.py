@@ -229,6 +229,11 @@ def blank_gpu_rows(df: Any) -> int:
     return sum(_blank(v) for v in df["gpu"].tolist())
 
 
+def _skip(skipped: list[tuple[int, str]] | None, row: int, why: str) -> None:
+    if skipped is not None:
+        skipped.append((row, why))
+
+
 def canonical_rows(
     df: Any,
     schema: str,
@@ -247,8 +252,9 @@ def canonical_rows(
     (the row's kernel names where the table records them, else the source's
     :data:`opsched.cost.mathmode.SOURCE_MODES`; only on a GPU with a TF32 peak) gets
     ``dtype = "tf32"``.
-    Rows that cannot be mapped (an unparseable shape, an op of no rule) are left out, each
-    appended to ``skipped`` (when given) as ``(row, why)``, and so are rows whose ``gpu``
+    Rows that cannot be mapped (an unparseable shape, an op of no rule, a dtype the model
+    has no class for) are left out, each appended to ``skipped`` (when given) as ``(row,
+    why)``, and so are rows whose ``gpu``
     cell is blank when ``gpu`` is not given (a trace without device properties: the HTA
     kernel table has 1,154 such rows); :func:`blank_gpu_rows` counts them.
 
@@ -290,6 +296,7 @@ def canonical_rows(
                 blank = raw is None or (isinstance(raw, float) and math.isnan(raw)) or raw == ""
                 dtype = "float32" if blank else TORCH_DTYPES.get(str(raw), "")
                 if not dtype:  # a dtype the cost model has no class for (float64...)
+                    _skip(skipped, pos, f"dtype {raw!s} not priced")
                     continue
             elif schema == "vidur":
                 base = vidur_op(r)
@@ -307,6 +314,7 @@ def canonical_rows(
                 )
                 dtype = TORCH_DTYPES.get(str(r.dtype), "")
                 if not dtype:
+                    _skip(skipped, pos, f"dtype {r.dtype!s} not priced")
                     continue
             elif schema == "profiler_ops":
                 base = profiler_op(r, "input_dims", "input_types")
@@ -317,9 +325,7 @@ def canonical_rows(
         except OpschedError:  # already names the problem (and is a ValueError)
             raise
         except (ValueError, TypeError, AttributeError, json.JSONDecodeError) as e:
-            if skipped is not None:
-                why = str(e) if str(e).startswith("no rule for") else "no readable shape"
-                skipped.append((pos, why))
+            _skip(skipped, pos, str(e) if str(e).startswith("no rule for") else "no readable shape")
             continue
         except BadCell as e:
             raise InputError(f"data row {pos + 1}: {e}") from None

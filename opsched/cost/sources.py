@@ -19,7 +19,14 @@ import json
 import math
 from typing import Any
 
-from opsched.cost.aten import ELEMENTWISE_FNS, UNARY_FNS, aten_dtype, aten_kind, input_bytes
+from opsched.cost.aten import (
+    ELEMENTWISE_FNS,
+    TERNARY_FNS,
+    UNARY_FNS,
+    aten_dtype,
+    aten_kind,
+    input_bytes,
+)
 from opsched.cost.mathmode import FP16_FP32_MATH
 from opsched.ir import kinds
 
@@ -107,8 +114,34 @@ def deepbench_conv_attrs(r: Any) -> dict[str, Any]:
     return {c: size_cell(getattr(r, c)) for c in _DEEPBENCH_CONV_COLUMNS}
 
 
+def _op_name(r: Any) -> str:
+    """The row's op name; a blank cell is a row without a readable shape, not an op."""
+    raw = r.op
+    if raw is None or (isinstance(raw, float) and math.isnan(raw)) or not str(raw).strip():
+        raise ValueError("blank op cell")
+    return str(raw).strip()
+
+
+def _elementwise_operands(op: str) -> int | None:
+    """Tensor operands of a NeuSight-named elementwise op, None if it is none: NeuSight's
+    own names, and the elementwise ops the profiler rules know (a collected or held-back
+    table may time others: softplus, maximum, where); a trailing ``u`` on an op of two or
+    three operands takes a scalar for one of them (NeuSight's ``addu``)."""
+    many = NEUSIGHT_BINARY | (ELEMENTWISE_FNS - UNARY_FNS)
+    if op in many:
+        return 3 if op in TERNARY_FNS else 2
+    if op in NEUSIGHT_UNARY or op in UNARY_FNS:
+        return 1
+    if op.endswith("u") and op[:-1] in many:
+        return 2 if op[:-1] in TERNARY_FNS else 1
+    return None
+
+
 def neusight_op(r: Any) -> tuple[str, dict[str, Any]]:
-    op = str(r.op)
+    op = _op_name(r)
+    operands = _elementwise_operands(op)
+    if op not in ("linear", "bmm", "conv", "ln", "softmax") and operands is None:
+        raise ValueError(f"no rule for NeuSight op {op!r}")  # left out, not guessed
     if op in ("linear", "bmm"):
         # NeuSight's columns: N is the contracted dimension and K the output columns.
         b, m, n_in, n_out = size_cell(r.B), size_cell(r.M), size_cell(r.N), size_cell(r.K)
@@ -125,19 +158,15 @@ def neusight_op(r: Any) -> tuple[str, dict[str, Any]]:
         return "layernorm", {"rows": rows, "cols": cols}
     if op == "softmax":
         return "softmax", {"rows": rows, "cols": cols}
-    binary = NEUSIGHT_BINARY | (ELEMENTWISE_FNS - UNARY_FNS)
-    if op.endswith("u") and op[:-1] in binary:  # "addu": add of a scalar
-        return "elementwise", {"numel": rows * cols, "arity": 1, "fn": op[:-1]}
-    if op in binary or op in NEUSIGHT_UNARY or op in UNARY_FNS:
-        # NeuSight's own ops, and the elementwise ops the profiler rules know (a collected
-        # or held-back table may time others: softplus, maximum, dropout)
-        arity = 2 if op in binary else 1
-        return "elementwise", {"numel": rows * cols, "arity": arity, "fn": op}
-    raise ValueError(f"no rule for NeuSight op {op!r}")  # left out, not guessed
+    fn = op[:-1] if op.endswith("u") and _elementwise_operands(op[:-1]) not in (None, 1) else op
+    return "elementwise", {"numel": rows * cols, "arity": operands, "fn": fn}
 
 
 def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:
-    op = str(r.op)
+    op = _op_name(r)
+    known = op.endswith(("_proj", "layernorm")) or op in ("emb", "add", "mlp_act", "attn_rope")
+    if not known:
+        raise ValueError(f"no rule for Vidur op {op!r}")
     if op.endswith("_proj"):
         return "matmul", {"M": size_cell(r.M), "N": size_cell(r.N), "K": size_cell(r.K)}
     tokens, embd = size_cell(r.num_tokens), size_cell(r.n_embd)
@@ -153,9 +182,7 @@ def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:
         gated = str(getattr(r, "gated_mlp", "True")).lower() == "true"
         return "elementwise", {"numel": elems, "arity": 2 if gated else 1,
                                "fn": "silu_mul" if gated else "gelu"}  # fmt: skip
-    if op == "attn_rope":
-        return "elementwise", {"numel": elems, "arity": 1, "fn": "rope"}
-    raise ValueError(f"no rule for Vidur op {op!r}")
+    return "elementwise", {"numel": elems, "arity": 1, "fn": "rope"}  # attn_rope
 
 
 def profiler_op(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any]]:

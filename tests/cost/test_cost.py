@@ -328,6 +328,26 @@ def test_norms_and_the_loss_are_reductions():
     assert 8.0 < p.predict("reduce", {"numel": 512 * 8192, "out_numel": 1}) < 40.0
 
 
+def test_neusight_names_of_the_elementwise_ops_the_profiler_rules_know():
+    from types import SimpleNamespace
+
+    from opsched.cost.sources import neusight_op
+
+    def attrs(op: str) -> dict:
+        return neusight_op(SimpleNamespace(op=op, B=4, H_dim=8))[1]
+
+    # NeuSight's own names as before, a trailing "u" a scalar operand
+    assert (attrs("add")["arity"], attrs("addu")["arity"], attrs("addu")["fn"]) == (2, 1, "add")
+    assert (attrs("relu")["arity"], attrs("relu")["fn"]) == (1, "relu")  # not "rel" + u
+    # others: one operand, two, three (where reads its condition and both sides)
+    assert [attrs(op)["arity"] for op in ("softplus", "maximum", "where", "whereu")] == [1, 2, 3, 2]
+    assert attrs("where")["numel"] == 32
+    with pytest.raises(ValueError, match="no rule for NeuSight op 'zap'"):
+        neusight_op(SimpleNamespace(op="zap", B=None, H_dim=None))
+    with pytest.raises(ValueError, match="blank op"):
+        neusight_op(SimpleNamespace(op=float("nan"), B=4, H_dim=8))
+
+
 def test_folds_keep_a_shape_together():
     data = load_fit_data(files=["deepbench_gemm.csv"])
     fd, folds = data.families["matmul"], fold_of(data, k=5)["matmul"]
