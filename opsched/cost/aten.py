@@ -56,7 +56,9 @@ _TYPES = {
     "signed char": "int8",
 }
 
-_ELEMENTWISE = {
+#: The elementwise ops a shape rule knows (one read and one write per element and operand);
+#: other sources' op names are read against these too (:mod:`opsched.cost.sources`).
+ELEMENTWISE_FNS = frozenset({
     "add", "sub", "mul", "div", "relu", "clamp_min", "clamp", "clamp_max", "sigmoid", "tanh",
     "gelu", "silu", "exp", "log", "log2", "pow", "neg", "abs", "sqrt", "rsqrt", "where",
     "threshold_backward", "sigmoid_backward", "tanh_backward", "gelu_backward",
@@ -70,26 +72,21 @@ _ELEMENTWISE = {
     "remainder", "fmod", "floor_divide", "rsub", "hardswish_backward", "hardsigmoid_backward",
     "leaky_relu_backward", "elu_backward", "hardtanh_backward", "softplus_backward",
     "mish_backward", "zeros_like", "full_like",
-}  # fmt: skip
+})  # fmt: skip
 
 #: Elementwise ops with one tensor operand: what else the profiler lists is a scalar or the
 #: ``out=`` / ``self`` tensor written (``clamp_min.out(x, min, out)``, ``copy_(self, src)``).
-_UNARY = {
+UNARY_FNS = frozenset({
     "relu", "clamp_min", "clamp", "clamp_max", "sigmoid", "tanh", "gelu", "silu", "exp", "log",
     "log2", "neg", "abs", "sqrt", "rsqrt", "fill", "zero", "copy", "nan_to_num", "reciprocal",
     "sign", "hardtanh", "leaky_relu", "elu", "dropout", "native_dropout", "ones_like",
     "logical_not", "bitwise_not", "sgn", "logit", "sin", "cos", "floor", "ceil", "round",
     "trunc", "square", "erf", "hardswish", "hardsigmoid", "mish", "softplus", "zeros_like",
     "full_like",
-}  # fmt: skip
-#: The elementwise ops a shape rule knows (one read and one write per element and operand),
-#: and those of one tensor operand: other sources' op names are read against these too.
-ELEMENTWISE_FNS = frozenset(_ELEMENTWISE)
-UNARY_FNS = frozenset(_UNARY)
-
-#: Elementwise ops with three tensor operands; every other one of :data:`_ELEMENTWISE` has two.
-_TERNARY = {"where", "addcmul", "addcdiv", "lerp"}
-TERNARY_FNS = frozenset(_TERNARY)
+})  # fmt: skip
+#: Elementwise ops with three tensor operands; every other one of :data:`ELEMENTWISE_FNS`
+#: outside :data:`UNARY_FNS` has two.
+TERNARY_FNS = frozenset({"where", "addcmul", "addcdiv", "lerp"})
 
 
 def _elementwise_arity(name: str, ts: list[list[int]]) -> int:
@@ -104,7 +101,7 @@ def _elementwise_arity(name: str, ts: list[list[int]]) -> int:
     """
     numel = max((_prod(t) for t in ts), default=1)
     full = sum(1 for t in ts if _prod(t) == numel)
-    most = 1 if name in _UNARY else 3 if name in _TERNARY else 2
+    most = 1 if name in UNARY_FNS else 3 if name in TERNARY_FNS else 2
     return max(1, min(full, most))
 
 
@@ -125,9 +122,9 @@ _REDUCE = {
 #: ``prod(self, dtype)`` reduce everything).
 _ONE_DIM = {"max", "min", "argmax", "argmin", "prod", "all", "any"}
 
-#: Types the profiler gives scalar arguments, where a tensor's would be its dtype
-#: (``"int"``, ``"bool"``, ``"c10::Half"``).
-_SCALAR_TYPES = {"Int", "Bool", "Double", "Scalar", "GenericList", "IntList", "ScalarList", ""}
+#: Types the profiler gives scalar arguments that read as a dtype once lower-cased (a
+#: tensor's type is its dtype: ``"int"``, ``"bool"``, ``"c10::Half"``).
+_SCALAR_TYPES = {"Int", "Bool", "Double"}
 
 
 def _pool_attrs(name: str, x: list[int]) -> dict[str, Any]:
@@ -394,7 +391,7 @@ def aten_kind(
             x = ts[0]
             return "softmax", {"rows": _prod(x[:-1]), "cols": x[-1], "fn": "backward",
                                "dtype": dtype}  # fmt: skip
-        if name in _ELEMENTWISE:
+        if name in ELEMENTWISE_FNS:
             numel = max((_prod(t) for t in ts), default=1)
             return "elementwise", {"numel": numel, "arity": _elementwise_arity(name, ts),
                                    "fn": name, "dtype": dtype}  # fmt: skip

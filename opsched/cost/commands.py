@@ -58,25 +58,25 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
     click.echo(f"wrote {len(out)} rows to {output}{note}")
 
 
-def _left_out(skipped: list[tuple[int, str]]) -> str:
-    """One phrase on the rows :func:`~opsched.cost.evaluate.predict_table` left out: ops of
-    no rule and dtypes of no class, named (the first five) with the first data row of each,
-    and the rows of no readable shape.
+def _left_out(skipped: list[tuple[int, str, str]]) -> str:
+    """One phrase on the rows :func:`~opsched.cost.evaluate.predict_table` left out
+    (:data:`opsched.cost.data.Skipped`): ops of no rule and dtypes of no class, named (the
+    first five) with the first data row of each, and the rows of no readable shape.
 
-    >>> _left_out([(4, "no rule for NeuSight op 'x'"), (6, "no readable shape"),
-    ...            (7, "dtype float64 not priced")])  # doctest: +NORMALIZE_WHITESPACE
+    >>> _left_out([(4, "op", "'x'"), (6, "shape", ""), (7, "dtype", "float64")])
+    ... # doctest: +NORMALIZE_WHITESPACE
     "1 rows of ops without a shape rule: 'x' (first: data row 5); 1 rows of dtypes without a
     class: float64 (first: data row 8); 1 rows without a readable shape"
     """
     parts = []
-    for prefix, what, cut in (("no rule", "ops without a shape rule", " op "),
-                              ("dtype ", "dtypes without a class", "dtype ")):  # fmt: skip
-        rows = [(row, why) for row, why in skipped if why.startswith(prefix)]
+    for what, phrase in (("op", "ops without a shape rule"), ("dtype", "dtypes without a class")):
+        rows = [(row, name) for row, kind, name in skipped if kind == what]
         if rows:
-            names = sorted({why.split(cut, 1)[-1].removesuffix(" not priced") for _, why in rows})
+            names = sorted({name for _, name in rows})
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            parts.append(f"{len(rows)} rows of {what}: {shown} (first: data row {rows[0][0] + 1})")
-    unread = sum(why == "no readable shape" for _, why in skipped)
+            first = rows[0][0] + 1
+            parts.append(f"{len(rows)} rows of {phrase}: {shown} (first: data row {first})")
+    unread = sum(kind == "shape" for _, kind, _ in skipped)
     if unread:
         parts.append(f"{unread} rows without a readable shape")
     return "; ".join(parts)

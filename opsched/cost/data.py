@@ -44,6 +44,7 @@ from opsched.cost.sources import (
     DEEPBENCH_KERNEL_COLUMNS,
     TORCH_DTYPES,
     BadCell,
+    NoRule,
     deepbench_conv_attrs,
     deepbench_dtype,
     neusight_op,
@@ -229,9 +230,15 @@ def blank_gpu_rows(df: Any) -> int:
     return sum(_blank(v) for v in df["gpu"].tolist())
 
 
-def _skip(skipped: list[tuple[int, str]] | None, row: int, why: str) -> None:
+#: A row :func:`canonical_rows` left out: ``(row, what, name)``, ``what`` one of ``"op"`` (an
+#: op of no rule, ``name`` it), ``"dtype"`` (a dtype of no class, ``name`` it), ``"shape"``
+#: (no readable shape, ``name`` empty).
+Skipped = tuple[int, str, str]
+
+
+def _skip(skipped: list[Skipped] | None, row: int, what: str, name: str = "") -> None:
     if skipped is not None:
-        skipped.append((row, why))
+        skipped.append((row, what, name))
 
 
 def canonical_rows(
@@ -239,7 +246,7 @@ def canonical_rows(
     schema: str,
     gpu: str | None = None,
     timed: bool = True,
-    skipped: list[tuple[int, str]] | None = None,
+    skipped: list[Skipped] | None = None,
 ) -> list[dict[str, Any]]:
     """One record per timing of a table in ``schema`` (``timed=False``: also a table without
     its timing column, one record per target of :func:`priced_targets`, time NaN).
@@ -253,8 +260,8 @@ def canonical_rows(
     :data:`opsched.cost.mathmode.SOURCE_MODES`; only on a GPU with a TF32 peak) gets
     ``dtype = "tf32"``.
     Rows that cannot be mapped (an unparseable shape, an op of no rule, a dtype the model
-    has no class for) are left out, each appended to ``skipped`` (when given) as ``(row,
-    why)``, and so are rows whose ``gpu``
+    has no class for) are left out, each appended to ``skipped`` (when given, see
+    :data:`Skipped`), and so are rows whose ``gpu``
     cell is blank when ``gpu`` is not given (a trace without device properties: the HTA
     kernel table has 1,154 such rows); :func:`blank_gpu_rows` counts them.
 
@@ -296,7 +303,7 @@ def canonical_rows(
                 blank = raw is None or (isinstance(raw, float) and math.isnan(raw)) or raw == ""
                 dtype = "float32" if blank else TORCH_DTYPES.get(str(raw), "")
                 if not dtype:  # a dtype the cost model has no class for (float64...)
-                    _skip(skipped, pos, f"dtype {raw!s} not priced")
+                    _skip(skipped, pos, "dtype", str(raw))
                     continue
             elif schema == "vidur":
                 base = vidur_op(r)
@@ -314,7 +321,7 @@ def canonical_rows(
                 )
                 dtype = TORCH_DTYPES.get(str(r.dtype), "")
                 if not dtype:
-                    _skip(skipped, pos, f"dtype {r.dtype!s} not priced")
+                    _skip(skipped, pos, "dtype", str(r.dtype))
                     continue
             elif schema == "profiler_ops":
                 base = profiler_op(r, "input_dims", "input_types")
@@ -324,8 +331,11 @@ def canonical_rows(
                 dtype = base[1].get("dtype", "float32")
         except OpschedError:  # already names the problem (and is a ValueError)
             raise
-        except (ValueError, TypeError, AttributeError, json.JSONDecodeError) as e:
-            _skip(skipped, pos, str(e) if str(e).startswith("no rule for") else "no readable shape")
+        except NoRule as e:
+            _skip(skipped, pos, "op", repr(e.op))
+            continue
+        except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
+            _skip(skipped, pos, "shape")
             continue
         except BadCell as e:
             raise InputError(f"data row {pos + 1}: {e}") from None

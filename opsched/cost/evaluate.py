@@ -22,6 +22,7 @@ import numpy as np
 
 from opsched.cost.data import (
     KERNEL_TARGET,
+    Skipped,
     blank_gpu_rows,
     canonical_rows,
     detect_schema,
@@ -43,8 +44,9 @@ _PRED = {"": "predicted_time_us", "conv2d": "predicted_time_us",
 def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     """``df`` (any timing schema) plus predicted times in microseconds.
 
-    Rows whose shape cannot be read or whose op has no rule get NaN (listed as ``(row, why)``
-    in ``out.attrs["_opsched"]["skipped"]``), and so do rows whose shape no kernel can have
+    Rows whose shape cannot be read, whose op has no rule or whose dtype has no class get NaN
+    (listed in ``out.attrs["_opsched"]["skipped"]``, :data:`opsched.cost.data.Skipped`), and
+    so do rows whose shape no kernel can have
     (listed as ``(row, why)`` in ``out.attrs["_opsched"]["impossible"]``) and rows without a
     GPU name when ``gpu`` is not given (their count is ``out.attrs["_opsched"]["no_gpu"]``;
     a table in which no row names its GPU is an error that asks for ``gpu``). Kernel-level
@@ -57,7 +59,7 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     no_gpu = blank_gpu_rows(df) if gpu is None else 0
     if no_gpu and no_gpu == len(df):
         raise InputError("no row names its GPU (the gpu column is blank): give --gpu", where)
-    skipped: list[tuple[int, str]] = []
+    skipped: list[Skipped] = []
     try:
         recs = canonical_rows(df, schema, gpu, timed=False, skipped=skipped)
     except InputError as e:

@@ -114,6 +114,14 @@ def deepbench_conv_attrs(r: Any) -> dict[str, Any]:
     return {c: size_cell(getattr(r, c)) for c in _DEEPBENCH_CONV_COLUMNS}
 
 
+class NoRule(ValueError):
+    """A row of an op no shape rule knows: left out (not guessed), and named."""
+
+    def __init__(self, source: str, op: str) -> None:
+        super().__init__(f"no rule for {source} op {op!r}")
+        self.op = op
+
+
 def _op_name(r: Any) -> str:
     """The row's op name; a blank cell is a row without a readable shape, not an op."""
     raw = r.op
@@ -122,26 +130,33 @@ def _op_name(r: Any) -> str:
     return str(raw).strip()
 
 
-def _elementwise_operands(op: str) -> int | None:
-    """Tensor operands of a NeuSight-named elementwise op, None if it is none: NeuSight's
-    own names, and the elementwise ops the profiler rules know (a collected or held-back
-    table may time others: softplus, maximum, where); a trailing ``u`` on an op of two or
-    three operands takes a scalar for one of them (NeuSight's ``addu``)."""
-    many = NEUSIGHT_BINARY | (ELEMENTWISE_FNS - UNARY_FNS)
-    if op in many:
-        return 3 if op in TERNARY_FNS else 2
+#: Elementwise ops of more than one tensor operand, by NeuSight's names or the profiler's.
+_MANY_OPERANDS = frozenset(NEUSIGHT_BINARY | (ELEMENTWISE_FNS - UNARY_FNS))
+
+
+def _elementwise(op: str) -> tuple[str, int] | None:
+    """``(fn, tensor operands)`` of a NeuSight-named elementwise op, None if it is none:
+    NeuSight's own names, and the elementwise ops the profiler rules know (a collected or
+    held-back table may time others: softplus, maximum, where); a trailing ``u`` on an op
+    of two or three operands takes a scalar for one of them (NeuSight's ``addu``).
+
+    >>> _elementwise("addu"), _elementwise("relu"), _elementwise("where"), _elementwise("zap")
+    (('add', 1), ('relu', 1), ('where', 3), None)
+    """
+    if op in _MANY_OPERANDS:
+        return op, 3 if op in TERNARY_FNS else 2
     if op in NEUSIGHT_UNARY or op in UNARY_FNS:
-        return 1
-    if op.endswith("u") and op[:-1] in many:
-        return 2 if op[:-1] in TERNARY_FNS else 1
+        return op, 1
+    if op.endswith("u") and op[:-1] in _MANY_OPERANDS:
+        return op[:-1], 2 if op[:-1] in TERNARY_FNS else 1
     return None
 
 
 def neusight_op(r: Any) -> tuple[str, dict[str, Any]]:
     op = _op_name(r)
-    operands = _elementwise_operands(op)
-    if op not in ("linear", "bmm", "conv", "ln", "softmax") and operands is None:
-        raise ValueError(f"no rule for NeuSight op {op!r}")  # left out, not guessed
+    ew = _elementwise(op)
+    if op not in ("linear", "bmm", "conv", "ln", "softmax") and ew is None:
+        raise NoRule("NeuSight", op)  # left out, not guessed
     if op in ("linear", "bmm"):
         # NeuSight's columns: N is the contracted dimension and K the output columns.
         b, m, n_in, n_out = size_cell(r.B), size_cell(r.M), size_cell(r.N), size_cell(r.K)
@@ -158,23 +173,22 @@ def neusight_op(r: Any) -> tuple[str, dict[str, Any]]:
         return "layernorm", {"rows": rows, "cols": cols}
     if op == "softmax":
         return "softmax", {"rows": rows, "cols": cols}
-    fn = op[:-1] if op.endswith("u") and _elementwise_operands(op[:-1]) not in (None, 1) else op
-    return "elementwise", {"numel": rows * cols, "arity": operands, "fn": fn}
+    assert ew is not None
+    return "elementwise", {"numel": rows * cols, "arity": ew[1], "fn": ew[0]}
 
 
 def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:
     op = _op_name(r)
-    known = op.endswith(("_proj", "layernorm")) or op in ("emb", "add", "mlp_act", "attn_rope")
-    if not known:
-        raise ValueError(f"no rule for Vidur op {op!r}")
     if op.endswith("_proj"):
         return "matmul", {"M": size_cell(r.M), "N": size_cell(r.N), "K": size_cell(r.K)}
-    tokens, embd = size_cell(r.num_tokens), size_cell(r.n_embd)
-    if op.endswith("layernorm"):
+    if op.endswith("layernorm") or op == "emb":
+        tokens, embd = size_cell(r.num_tokens), size_cell(r.n_embd)
+        if op == "emb":
+            return "embedding", {"tokens": tokens, "dim": embd}
         kind = "layernorm" if "phi" in str(getattr(r, "model", "")).lower() else "rmsnorm"
         return kind, {"rows": tokens, "cols": embd}
-    if op == "emb":
-        return "embedding", {"tokens": tokens, "dim": embd}
+    if op not in ("add", "mlp_act", "attn_rope"):
+        raise NoRule("Vidur", op)  # named before its size cells are read
     elems = size_cell(r.elems)
     if op == "add":
         return "elementwise", {"numel": elems, "arity": 2, "fn": "add"}

@@ -95,9 +95,8 @@ class MemoryModel:
     @classmethod
     def of(cls, graph: OpGraph) -> MemoryModel:
         """The model of ``graph``, built once per graph (graphs are immutable, and the seven
-        baselines and the search each ask for it: at 200,000 ops building it takes about
-        0.6 s). Its lists are shared, so callers only read them. It is dropped with the
-        graph, and held as long as the graph is (about 90 MB at 200,000 ops).
+        baselines and the search each ask for it). Its lists are shared, so callers only
+        read them. It is dropped with the graph, and held as long as the graph is.
 
         Examples
         --------

@@ -155,14 +155,13 @@ def min_memory_order_result(
         best_name = min(cands, key=lambda k: cands[k][1])
         best_order, best_peak = cands[best_name]
     lower = m.bound
-    if best_order is not None and best_peak is not None and best_peak <= lower:
-        return MemorySearchResult(best_order, best_peak, True, f"seed:{best_name}", lower, 0,
-                                  seeds)  # fmt: skip
     found: tuple[np.ndarray, int, str] | None = None  # best order the search found
     if best_order is not None and best_peak is not None:
         found = (best_order, best_peak, f"seed:{best_name}")
-        if method == "auto" and m.n > beam_max_ops:  # the beam would cost more than it gains
-            return MemorySearchResult(best_order, best_peak, False, f"seed:{best_name}",
+        # a baseline at the bound is optimal; on a large graph the beam would cost more
+        # than it gains
+        if best_peak <= lower or (method == "auto" and m.n > beam_max_ops):
+            return MemorySearchResult(best_order, best_peak, best_peak <= lower, found[2],
                                       lower, 0, seeds)  # fmt: skip
     hi = best_peak if best_peak is not None else _no_incumbent(m)
     lo, optimal = lower, False
