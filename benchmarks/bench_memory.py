@@ -53,6 +53,8 @@ def main() -> None:
                     help="without the down-set search, to compare")  # fmt: skip
     ap.add_argument("--no-overlap", action="store_true",
                     help="without the two-unit overlap bound, to compare")  # fmt: skip
+    ap.add_argument("--no-cases", action="store_true",
+                    help="without the case split on exclusive tensors, to compare")  # fmt: skip
     ap.add_argument("--no-split", action="store_true",
                     help="without the split at cut ops, to compare")  # fmt: skip
     ap.add_argument("--per-graph", action="store_true",
@@ -86,6 +88,7 @@ def main() -> None:
                     downsets=not a.no_downsets,
                     split=not a.no_split,
                     overlap=not a.no_overlap,
+                    cases=not a.no_cases,
                 )
                 r = solve_cpsat(p, a.objective, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -136,6 +139,7 @@ def main() -> None:
         + (" --no-downsets" if a.no_downsets else "")
         + (" --no-split" if a.no_split else "")
         + (" --no-overlap" if a.no_overlap else "")
+        + (" --no-cases" if a.no_cases else "")
         + (f" --objective {a.objective}" if a.objective != "makespan" else "")
         + (" --per-graph" if a.per_graph else "")
     )

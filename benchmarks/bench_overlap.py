@@ -5,14 +5,16 @@ random layered graphs of ``bench_memory.py``, on 2 units under memory caps: the 
 two units, the older bound (``opsched.analysis.lower_bounds``: critical path, work and the
 ramp bounds with their nested heads, as in the CP-SAT model; and the critical path with the
 orders the cap forces), the overlap bound, the pairs of ops the cap keeps apart, the minimum
-cuts it took and its time. No solver runs here: what CP-SAT makes of the bound is in
-``bench_zoo_memory.py`` and ``bench_memory.py`` (each with ``--no-overlap`` to compare).
+cuts it took and its time; then the case split on the tensors the cap keeps apart
+(``opsched.analysis.tensor_cases``), how many pairs it split on, and its time. No solver
+runs here: what CP-SAT makes of the bounds is in ``bench_zoo_memory.py`` and
+``bench_memory.py`` (``--no-overlap``, ``--no-cases`` to compare).
 
 ``--idle PIECE`` instead solves that zoo piece on 2 units at its tightest cap (CP-SAT,
 ``--time-limit`` s) and prints when its schedule leaves a unit idle and what runs alone then:
 where the optimum loses time that the pair bound cannot see.
 
-Reproduce (2 cores, about 12 s; ``--idle`` about 40 s):
+Reproduce (2 cores, about 40 s; ``--idle`` about 40 s):
     python benchmarks/bench_overlap.py
     python benchmarks/bench_overlap.py --fractions 0.6 --only stage
     python benchmarks/bench_overlap.py --idle cell_0..cell_3
@@ -30,6 +32,7 @@ from bench_zoo_memory import cap_floor, piece_graphs, uncapped_peak
 from opsched.analysis import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, ordered_critical_path
 from opsched.analysis.overlap import pair_overlap_bound
+from opsched.analysis.tensor_cases import case_overlap_bound
 from opsched.heuristics import greedy
 from opsched.ir.graph import OpGraph
 from opsched.problem import Machine, Problem
@@ -40,16 +43,22 @@ def _row(label: str, g: OpGraph, cap: int, frac: float) -> str:
     free = cap - g.persistent_bytes
     forced = cap_orders(g, free)
     if forced.conflict is not None:
-        return f"| {label} | {g.num_ops} | {frac:.0%} | no schedule fits | | | | | |"
+        return f"| {label} | {g.num_ops} | {frac:.0%} | no schedule fits | | | | | | | | |"
     older = max(lower_bounds(g, 2, nested=True).value, ordered_critical_path(g, forced.edges))
     t0 = time.perf_counter()
     r = pair_overlap_bound(g, free, forced.edges)
     took = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cases = case_overlap_bound(g, free, forced.edges)
+    took_cases = time.perf_counter() - t0
     value = math.ceil(r.value - 1e-9)
     mark = f"**{value:g}**" if value > math.ceil(older - 1e-9) else f"{value:g}"
+    split = math.ceil(cases.value - 1e-9)
+    split_mark = f"**{split:g}**" if split > max(value, math.ceil(older - 1e-9)) else f"{split:g}"
     return (
         f"| {label} | {g.num_ops} | {frac:.0%} | {r.work / 2:g} | {math.ceil(older - 1e-9):g} | "
-        f"{mark} | {r.apart} / {r.apart + r.pairs} | {r.flows} | {took:.2f} |"
+        f"{mark} | {r.apart} / {r.apart + r.pairs} | {r.flows} | {took:.2f} | {split_mark} | "
+        f"{len(cases.pairs)} | {took_cases:.2f} |"
     )
 
 
@@ -93,8 +102,9 @@ def main() -> None:
         return
     print(
         "Makespan bounds on 2 units under memory caps (bold: the overlap bound above the "
-        "older one)\n\n| graph | ops | cap | work / 2 | older bound | overlap bound | "
-        "pairs apart / unordered | cuts | s |\n|---|---|---|---|---|---|---|---|---|"
+        "older one; the case split above both)\n\n| graph | ops | cap | work / 2 | older "
+        "bound | overlap bound | pairs apart / unordered | cuts | s | case split | exclusive "
+        "tensors | s |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for _model, label, g in piece_graphs(None, 1.0):
         if a.only and a.only not in label:

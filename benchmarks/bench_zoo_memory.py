@@ -129,6 +129,8 @@ def main() -> None:
                     help="without the down-set search, to compare")  # fmt: skip
     ap.add_argument("--no-overlap", action="store_true",
                     help="without the two-unit overlap bound, to compare")  # fmt: skip
+    ap.add_argument("--no-cases", action="store_true",
+                    help="without the case split on exclusive tensors, to compare")  # fmt: skip
     ap.add_argument("--no-split", action="store_true",
                     help="without the split at cut ops, to compare")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="CP-SAT's random seed (Params.seed)")
@@ -171,6 +173,7 @@ def main() -> None:
                     downsets=not a.no_downsets,
                     split=not a.no_split,
                     overlap=not a.no_overlap,
+                    cases=not a.no_cases,
                 )
                 r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:

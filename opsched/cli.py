@@ -174,7 +174,8 @@ def analyze(
     starts in every schedule within it), the critical path with them, and whether a one-unit
     order fits (then a schedule exists); a cap no schedule can meet is an error (exit 2).
     With ``--units 2`` as well, the makespan bound of the pairs of ops the cap lets run at
-    once (:mod:`opsched.analysis.overlap`).
+    once (:mod:`opsched.analysis.overlap`), and where it is higher, that bound split on the
+    tensors whose lifetimes the cap keeps apart (:mod:`opsched.analysis.tensor_cases`).
     """
     from opsched.analysis import analyze as run
     from opsched.importers import read_graph
@@ -251,6 +252,13 @@ def analyze(
                 f"{ov['work']:g}, at most {ov['paired']:g} of it two ops at once; "
                 f"{len(ov['apart'])} pairs can never run together)"
             )
+        split = co.get("cases")
+        if split is not None and split["bound"] > ov["bound"]:
+            pairs = ", ".join(f"{a} / {b}" for a, b in split["exclusive"]) or "none"
+            click.echo(
+                f"split on the tensors the cap keeps apart ({pairs}): at least "
+                f"{split['bound']:g}"
+            )
 
 
 #: States the one-unit searches of ``analyze`` may keep (a second or two).
@@ -310,12 +318,17 @@ def _cap_orders_summary(
         "one_unit": {"fits": one.fits, "peak": one.peak, "states": one.states},
     }
     if units == 2:
-        from opsched.analysis.overlap import pair_overlap_bound
+        from opsched.analysis.tensor_cases import case_overlap_bound
 
-        ov = pair_overlap_bound(g, cap - g.persistent_bytes, r.edges)
+        split = case_overlap_bound(g, cap - g.persistent_bytes, r.edges)
+        ov = split.overlap
         out["overlap"] = {
             "bound": ov.value, "work": ov.work, "paired": ov.paired, "complete": ov.complete,
             "apart": [[names[i], names[j]] for i, j in ov.apart_pairs],
+        }  # fmt: skip
+        out["cases"] = {
+            "bound": split.value, "cases": len(split.cases), "complete": split.complete,
+            "exclusive": [[names[a], names[b]] for a, b in split.pairs],
         }  # fmt: skip
     return out
 

@@ -249,6 +249,7 @@ def test_analyze_lists_the_orders_a_cap_forces(tmp_path: Path) -> None:
     best = solve_brute_force(Problem(branches(), Machine(units=2, memory_cap=22)), "makespan")
     assert best.makespan == 5
     assert "overlap" not in invoke_json("analyze", path, "--memory-cap", "22")["cap_orders"]
+    assert doc["cap_orders"]["cases"]["bound"] == 5  # no tensors to split on here
     r = invoke("analyze", path)  # no cap: the bound and the least peak, both 22 B here
     assert "least peak of any schedule: 22B (22 B), proven: one op at a time" in r.stdout
     doc = invoke_json("analyze", path)
@@ -494,3 +495,21 @@ def test_validate_refuses_a_boolean_unit_count(tmp_path: Path) -> None:
     r = invoke("validate", STG, sched)
     assert r.exit_code == 2 and "machine.units must be a positive integer" in r.output
     assert str(sched) in r.output
+
+
+def test_analyze_splits_on_tensors_the_cap_keeps_apart(tmp_path: Path) -> None:
+    """Two ReLU -> convolution chains read one large tensor; within 15 bytes one chain ends
+    before the other starts: 11 on two units (the optimum), where the pair bound says 7."""
+    from tests.analysis.test_tensor_cases import _chains
+
+    path = tmp_path / "chains.json"
+    path.write_text(json.dumps(_chains().to_dict()))
+    r = invoke("analyze", path, "--memory-cap", "15", "-k", "2")
+    assert r.exit_code == 0
+    assert r.stdout.splitlines()[-1] == (
+        "split on the tensors the cap keeps apart (ra / rb): at least 11"
+    )
+    doc = invoke_json("analyze", path, "--memory-cap", "15", "-k", "2")
+    assert doc["cap_orders"]["overlap"]["bound"] == 7
+    assert doc["cap_orders"]["cases"]["bound"] == 11
+    assert doc["cap_orders"]["cases"]["exclusive"] == [["ra", "rb"]]

@@ -3,7 +3,7 @@
 Topological order, ASAP/ALAP, slack, critical path, t-level/b-level, the parallelism
 profile, Amdahl's law, makespan lower bounds, lower bounds on the memory any schedule needs,
 the op orders a memory cap forces, and on two units the makespan bound of the op pairs a
-cap lets run at once.
+cap lets run at once, split on the tensors it keeps apart.
 """
 
 from opsched.analysis.bounds import (
@@ -30,11 +30,13 @@ from opsched.analysis.paths import (
     t_level,
 )
 from opsched.analysis.summary import analyze
+from opsched.analysis.tensor_cases import CaseBound, case_overlap_bound
 from opsched.analysis.topo import topo_indices, topological_order
 
 __all__ = [
     "Amdahl",
     "CapOrders",
+    "CaseBound",
     "CriticalPath",
     "LowerBounds",
     "OverlapBound",
@@ -42,6 +44,7 @@ __all__ = [
     "analyze",
     "b_level",
     "cap_orders",
+    "case_overlap_bound",
     "critical_path",
     "earliest_starts",
     "latest_starts",

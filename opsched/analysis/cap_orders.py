@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_array
@@ -95,7 +96,7 @@ def flow_budget(num_ops: int, seconds: float) -> int:
     return max(1, int(seconds / ((0.25 + 0.0025 * num_ops) * 1e-3)))
 
 
-_CACHE: weakref.WeakKeyDictionary[OpGraph, dict[tuple[int, int], CapOrders]] = (
+_CACHE: weakref.WeakKeyDictionary[OpGraph, dict[tuple[Any, ...], CapOrders]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -135,7 +136,12 @@ class CapOrders:
         )
 
 
-def cap_orders(graph: OpGraph, free: int, max_flows: int = CAP_ORDER_MAX_FLOWS) -> CapOrders:
+def cap_orders(
+    graph: OpGraph,
+    free: int,
+    max_flows: int = CAP_ORDER_MAX_FLOWS,
+    given: tuple[tuple[int, int], ...] = (),
+) -> CapOrders:
     """The precedences a memory cap forces (see the module docstring).
 
     Parameters
@@ -146,18 +152,26 @@ def cap_orders(graph: OpGraph, free: int, max_flows: int = CAP_ORDER_MAX_FLOWS) 
         Bytes available to tensors and workspaces: the cap minus persistent bytes.
     max_flows
         Stop after this many maximum flows (the orders found so far are all valid).
+    given
+        Orders ``(i, j)`` taken as given, as in one case of a case split
+        (:mod:`opsched.analysis.tensor_cases`): they are among the edges returned (those
+        the graph does not already imply), and the others hold in every schedule within the
+        cap that obeys them. Two given orders that contradict each other, or the graph, are
+        a conflict.
 
     Graphs of more than :data:`~opsched.analysis.memory_cut.MEMORY_CUT_MAX_OPS` ops get no
     orders (an empty, incomplete result). Results are cached per graph object and ``free``.
     """
-    key = (int(free), int(max_flows))
+    key = (int(free), int(max_flows), tuple(given))
     per_graph = _CACHE.setdefault(graph, {})
     if key not in per_graph:
-        per_graph[key] = _cap_orders(graph, int(free), int(max_flows))
+        per_graph[key] = _cap_orders(graph, int(free), int(max_flows), tuple(given))
     return per_graph[key]
 
 
-def _cap_orders(graph: OpGraph, free: int, max_flows: int) -> CapOrders:
+def _cap_orders(
+    graph: OpGraph, free: int, max_flows: int, given: tuple[tuple[int, int], ...]
+) -> CapOrders:
     n = graph.num_ops
     runs = graph.durations > 0
     if n > MEMORY_CUT_MAX_OPS:
@@ -174,6 +188,9 @@ def _cap_orders(graph: OpGraph, free: int, max_flows: int) -> CapOrders:
         (np.ones(len(si)), (np.repeat(np.arange(n), np.diff(sp)), si)), shape=(n, n)
     )
     edges: list[tuple[int, int]] = []
+    clash = _merge(anc, edges, list(given))
+    if clash is not None:
+        return CapOrders(tuple(edges), clash, 0, True)
     by_start: set[tuple[int, int]] = set()  # the orders the started test found
     flows = 0
     eye = np.eye(n, dtype=bool)

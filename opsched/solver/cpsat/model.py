@@ -87,6 +87,9 @@ class Params:
     lets two ops run at once) is the makespan's known bound: the search stops at a schedule
     that meets it, and the result's bound is never below it. The model itself is unchanged
     (as the floor of the makespan's domain it changed CP-SAT's search, docs/cpsat-model.md).
+    ``cases``: that bound split on the tensors whose lifetimes the cap keeps apart, with
+    each op's overlap capacity (:mod:`opsched.analysis.tensor_cases`), in the same share of
+    the time limit.
     """
 
     time_limit: float = 10.0
@@ -112,6 +115,7 @@ class Params:
     probe: bool = True
     split: bool = True
     overlap: bool = True
+    cases: bool = True
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:

@@ -18,7 +18,8 @@ from ortools.sat.python import cp_model
 
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
-from opsched.analysis.overlap import budgeted_overlap_bound
+from opsched.analysis.overlap import budgeted_overlap_bound, pair_test_seconds
+from opsched.analysis.tensor_cases import case_overlap_bound, program_budget
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
 from opsched.problem import Objective, Problem, require_problem
@@ -196,7 +197,8 @@ def solve_cpsat(
     known_makespan: int | None = None  # a bound proven outside the model, in ticks
     with_makespan = obj is not Objective.PEAK_MEMORY  # a stage minimises the makespan
     if params.overlap and with_makespan and scaling.cap is not None and problem.machine.units == 2:
-        known_makespan = _overlap_bound(tick, scaling.cap, orders, time_limit, info)
+        known_makespan = _overlap_bound(tick, scaling.cap, orders, time_limit, info,
+                                        cases=params.cases)  # fmt: skip
     memory_order = None
     serial = params.serial_check and problem.graph.num_ops <= SERIAL_MAX_OPS
     if serial and problem.memory_cap is not None:
@@ -419,17 +421,33 @@ def _no_worse_than_greedy(problem: Problem, found: Schedule) -> Schedule:
 
 def _overlap_bound(
     tick: Problem, cap: int, orders: tuple[tuple[int, int], ...], time_limit: float,
-    info: dict[str, Any],
+    info: dict[str, Any], cases: bool = True,
 ) -> int | None:  # fmt: skip
     """The two-unit overlap bound in ticks (:mod:`opsched.analysis.overlap`), with at most
     :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; None where
-    the pair tests alone would take longer."""
-    ob = budgeted_overlap_bound(tick.graph, cap, CAP_ORDER_SHARE * time_limit, orders)
-    if ob is None:
-        return None
-    bound = math.ceil(ob.value - 1e-9)
+    the pair tests alone would take longer. With ``cases``, split on the exclusive tensors
+    (:mod:`opsched.analysis.tensor_cases`) within the same share."""
+    share = CAP_ORDER_SHARE * time_limit
+    n = tick.graph.num_ops
+    if not cases:
+        ob = budgeted_overlap_bound(tick.graph, cap, share, orders)
+        if ob is None:
+            return None
+        bound = math.ceil(ob.value - 1e-9)
+    else:
+        if pair_test_seconds(n) > share:
+            return None
+        split = case_overlap_bound(tick.graph, cap, orders, max_flows=flow_budget(n, share),
+                                   max_programs=program_budget(n, share))  # fmt: skip
+        ob = split.overlap
+        bound = math.ceil(split.value - 1e-9)
     info["overlap"] = {"bound_ticks": bound, "pairs": ob.pairs, "apart": ob.apart,
                        "flows": ob.flows, "complete": ob.complete}  # fmt: skip
+    if cases:
+        info["overlap"]["cases"] = {
+            "plain_ticks": math.ceil(split.plain - 1e-9), "exclusive": len(split.pairs),
+            "cases": len(split.cases), "programs": split.programs, "complete": split.complete,
+        }  # fmt: skip
     return bound
 
 

@@ -1,0 +1,384 @@
+"""A sharper two-unit bound under a memory cap: split on the order of large tensors.
+
+Two tensors ``x`` and ``y`` (outputs of ops ``a`` and ``b`` of positive duration that no
+path orders) are *exclusive* when their lifetimes can never overlap under the cap. If they
+did, at the instant the later producer, say ``b``, starts, ``x`` would be live: ``a`` has
+started and some reader ``r`` of ``x`` is unfinished. The finished set ``F`` then holds
+``b``'s ancestors, and ``F + a`` is still closed and holds no more than the state does
+(a running ``a`` holds at least its output), so the memory is at least ``held(F + a) + out_b
++ ws_b`` with ``r`` and ``b`` unfinished: one minimum cut per reader
+(:mod:`opsched.analysis.memory_cut`). When every reader's cut exceeds the free memory, and
+the same holds with ``a`` and ``b`` swapped, the lifetimes are disjoint in every schedule:
+either every reader of ``x`` ends before ``b`` starts, or every reader of ``y`` ends before
+``a`` starts. NASNet's cells show it: a cell's output (six units of memory) is read by two
+ReLUs of six units each, whose 1x1 convolutions run for 20 ticks; both ReLU outputs beside
+the cell's output exceed the cap, so one ReLU-convolution chain runs entirely before the
+other starts.
+
+Each choice of sides is a *case*: its orders are added (with the orders the cap then forces,
+:func:`~opsched.analysis.cap_orders.cap_orders` with ``given``), and the overlap bound
+(:mod:`opsched.analysis.overlap`) is taken in each; the least over the cases bounds every
+schedule. Within a case a second limit sharpens it: the time the other ops can overlap an
+op ``c``. The ops that overlap ``c`` are ``E - S``, where ``S`` is the set finished when
+``c`` starts and ``E`` the set started before it ends (both closed, ``S`` within ``E``,
+``S`` holding ``c``'s ancestors, ``E`` none of its descendants). Both instants fit the cap:
+``held(S) + out_c + ws_c`` and ``held(E) + out_c + ws_c`` at most the free memory (a running
+op counted as finished holds no more than it does). And each op of ``E - S`` must be able to
+run beside ``c`` (the overlap bound's pair test). The largest work of ``E - S`` over such
+pairs is a small integer program (``scipy.optimize.milp``); where it is below ``c``'s
+duration it replaces it in the matching. The first convolution of each pair above can
+overlap one tick of work instead of 20, since every op that could run beside it leaves a
+tensor behind.
+
+On NASNet's cell_0..cell_3 at its tightest cap (148 ops, 2 units) the bound goes from 217 to
+236 (the optimum is 238), and on cell_1..cell_5 + reduction_0 (218 ops) from 370 to 399
+(``python benchmarks/bench_overlap.py``).
+
+Examples
+--------
+``x`` (6 bytes) feeds two chains, ``ra -> ca`` and ``rb -> cb`` (the ``r`` ops make 6
+bytes, the ``c`` ops run 4 ticks and make 1); ``s -> t`` is a side chain of 1-byte tensors.
+With 15 bytes free the two ``r`` outputs cannot be live together (with ``x``, 18 bytes), so
+one chain ends before the other starts: 11 ticks, the optimum (a brute force agrees). The
+overlap bound alone says 7, the work over two units.
+
+>>> from opsched.ir import Op, OpGraph
+>>> ops = (Op("x", 1, output_bytes=6), Op("ra", 1, deps=("x",), output_bytes=6),
+...        Op("ca", 4, deps=("ra",), output_bytes=1), Op("rb", 1, deps=("x",), output_bytes=6),
+...        Op("cb", 4, deps=("rb",), output_bytes=1), Op("s", 1, output_bytes=1),
+...        Op("t", 1, deps=("s",), output_bytes=1),
+...        Op("out", 0, deps=("ca", "cb", "t"), output=True))
+>>> r = case_overlap_bound(OpGraph(ops), 15)
+>>> r.pairs, r.plain, r.value
+(((1, 3),), 7.0, 11.0)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_array
+
+from opsched.analysis.cap_orders import _held, _merge, cap_orders
+from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors
+from opsched.analysis.overlap import OverlapBound, _matching, pair_overlap_bound
+from opsched.ir.graph import OpGraph
+
+__all__ = ["CASE_MAX_PAIRS", "CaseBound", "case_overlap_bound", "exclusive_tensors",
+           "overlap_capacity", "program_budget"]  # fmt: skip
+
+#: At most this many exclusive pairs are split on (2**4 = 16 cases); any subset gives a
+#: valid bound, the longest-lived pairs are taken first.
+CASE_MAX_PAIRS = 4
+
+
+def program_budget(num_ops: int, seconds: float) -> int:
+    """Integer programs that take about ``seconds`` on a graph of ``num_ops`` ops:
+    ``1e-4 * num_ops`` s each, a little above what the NASNet pieces took on this project's
+    2-core machine (148 ops: 24 programs in 0.3 s; 218 ops: 80 in 1.5 s). A count, not a
+    clock, so that a deterministic solve stays deterministic.
+
+    >>> program_budget(200, 6.0)
+    300
+    """
+    return max(0, int(seconds / (1e-4 * max(1, num_ops))))
+
+
+@dataclass(frozen=True)
+class CaseBound:
+    """Result of :func:`case_overlap_bound` (times in the graph's units)."""
+
+    value: float  #: the least bound over the cases (never below ``plain``)
+    plain: float  #: the overlap bound without a split
+    pairs: tuple[tuple[int, int], ...]  #: exclusive tensors split on (producer indices)
+    cases: tuple[float, ...]  #: each case's bound (``inf`` for a case no schedule obeys)
+    flows: int  #: minimum cuts computed (pair tests and cap orders)
+    programs: int  #: integer programs solved (overlap capacities)
+    complete: bool  #: False when a budget stopped a search early (the bound stays valid)
+    overlap: OverlapBound  #: the plain overlap bound's result (its pairs, apart pairs)
+
+
+def exclusive_tensors(
+    graph: OpGraph,
+    free: int,
+    orders: tuple[tuple[int, int], ...] = (),
+    max_flows: int = 20_000,
+) -> tuple[list[tuple[int, int]], int, bool]:
+    """Pairs of tensors whose lifetimes never overlap under ``free`` bytes (module docstring).
+
+    Returns ``(pairs, flows, complete)``: producer index pairs ``(a, b)``, ``a < b``, both of
+    positive duration and unordered (through the graph and ``orders``), the minimum cuts
+    run, and False if ``max_flows`` stopped the search (the pairs found are all exclusive).
+    """
+    n = graph.num_ops
+    if n > MEMORY_CUT_MAX_OPS:
+        return [], 0, False
+    net = CutNetwork(graph)
+    anc = _ancestors(graph)
+    _merge(anc, [], list(orders))
+    extra = None
+    if orders:
+        extra = (np.array([j for _, j in orders]), np.array([i for i, _ in orders]))
+    own = graph.output_sizes.astype(np.int64) + graph.workspace_sizes.astype(np.int64)
+    sp, si = graph.succ_ptr, graph.succ_idx
+    weight = net.kept.astype(np.float64)
+    reads = csr_array((np.ones(len(si)), (np.repeat(np.arange(n), np.diff(sp)), si)), (n, n))
+    makers = np.flatnonzero((graph.durations > 0) & (net.kept > 0))
+    eye = np.eye(n, dtype=bool)
+    flows = 0
+
+    nreaders = np.diff(sp)
+
+    def lives_beside(a: int, bs: np.ndarray) -> np.ndarray:
+        """Per op of ``bs``, whether the least obvious state has ``a``'s tensor live as it
+        starts and fits: only their ancestors (and ``a``) finished. Where it does not fit,
+        a cut decides."""
+        fin = anc[a][None, :] | anc[bs] | eye[a][None, :]
+        readers = si[sp[a] : sp[a + 1]]
+        live = ~fin[:, readers].all(axis=1) if len(readers) else np.ones(len(bs), bool)
+        return live & (_held(fin, reads, net, weight) + own[bs] <= free)
+
+    def started_beside(a: int, bs: np.ndarray) -> np.ndarray:
+        """The same with the roles swapped: each ``b``'s tensor live as ``a`` starts."""
+        fin = anc[a][None, :] | anc[bs] | eye[bs]
+        done = ((reads[bs].toarray() > 0) & fin).sum(axis=1)  # readers of each b ended
+        live = (nreaders[bs] == 0) | (done < nreaders[bs])
+        return live & (_held(fin, reads, net, weight) + own[a] <= free)
+
+    def by_cut(a: int, b: int) -> bool:
+        nonlocal flows
+        fin = np.flatnonzero(anc[a] | anc[b] | eye[a])
+        readers: list[int | None] = [int(r) for r in si[sp[a] : sp[a + 1]] if not anc[b, r]]
+        if sp[a] == sp[a + 1]:
+            readers = [None]  # a graph output: live from its start to the end
+        for r in readers:
+            late = np.array([b] if r is None or r == b else [b, r])
+            value, _ = net.least(fin, late, extra)
+            flows += 1
+            if value + own[b] <= free:
+                return True
+        return False
+
+    pairs: list[tuple[int, int]] = []
+    undecided: list[tuple[int, int]] = []
+    for x, a in enumerate(makers.tolist()):
+        bs = makers[x + 1 :]
+        bs = bs[~anc[a, bs] & ~anc[bs, a]]
+        if len(bs):
+            bs = bs[~lives_beside(a, bs)]
+        if len(bs):
+            bs = bs[~started_beside(a, bs)]
+        undecided += [(a, int(b)) for b in bs]
+    # the largest tensors first: where the budget runs out, the pairs left matter least
+    undecided.sort(key=lambda p: -int(net.kept[p[0]] + net.kept[p[1]]))
+    complete = True
+    for a, b in undecided:
+        if flows >= max_flows:
+            complete = False
+            break
+        if not by_cut(a, b) and not by_cut(b, a):
+            pairs.append((a, b))
+    return pairs, flows, complete
+
+
+def overlap_capacity(
+    graph: OpGraph,
+    free: int,
+    orders: tuple[tuple[int, int], ...],
+    partners: np.ndarray,
+    ops: list[int],
+) -> dict[int, float]:
+    """The most work that can overlap each op of ``ops`` under ``free`` bytes (module
+    docstring): an upper bound, from each integer program's dual bound.
+
+    ``partners``: n x n booleans, the pairs of one-unit ops that can run at once; only
+    one-unit ops' work counts, and the others (zero duration, no unit) may run beside any
+    op. ``orders``: precedences that hold in every schedule considered.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n = graph.num_ops
+    anc = _ancestors(graph)
+    _merge(anc, [], list(orders))
+    d = graph.durations.astype(np.float64)
+    units = np.fromiter((op.units for op in graph.ops), np.int64, n)
+    counted = (units == 1) & (d > 0)
+    work = np.where(counted, d, 0.0)
+    own = (graph.output_sizes + graph.workspace_sizes).astype(np.float64)
+    net = CutNetwork(graph)
+    sp, si = graph.succ_ptr, graph.succ_idx
+    tensors = np.flatnonzero(net.kept > 0)
+    t = len(tensors)
+    # variables: s (finished at c's start), e (started before c's end), their held bits
+    s0, e0, hs0, he0 = 0, n, 2 * n, 2 * n + t
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    count = 0
+
+    def add(idx: list[np.ndarray], coef: list[float]) -> None:
+        nonlocal count
+        k = len(idx[0])
+        for i, c in zip(idx, coef, strict=True):
+            rows.append(np.arange(count, count + k))
+            cols.append(i)
+            vals.append(np.full(k, c))
+        count += k
+
+    later = np.repeat(np.arange(n), np.diff(graph.pred_ptr))
+    earlier = graph.pred_idx.astype(np.int64)
+    if orders:
+        later = np.concatenate([later, [j for _, j in orders]])
+        earlier = np.concatenate([earlier, [i for i, _ in orders]])
+    lo: list[np.ndarray] = []
+    hi: list[np.ndarray] = []
+    for off in (s0, e0):  # closed under predecessors: x_later <= x_earlier
+        add([later + off, earlier + off], [1.0, -1.0])
+        lo.append(np.full(len(later), -np.inf))
+        hi.append(np.zeros(len(later)))
+    add([np.arange(n) + s0, np.arange(n) + e0], [1.0, -1.0])  # S within E
+    lo.append(np.full(n, -np.inf))
+    hi.append(np.zeros(n))
+    tk = np.repeat(np.arange(t), np.diff(sp)[tensors])  # one row per (tensor, reader)
+    tu = tensors[tk]
+    tr = np.concatenate([si[sp[u] : sp[u + 1]] for u in tensors]) if t else np.zeros(0, int)
+    kept_out = np.flatnonzero(net.held[tensors])  # graph outputs: held once made
+    for off, hoff in ((s0, hs0), (e0, he0)):
+        add([tk + hoff, tu + off, tr + off], [1.0, -1.0, 1.0])  # held >= made - reader done
+        add([kept_out + hoff, tensors[kept_out] + off], [1.0, -1.0])
+        lo += [np.zeros(len(tk) + len(kept_out))]
+        hi += [np.full(len(tk) + len(kept_out), np.inf)]
+    mem_s, mem_e = count, count + 1  # the bytes held at each instant, at most free - own_c
+    rows += [np.full(t, mem_s), np.full(t, mem_e)]
+    cols += [np.arange(t) + hs0, np.arange(t) + he0]
+    vals += [net.kept[tensors].astype(np.float64)] * 2
+    count += 2
+    lo.append(np.full(2, -np.inf))
+    hi.append(np.zeros(2))  # set per op
+    pair_rows = count  # e_v - s_v <= 1 where v may run beside c, else 0
+    add([np.arange(n) + e0, np.arange(n) + s0], [1.0, -1.0])
+    lo.append(np.full(n, -np.inf))
+    hi.append(np.ones(n))
+    a = csr_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(count, 2 * n + 2 * t),
+    )
+    row_lo, row_hi = np.concatenate(lo), np.concatenate(hi)
+    cost = np.zeros(2 * n + 2 * t)
+    cost[s0 : s0 + n], cost[e0 : e0 + n] = work, -work  # minimise -(work of E - S)
+    integer = np.zeros(2 * n + 2 * t)
+    integer[: 2 * n] = 1
+    out: dict[int, float] = {}
+    for c in ops:
+        ub = np.ones(2 * n + 2 * t)
+        ub[2 * n :] = np.inf
+        lb = np.zeros(2 * n + 2 * t)
+        first = np.flatnonzero(anc[c])
+        lb[first + s0] = lb[first + e0] = 1
+        last = np.flatnonzero(anc[:, c])
+        ub[last + s0] = ub[last + e0] = ub[c + s0] = ub[c + e0] = 0
+        hi_c = row_hi.copy()
+        hi_c[mem_s] = hi_c[mem_e] = free - own[c]
+        hi_c[pair_rows : pair_rows + n] = (partners[c] | ~counted).astype(np.float64)
+        r = milp(cost, integrality=integer, bounds=Bounds(lb, ub),
+                 constraints=LinearConstraint(a, row_lo, hi_c),
+                 options={"mip_rel_gap": 0.0, "time_limit": 5.0})  # fmt: skip
+        if r.status == 2:  # no state lets c run: nothing overlaps it
+            out[c] = 0.0
+        elif getattr(r, "mip_dual_bound", None) is not None and np.isfinite(r.mip_dual_bound):
+            out[c] = max(0.0, -float(r.mip_dual_bound))
+        else:
+            out[c] = float(d[c])  # no bound from the solver: no limit
+    return out
+
+
+def case_overlap_bound(
+    graph: OpGraph,
+    free: int,
+    orders: tuple[tuple[int, int], ...] = (),
+    max_pairs: int = CASE_MAX_PAIRS,
+    max_flows: int = 20_000,
+    max_programs: int = 400,
+) -> CaseBound:
+    """The two-unit makespan bound of the module docstring.
+
+    Parameters
+    ----------
+    graph
+        The op graph (on a machine of two units).
+    free
+        Bytes available to tensors and workspaces (the cap minus persistent bytes).
+    orders
+        Precedences the cap forces (:func:`~opsched.analysis.cap_orders.cap_orders`).
+    max_pairs
+        Split on at most this many exclusive pairs (``2 ** max_pairs`` cases).
+    max_flows, max_programs
+        Budgets for the minimum cuts and the integer programs; past them the bound is
+        weaker (never invalid), and ``complete`` is False.
+    """
+    base = pair_overlap_bound(graph, free, orders, max_flows=max_flows)
+    n = graph.num_ops
+    if n > MEMORY_CUT_MAX_OPS or base.pairs == 0:
+        return CaseBound(base.value, base.value, (), (), base.flows, 0, base.complete, base)
+    flows = base.flows
+    found, used, complete = exclusive_tensors(graph, free, orders, max(0, max_flows - flows))
+    flows += used
+    pairs = tuple(found[:max_pairs])
+    sp, si = graph.succ_ptr, graph.succ_idx
+    programs = 0
+    values: list[float] = []
+    for sides in itertools.product((0, 1), repeat=len(pairs)):
+        given: list[tuple[int, int]] = []
+        never = False  # a graph output no op reads is live to the end: it is never first
+        for (a, b), flip in zip(pairs, sides, strict=True):
+            first, then = (b, a) if flip else (a, b)
+            readers = si[sp[first] : sp[first + 1]]
+            never |= not len(readers)
+            given += [(int(r), then) for r in readers]
+        if never:
+            values.append(float("inf"))
+            continue
+        case = cap_orders(graph, free, max(1, max_flows - flows), given=tuple(given))
+        flows += case.flows
+        complete &= case.complete
+        if case.conflict is not None:
+            values.append(float("inf"))
+            continue
+        value, made = _case_value(graph, free, case.edges, max(0, max_programs - programs),
+                                  max(1, max_flows - flows))  # fmt: skip
+        programs += made
+        values.append(value)
+    value = max(base.value, min(values)) if values else base.value
+    return CaseBound(value, base.value, pairs, tuple(values), flows, programs, complete, base)
+
+
+def _case_value(
+    graph: OpGraph, free: int, orders: tuple[tuple[int, int], ...], max_programs: int,
+    max_flows: int,
+) -> tuple[float, int]:  # fmt: skip
+    """One case's overlap bound with the overlap capacities; the programs solved."""
+    r = pair_overlap_bound(graph, free, orders, max_flows=max_flows)
+    n = graph.num_ops
+    d = graph.durations.astype(np.float64)
+    units = np.fromiter((op.units for op in graph.ops), np.int64, n)
+    one = np.flatnonzero((units == 1) & (d > 0))
+    anc = _ancestors(graph)
+    _merge(anc, [], list(orders))
+    partners = ~(anc | anc.T)
+    np.fill_diagonal(partners, False)
+    mask = np.zeros(n, dtype=bool)
+    mask[one] = True
+    partners &= mask[:, None] & mask[None, :]
+    for i, j in r.apart_pairs:
+        partners[i, j] = partners[j, i] = False
+    # a single partner as long as the op already fills it: no program can lower it
+    longest = np.where(partners, d[None, :], 0.0).max(axis=1)
+    need = [int(c) for c in one if longest[c] < d[c]]
+    need.sort(key=lambda c: -d[c])
+    need = need[:max_programs]
+    caps = overlap_capacity(graph, free, orders, partners, need) if need else {}
+    cap = np.array([min(d[c], caps.get(int(c), d[c])) for c in one])
+    a_idx, b_idx = np.nonzero(np.triu(partners[np.ix_(one, one)]))
+    return r.work - _matching(cap, a_idx, b_idx), len(need)
