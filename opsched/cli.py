@@ -253,12 +253,10 @@ def analyze(
                 f"{len(ov['apart'])} pairs can never run together)"
             )
         split = co.get("cases")
-        if split is not None and split["bound"] > ov["bound"]:
-            pairs = ", ".join(f"{a} / {b}" for a, b in split["exclusive"]) or "none"
-            click.echo(
-                f"split on the tensors the cap keeps apart ({pairs}): at least "
-                f"{split['bound']:g}"
-            )
+        if ov is not None and split is not None and split["bound"] > ov["bound"]:
+            apart = ", ".join(f"{a} / {b}" for a, b in split["exclusive"]) or "none"
+            click.echo(f"split on the tensors the cap keeps apart ({apart}): at least "
+                       f"{split['bound']:g}")  # fmt: skip
 
 
 #: States the one-unit searches of ``analyze`` may keep (a second or two).
