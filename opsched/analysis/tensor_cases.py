@@ -70,7 +70,7 @@ __all__ = ["CASE_MAX_PAIRS", "CaseBound", "case_overlap_bound", "exclusive_tenso
            "overlap_capacity", "program_budget"]  # fmt: skip
 
 #: At most this many exclusive pairs are split on (2**4 = 16 cases); any subset gives a
-#: valid bound, the longest-lived pairs are taken first.
+#: valid bound, the pairs of the largest tensors are taken first.
 CASE_MAX_PAIRS = 4
 
 
@@ -189,14 +189,19 @@ def overlap_capacity(
     orders: tuple[tuple[int, int], ...],
     partners: np.ndarray,
     ops: list[int],
+    deadline: float | None = None,
 ) -> dict[int, float]:
     """The most work that can overlap each op of ``ops`` under ``free`` bytes (module
     docstring): an upper bound, from each integer program's dual bound.
 
     ``partners``: n x n booleans, the pairs of one-unit ops that can run at once; only
     one-unit ops' work counts, and the others (zero duration, no unit) may run beside any
-    op. ``orders``: precedences that hold in every schedule considered.
+    op. ``orders``: precedences that hold in every schedule considered. ``deadline``: a
+    ``time.perf_counter()`` value; each program stops by then (at most 5 s each) with its
+    dual bound, and the ops left get their durations (no limit).
     """
+    import time
+
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     n = graph.num_ops
@@ -272,6 +277,10 @@ def overlap_capacity(
     integer[: 2 * n] = 1
     out: dict[int, float] = {}
     for c in ops:
+        left = 5.0 if deadline is None else min(5.0, deadline - time.perf_counter())
+        if left <= 0:
+            out[c] = float(d[c])
+            continue
         ub = np.ones(2 * n + 2 * t)
         ub[2 * n :] = np.inf
         lb = np.zeros(2 * n + 2 * t)
@@ -284,7 +293,7 @@ def overlap_capacity(
         hi_c[pair_rows : pair_rows + n] = (partners[c] | ~counted).astype(np.float64)
         r = milp(cost, integrality=integer, bounds=Bounds(lb, ub),
                  constraints=LinearConstraint(a, row_lo, hi_c),
-                 options={"mip_rel_gap": 0.0, "time_limit": 5.0})  # fmt: skip
+                 options={"mip_rel_gap": 0.0, "time_limit": left})  # fmt: skip
         if r.status == 2:  # no state lets c run: nothing overlaps it
             out[c] = 0.0
         elif getattr(r, "mip_dual_bound", None) is not None and np.isfinite(r.mip_dual_bound):
@@ -301,6 +310,7 @@ def case_overlap_bound(
     max_pairs: int = CASE_MAX_PAIRS,
     max_flows: int = 20_000,
     max_programs: int = 400,
+    seconds: float | None = None,
 ) -> CaseBound:
     """The two-unit makespan bound of the module docstring.
 
@@ -317,7 +327,15 @@ def case_overlap_bound(
     max_flows, max_programs
         Budgets for the minimum cuts and the integer programs; past them the bound is
         weaker (never invalid), and ``complete`` is False.
+    seconds
+        Most seconds the integer programs may take in all (a program stopped early gives
+        its dual bound, and the ops left their durations: weaker, never invalid). The
+        budgets above keep within it on the graphs measured; this guards the rest, at the
+        price of a result that can then vary with the machine's speed.
     """
+    import time
+
+    deadline = None if seconds is None else time.perf_counter() + seconds
     base = pair_overlap_bound(graph, free, orders, max_flows=max_flows)
     n = graph.num_ops
     if n > MEMORY_CUT_MAX_OPS or base.pairs == 0:
@@ -347,7 +365,7 @@ def case_overlap_bound(
             values.append(float("inf"))
             continue
         value, made = _case_value(graph, free, case.edges, max(0, max_programs - programs),
-                                  max(1, max_flows - flows))  # fmt: skip
+                                  max(1, max_flows - flows), deadline)  # fmt: skip
         programs += made
         values.append(value)
     value = max(base.value, min(values)) if values else base.value
@@ -356,7 +374,7 @@ def case_overlap_bound(
 
 def _case_value(
     graph: OpGraph, free: int, orders: tuple[tuple[int, int], ...], max_programs: int,
-    max_flows: int,
+    max_flows: int, deadline: float | None,
 ) -> tuple[float, int]:  # fmt: skip
     """One case's overlap bound with the overlap capacities; the programs solved."""
     r = pair_overlap_bound(graph, free, orders, max_flows=max_flows)
@@ -378,7 +396,7 @@ def _case_value(
     need = [int(c) for c in one if longest[c] < d[c]]
     need.sort(key=lambda c: -d[c])
     need = need[:max_programs]
-    caps = overlap_capacity(graph, free, orders, partners, need) if need else {}
+    caps = overlap_capacity(graph, free, orders, partners, need, deadline) if need else {}
     cap = np.array([min(d[c], caps.get(int(c), d[c])) for c in one])
     a_idx, b_idx = np.nonzero(np.triu(partners[np.ix_(one, one)]))
     return r.work - _matching(cap, a_idx, b_idx), len(need)

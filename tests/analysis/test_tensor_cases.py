@@ -179,10 +179,11 @@ def test_never_above_the_optimum() -> None:
             if orders.conflict is not None:
                 continue
             best = solve_brute_force(p, "makespan")
+            r = case_overlap_bound(g, free, orders.edges)
             if best.status is Status.INFEASIBLE:
+                seen["refuted"] += math.isinf(r.value)  # every case empty: no schedule fits
                 continue
             assert best.makespan is not None
-            r = case_overlap_bound(g, free, orders.edges)
             assert r.value <= best.makespan + 1e-9, (g.to_dict(), cap, r, best.makespan)
             seen["checked"] += 1
             seen["split"] += bool(r.pairs)
@@ -223,3 +224,30 @@ def test_in_the_solver() -> None:
     off = solve_cpsat(p, time_limit=5, params=Params(cases=False))
     assert off.status is Status.OPTIMAL and off.makespan == 11
     assert off.info["overlap"]["bound_ticks"] == 7 and "cases" not in off.info["overlap"]
+
+
+def test_every_case_empty_refutes_the_cap() -> None:
+    """A fan whose two six-byte ReLU outputs exclude each other at 13 bytes, and in either
+    order the cap forces a contradiction, while the cap's orders alone find none: the
+    solver says INFEASIBLE before any search, as the brute force does (on any units)."""
+    from opsched.solver import solve_cpsat
+    from opsched.solver.cpsat import Params
+
+    g = OpGraph((
+        Op("x", 1, output_bytes=4), Op("r0", 1, deps=("x",), output_bytes=6),
+        Op("c0", 2, deps=("r0",), output_bytes=2, workspace_bytes=1),
+        Op("r1", 2, deps=("x",), output_bytes=6), Op("c1", 3, deps=("r1",), output_bytes=2),
+        Op("r2", 2, deps=("x",), output_bytes=2),
+        Op("out", 0, deps=("c0", "c1", "r2"), output=True),
+    ))  # fmt: skip
+    assert cap_orders(g, 13).conflict is None
+    r = case_overlap_bound(g, 13, cap_orders(g, 13).edges)
+    assert r.pairs == ((1, 3),) and r.cases == (math.inf, math.inf) and math.isinf(r.value)
+    p = Problem(g, Machine(units=2, memory_cap=13))
+    assert solve_brute_force(p, "makespan").status is Status.INFEASIBLE
+    s = solve_cpsat(p, time_limit=5)
+    assert s.status is Status.INFEASIBLE and s.info["stages"] == []
+    assert s.info["reason"].startswith("the outputs of these pairs of ops are never live")
+    assert "'r0' / 'r1'" in s.info["reason"]
+    off = solve_cpsat(p, time_limit=5, params=Params(cases=False))  # the one-unit check then
+    assert off.status is Status.INFEASIBLE and off.info["reason"].startswith("no one-unit")

@@ -89,7 +89,9 @@ class Params:
     (as the floor of the makespan's domain it changed CP-SAT's search, docs/cpsat-model.md).
     ``cases``: that bound split on the tensors whose lifetimes the cap keeps apart, with
     each op's overlap capacity (:mod:`opsched.analysis.tensor_cases`), in the same share of
-    the time limit.
+    the time limit, where ``cap_orders`` is on too (each case builds on the cap's orders);
+    when every case is empty, no schedule fits and the result is INFEASIBLE with that
+    proof.
     """
 
     time_limit: float = 10.0

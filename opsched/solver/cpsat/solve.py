@@ -197,8 +197,13 @@ def solve_cpsat(
     known_makespan: int | None = None  # a bound proven outside the model, in ticks
     with_makespan = obj is not Objective.PEAK_MEMORY  # a stage minimises the makespan
     if params.overlap and with_makespan and scaling.cap is not None and problem.machine.units == 2:
-        known_makespan = _overlap_bound(tick, scaling.cap, orders, time_limit, info,
-                                        cases=params.cases)  # fmt: skip
+        # the case split builds on the cap's orders, so it runs where they do
+        known_makespan, proof = _overlap_bound(
+            tick, scaling.cap, orders, time_limit, info, cases=params.cases and params.cap_orders
+        )
+        if proof is not None:
+            return no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0,
+                               proof=proof)  # fmt: skip
     memory_order = None
     serial = params.serial_check and problem.graph.num_ops <= SERIAL_MAX_OPS
     if serial and problem.memory_cap is not None:
@@ -422,23 +427,35 @@ def _no_worse_than_greedy(problem: Problem, found: Schedule) -> Schedule:
 def _overlap_bound(
     tick: Problem, cap: int, orders: tuple[tuple[int, int], ...], time_limit: float,
     info: dict[str, Any], cases: bool = True,
-) -> int | None:  # fmt: skip
+) -> tuple[int | None, str | None]:  # fmt: skip
     """The two-unit overlap bound in ticks (:mod:`opsched.analysis.overlap`), with at most
     :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; None where
     the pair tests alone would take longer. With ``cases``, split on the exclusive tensors
-    (:mod:`opsched.analysis.tensor_cases`) within the same share."""
+    (:mod:`opsched.analysis.tensor_cases`) within the same share.
+
+    Returns ``(bound, proof)``: ``proof`` says why no schedule fits the cap where every case
+    of the split is empty (the bound is then None)."""
     share = CAP_ORDER_SHARE * time_limit
     n = tick.graph.num_ops
     if not cases:
         ob = budgeted_overlap_bound(tick.graph, cap, share, orders)
         if ob is None:
-            return None
+            return None, None
         bound = math.ceil(ob.value - 1e-9)
     else:
         if pair_test_seconds(n) > share:
-            return None
+            return None, None
         split = case_overlap_bound(tick.graph, cap, orders, max_flows=flow_budget(n, share),
-                                   max_programs=program_budget(n, share))  # fmt: skip
+                                   max_programs=program_budget(n, share),
+                                   seconds=share)  # fmt: skip
+        if math.isinf(split.value):
+            names = ", ".join(f"{tick.graph.ops[a].name!r} / {tick.graph.ops[b].name!r}"
+                              for a, b in split.pairs)  # fmt: skip
+            return None, (
+                f"the outputs of these pairs of ops are never live together within the cap: "
+                f"{names}; whichever of each pair is freed first, the orders the cap then "
+                "forces contradict"
+            )
         ob = split.overlap
         bound = math.ceil(split.value - 1e-9)
     info["overlap"] = {"bound_ticks": bound, "pairs": ob.pairs, "apart": ob.apart,
@@ -448,7 +465,7 @@ def _overlap_bound(
             "plain_ticks": math.ceil(split.plain - 1e-9), "exclusive": len(split.pairs),
             "cases": len(split.cases), "programs": split.programs, "complete": split.complete,
         }  # fmt: skip
-    return bound
+    return bound, None
 
 
 def _serial_check(problem: Problem, time_limit: float) -> SerialCheck | None:
