@@ -14,7 +14,7 @@ runs here: what CP-SAT makes of the bounds is in ``bench_zoo_memory.py`` and
 ``--time-limit`` s) and prints when its schedule leaves a unit idle and what runs alone then:
 where the optimum loses time that the pair bound cannot see.
 
-Reproduce (2 cores, about 40 s; ``--idle`` about 40 s):
+Reproduce (2 cores, about 25 s; ``--idle`` about 40 s):
     python benchmarks/bench_overlap.py
     python benchmarks/bench_overlap.py --fractions 0.6 --only stage
     python benchmarks/bench_overlap.py --idle cell_0..cell_3

@@ -14,6 +14,7 @@ This module holds the group and the core commands (``demo``, ``analyze``, ``conv
 from __future__ import annotations
 
 import importlib
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -316,9 +317,11 @@ def _cap_orders_summary(
         "one_unit": {"fits": one.fits, "peak": one.peak, "states": one.states},
     }
     if units == 2:
-        from opsched.analysis.tensor_cases import case_overlap_bound
+        from opsched.analysis.tensor_cases import case_overlap_bound, case_proof
 
         split = case_overlap_bound(g, cap - g.persistent_bytes, r.edges)
+        if math.isinf(split.value):
+            raise ProblemError(f"no schedule exists: {case_proof(g, split.pairs)}", str(graph))
         ov = split.overlap
         out["overlap"] = {
             "bound": ov.value, "work": ov.work, "paired": ov.paired, "complete": ov.complete,

@@ -66,8 +66,8 @@ from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancesto
 from opsched.analysis.overlap import OverlapBound, _matching, pair_overlap_bound
 from opsched.ir.graph import OpGraph
 
-__all__ = ["CASE_MAX_PAIRS", "CaseBound", "case_overlap_bound", "exclusive_tensors",
-           "overlap_capacity", "program_budget"]  # fmt: skip
+__all__ = ["CASE_MAX_PAIRS", "CaseBound", "case_overlap_bound", "case_proof",
+           "exclusive_tensors", "overlap_capacity", "program_budget"]  # fmt: skip
 
 #: At most this many exclusive pairs are split on (2**4 = 16 cases); any subset gives a
 #: valid bound, the pairs of the largest tensors are taken first.
@@ -77,7 +77,7 @@ CASE_MAX_PAIRS = 4
 def program_budget(num_ops: int, seconds: float) -> int:
     """Integer programs that take about ``seconds`` on a graph of ``num_ops`` ops:
     ``1e-4 * num_ops`` s each, a little above what the NASNet pieces took on this project's
-    2-core machine (148 ops: 24 programs in 0.3 s; 218 ops: 80 in 1.5 s). A count, not a
+    2-core machine (148 ops: 20 programs in 0.29 s; 218 ops: 52 in 0.58 s). A count, not a
     clock, so that a deterministic solve stays deterministic.
 
     >>> program_budget(200, 6.0)
@@ -190,15 +190,18 @@ def overlap_capacity(
     partners: np.ndarray,
     ops: list[int],
     deadline: float | None = None,
-) -> dict[int, float]:
+) -> tuple[dict[int, float], bool]:
     """The most work that can overlap each op of ``ops`` under ``free`` bytes (module
     docstring): an upper bound, from each integer program's dual bound.
 
     ``partners``: n x n booleans, the pairs of one-unit ops that can run at once; only
     one-unit ops' work counts, and the others (zero duration, no unit) may run beside any
     op. ``orders``: precedences that hold in every schedule considered. ``deadline``: a
-    ``time.perf_counter()`` value; each program stops by then (at most 5 s each) with its
-    dual bound, and the ops left get their durations (no limit).
+    ``time.perf_counter()`` value; each program stops by then (and within 5 s) with its
+    dual bound, and the ops left out of the result have no limit. Without one the programs
+    run to the end, so the result depends on the inputs alone.
+
+    Returns the capacities and whether every program of ``ops`` ran to its optimum.
     """
     import time
 
@@ -276,10 +279,11 @@ def overlap_capacity(
     integer = np.zeros(2 * n + 2 * t)
     integer[: 2 * n] = 1
     out: dict[int, float] = {}
+    exact = True
     for c in ops:
-        left = 5.0 if deadline is None else min(5.0, deadline - time.perf_counter())
-        if left <= 0:
-            out[c] = float(d[c])
+        left = None if deadline is None else min(5.0, deadline - time.perf_counter())
+        if left is not None and left <= 0:
+            exact = False
             continue
         ub = np.ones(2 * n + 2 * t)
         ub[2 * n :] = np.inf
@@ -291,16 +295,19 @@ def overlap_capacity(
         hi_c = row_hi.copy()
         hi_c[mem_s] = hi_c[mem_e] = free - own[c]
         hi_c[pair_rows : pair_rows + n] = (partners[c] | ~counted).astype(np.float64)
-        r = milp(cost, integrality=integer, bounds=Bounds(lb, ub),
-                 constraints=LinearConstraint(a, row_lo, hi_c),
-                 options={"mip_rel_gap": 0.0, "time_limit": left})  # fmt: skip
+        r = milp(
+            cost,
+            integrality=integer,
+            bounds=Bounds(lb, ub),
+            constraints=LinearConstraint(a, row_lo, hi_c),
+            options={"mip_rel_gap": 0.0, **({} if left is None else {"time_limit": left})},
+        )
+        exact &= r.status in (0, 2)
         if r.status == 2:  # no state lets c run: nothing overlaps it
             out[c] = 0.0
         elif getattr(r, "mip_dual_bound", None) is not None and np.isfinite(r.mip_dual_bound):
             out[c] = max(0.0, -float(r.mip_dual_bound))
-        else:
-            out[c] = float(d[c])  # no bound from the solver: no limit
-    return out
+    return out, exact
 
 
 def case_overlap_bound(
@@ -329,9 +336,10 @@ def case_overlap_bound(
         weaker (never invalid), and ``complete`` is False.
     seconds
         Most seconds the integer programs may take in all (a program stopped early gives
-        its dual bound, and the ops left their durations: weaker, never invalid). The
-        budgets above keep within it on the graphs measured; this guards the rest, at the
-        price of a result that can then vary with the machine's speed.
+        its dual bound, and the ops left their durations: weaker, never invalid, and
+        ``complete`` False). The budgets above keep within it on the graphs measured; this
+        guards the rest, at the price of a result that can then vary with the machine's
+        speed. None (the default): no clock, the result depends on the inputs alone.
     """
     import time
 
@@ -358,15 +366,22 @@ def case_overlap_bound(
         if never:
             values.append(float("inf"))
             continue
-        case = cap_orders(graph, free, max(1, max_flows - flows), given=tuple(given))
+        # the caller's orders as given too: a case short of flows keeps at least those
+        case = cap_orders(graph, free, max(0, max_flows - flows), given=(*orders, *given))
         flows += case.flows
         complete &= case.complete
         if case.conflict is not None:
             values.append(float("inf"))
             continue
-        value, made = _case_value(graph, free, case.edges, max(0, max_programs - programs),
-                                  max(1, max_flows - flows), deadline)  # fmt: skip
-        programs += made
+        value, made, cuts, whole = _case_value(
+            graph,
+            free,
+            case.edges,
+            max(0, max_programs - programs),
+            max(0, max_flows - flows),
+            deadline,
+        )
+        programs, flows, complete = programs + made, flows + cuts, complete and whole
         values.append(value)
     value = max(base.value, min(values)) if values else base.value
     return CaseBound(value, base.value, pairs, tuple(values), flows, programs, complete, base)
@@ -375,8 +390,9 @@ def case_overlap_bound(
 def _case_value(
     graph: OpGraph, free: int, orders: tuple[tuple[int, int], ...], max_programs: int,
     max_flows: int, deadline: float | None,
-) -> tuple[float, int]:  # fmt: skip
-    """One case's overlap bound with the overlap capacities; the programs solved."""
+) -> tuple[float, int, int, bool]:  # fmt: skip
+    """One case's overlap bound with the overlap capacities; the programs solved, the cuts
+    made, and whether no budget cut either short."""
     r = pair_overlap_bound(graph, free, orders, max_flows=max_flows)
     n = graph.num_ops
     d = graph.durations.astype(np.float64)
@@ -391,12 +407,30 @@ def _case_value(
     partners &= mask[:, None] & mask[None, :]
     for i, j in r.apart_pairs:
         partners[i, j] = partners[j, i] = False
-    # a single partner as long as the op already fills it: no program can lower it
+    # a single partner as long as the op already fills it: no program can lower it; an op
+    # without partners is matched with none anyway
     longest = np.where(partners, d[None, :], 0.0).max(axis=1)
-    need = [int(c) for c in one if longest[c] < d[c]]
+    need = [int(c) for c in one if 0 < longest[c] < d[c]]
     need.sort(key=lambda c: -d[c])
+    whole = r.complete and len(need) <= max_programs
     need = need[:max_programs]
-    caps = overlap_capacity(graph, free, orders, partners, need, deadline) if need else {}
+    caps: dict[int, float] = {}
+    if need:
+        caps, exact = overlap_capacity(graph, free, orders, partners, need, deadline)
+        whole &= exact
     cap = np.array([min(d[c], caps.get(int(c), d[c])) for c in one])
     a_idx, b_idx = np.nonzero(np.triu(partners[np.ix_(one, one)]))
-    return r.work - _matching(cap, a_idx, b_idx), len(need)
+    return r.work - _matching(cap, a_idx, b_idx), len(caps), r.flows, whole
+
+
+def case_proof(graph: OpGraph, pairs: tuple[tuple[int, int], ...]) -> str:
+    """Why no schedule fits when every case of a split is empty (``CaseBound.value`` is
+    infinite), naming the ops whose outputs the cap keeps apart."""
+    if not pairs:
+        return "the orders the memory cap forces contradict each other"
+    names = ", ".join(f"{graph.ops[a].name!r} / {graph.ops[b].name!r}" for a, b in pairs)
+    return (
+        f"the outputs of these pairs of ops are never live together within the cap: {names}; "
+        "whichever of each pair is freed first, no schedule remains (the orders the cap then "
+        "forces contradict, or a graph output no op reads would have to be freed)"
+    )

@@ -19,7 +19,7 @@ from ortools.sat.python import cp_model
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
 from opsched.analysis.overlap import budgeted_overlap_bound, pair_test_seconds
-from opsched.analysis.tensor_cases import case_overlap_bound, program_budget
+from opsched.analysis.tensor_cases import case_overlap_bound, case_proof, program_budget
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
 from opsched.problem import Objective, Problem, require_problem
@@ -198,9 +198,9 @@ def solve_cpsat(
     with_makespan = obj is not Objective.PEAK_MEMORY  # a stage minimises the makespan
     if params.overlap and with_makespan and scaling.cap is not None and problem.machine.units == 2:
         # the case split builds on the cap's orders, so it runs where they do
-        known_makespan, proof = _overlap_bound(
-            tick, scaling.cap, orders, time_limit, info, cases=params.cases and params.cap_orders
-        )
+        known_makespan, proof = _overlap_bound(tick, scaling.cap, orders, time_limit, info,
+                                               cases=params.cases and params.cap_orders,
+                                               clock=not params.deterministic)  # fmt: skip
         if proof is not None:
             return no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0,
                                proof=proof)  # fmt: skip
@@ -426,12 +426,13 @@ def _no_worse_than_greedy(problem: Problem, found: Schedule) -> Schedule:
 
 def _overlap_bound(
     tick: Problem, cap: int, orders: tuple[tuple[int, int], ...], time_limit: float,
-    info: dict[str, Any], cases: bool = True,
+    info: dict[str, Any], cases: bool = True, clock: bool = True,
 ) -> tuple[int | None, str | None]:  # fmt: skip
     """The two-unit overlap bound in ticks (:mod:`opsched.analysis.overlap`), with at most
     :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; None where
     the pair tests alone would take longer. With ``cases``, split on the exclusive tensors
-    (:mod:`opsched.analysis.tensor_cases`) within the same share.
+    (:mod:`opsched.analysis.tensor_cases`) within the same share (its integer programs
+    held to it by the clock as well unless ``clock`` is off: a deterministic solve).
 
     Returns ``(bound, proof)``: ``proof`` says why no schedule fits the cap where every case
     of the split is empty (the bound is then None)."""
@@ -447,15 +448,9 @@ def _overlap_bound(
             return None, None
         split = case_overlap_bound(tick.graph, cap, orders, max_flows=flow_budget(n, share),
                                    max_programs=program_budget(n, share),
-                                   seconds=share)  # fmt: skip
+                                   seconds=share if clock else None)  # fmt: skip
         if math.isinf(split.value):
-            names = ", ".join(f"{tick.graph.ops[a].name!r} / {tick.graph.ops[b].name!r}"
-                              for a, b in split.pairs)  # fmt: skip
-            return None, (
-                f"the outputs of these pairs of ops are never live together within the cap: "
-                f"{names}; whichever of each pair is freed first, the orders the cap then "
-                "forces contradict"
-            )
+            return None, case_proof(tick.graph, split.pairs)
         ob = split.overlap
         bound = math.ceil(split.value - 1e-9)
     info["overlap"] = {"bound_ticks": bound, "pairs": ob.pairs, "apart": ob.apart,
