@@ -21,6 +21,8 @@ import os, signal, threading, time
 import opsched
 if {ignore}:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a batch worker does
+else:  # as an interactive session does, even where this test runs in the background
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 p = opsched.Problem(opsched.read_graph({path!r}), opsched.Machine(units=4))
 opsched.solve_cpsat(p, time_limit=1)  # imports and compiles out of the timed part
 threading.Timer({at}, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
