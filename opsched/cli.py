@@ -255,9 +255,13 @@ def analyze(
             )
         split = co.get("cases")
         if ov is not None and split is not None and split["bound"] > ov["bound"]:
-            apart = ", ".join(f"{a} / {b}" for a, b in split["exclusive"]) or "none"
-            click.echo(f"split on the tensors the cap keeps apart ({apart}): at least "
-                       f"{split['bound']:g}")  # fmt: skip
+            apart = ", ".join(f"{a} / {b}" for a, b in split["exclusive"])
+            how = (
+                f"split on the tensors the cap keeps apart ({apart})"
+                if apart
+                else "with how much work the cap lets overlap each op (no tensors to split on)"
+            )
+            click.echo(f"{how}: at least {split['bound']:g}")  # fmt: skip
 
 
 #: States the one-unit searches of ``analyze`` may keep (a second or two).

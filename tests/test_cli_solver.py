@@ -513,3 +513,25 @@ def test_analyze_splits_on_tensors_the_cap_keeps_apart(tmp_path: Path) -> None:
     assert doc["cap_orders"]["overlap"]["bound"] == 7
     assert doc["cap_orders"]["cases"]["bound"] == 11
     assert doc["cap_orders"]["cases"]["exclusive"] == [["ra", "rb"]]
+
+
+def test_analyze_refutes_a_cap_every_case_empties(tmp_path: Path) -> None:
+    """The fan of test_tensor_cases at 13 bytes, with 12 free chains beside it so that the
+    one-unit search gives up first: the case split refutes the cap (exit 2, one line)."""
+    from opsched.ir import Op, OpGraph
+
+    ops = [
+        Op("x", 1, output_bytes=4), Op("r0", 1, deps=("x",), output_bytes=6),
+        Op("c0", 2, deps=("r0",), output_bytes=2, workspace_bytes=1),
+        Op("r1", 2, deps=("x",), output_bytes=6), Op("c1", 3, deps=("r1",), output_bytes=2),
+        Op("r2", 2, deps=("x",), output_bytes=2),
+        Op("out", 0, deps=("c0", "c1", "r2"), output=True),
+    ]  # fmt: skip
+    for i in range(12):
+        ops += [Op(f"p{i}", 1, output_bytes=1), Op(f"q{i}", 1, deps=(f"p{i}",))]
+    path = tmp_path / "fan.json"
+    path.write_text(json.dumps(OpGraph(tuple(ops)).to_dict()))
+    r = invoke("analyze", path, "--memory-cap", "13", "-k", "2")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "no schedule exists: the outputs of these pairs of ops are never live" in r.stderr
+    assert "'r0' / 'r1'" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -160,7 +160,8 @@ def cap_orders(
         a conflict.
 
     Graphs of more than :data:`~opsched.analysis.memory_cut.MEMORY_CUT_MAX_OPS` ops get no
-    orders (an empty, incomplete result). Results are cached per graph object and ``free``.
+    orders but the given ones (an incomplete result). Results are cached per graph object,
+    ``free``, ``max_flows`` and ``given``.
     """
     key = (int(free), int(max_flows), tuple(given))
     per_graph = _CACHE.setdefault(graph, {})
@@ -174,10 +175,12 @@ def _cap_orders(
 ) -> CapOrders:
     n = graph.num_ops
     runs = graph.durations > 0
-    if n > MEMORY_CUT_MAX_OPS:
-        return CapOrders((), None, 0, False)
+    if n > MEMORY_CUT_MAX_OPS:  # no n x n closure: the given orders, unchecked
+        return CapOrders(tuple(given), None, 0, False)
     if n == 0 or not runs.any():
-        return CapOrders((), None, 0, True)
+        kept: list[tuple[int, int]] = []
+        clash = _merge(_ancestors(graph), kept, list(given))
+        return CapOrders(tuple(kept), clash, 0, True)
     net = CutNetwork(graph)
     own = graph.output_sizes.astype(np.int64) + graph.workspace_sizes.astype(np.int64)
     anc = _ancestors(graph)

@@ -66,8 +66,12 @@ from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancesto
 from opsched.analysis.overlap import OverlapBound, _matching, pair_overlap_bound
 from opsched.ir.graph import OpGraph
 
-__all__ = ["CASE_MAX_PAIRS", "CaseBound", "case_overlap_bound", "case_proof",
+__all__ = ["CASE_MAX_PAIRS", "PROGRAM_NODES", "CaseBound", "case_overlap_bound", "case_proof",
            "exclusive_tensors", "overlap_capacity", "program_budget"]  # fmt: skip
+
+#: Branch-and-bound nodes an overlap-capacity program may explore (a limit without a clock:
+#: the NASNet pieces' programs close at the root).
+PROGRAM_NODES = 10_000
 
 #: At most this many exclusive pairs are split on (2**4 = 16 cases); any subset gives a
 #: valid bound, the pairs of the largest tensors are taken first.
@@ -96,7 +100,8 @@ class CaseBound:
     cases: tuple[float, ...]  #: each case's bound (``inf`` for a case no schedule obeys)
     flows: int  #: minimum cuts computed (pair tests and cap orders)
     programs: int  #: integer programs solved (overlap capacities)
-    complete: bool  #: False when a budget stopped a search early (the bound stays valid)
+    #: False when a budget (or the clock) stopped a search early: the bound stays valid
+    complete: bool
     overlap: OverlapBound  #: the plain overlap bound's result (its pairs, apart pairs)
 
 
@@ -147,13 +152,17 @@ def exclusive_tensors(
         live = (nreaders[bs] == 0) | (done < nreaders[bs])
         return live & (_held(fin, reads, net, weight) + own[a] <= free)
 
-    def by_cut(a: int, b: int) -> bool:
+    def by_cut(a: int, b: int) -> bool | None:
+        """Whether some state has ``a``'s tensor live as ``b`` starts, by a cut per reader;
+        None where the flow budget ran out first."""
         nonlocal flows
         fin = np.flatnonzero(anc[a] | anc[b] | eye[a])
         readers: list[int | None] = [int(r) for r in si[sp[a] : sp[a + 1]] if not anc[b, r]]
         if sp[a] == sp[a + 1]:
             readers = [None]  # a graph output: live from its start to the end
         for r in readers:
+            if flows >= max_flows:
+                return None
             late = np.array([b] if r is None or r == b else [b, r])
             value, _ = net.least(fin, late, extra)
             flows += 1
@@ -175,10 +184,12 @@ def exclusive_tensors(
     undecided.sort(key=lambda p: -int(net.kept[p[0]] + net.kept[p[1]]))
     complete = True
     for a, b in undecided:
-        if flows >= max_flows:
-            complete = False
+        ab = by_cut(a, b)
+        ba = by_cut(b, a) if ab is False else ab
+        if ab is None or ba is None:
+            complete = False  # the budget ran out: the pairs found so far are all exclusive
             break
-        if not by_cut(a, b) and not by_cut(b, a):
+        if not ab and not ba:
             pairs.append((a, b))
     return pairs, flows, complete
 
@@ -199,9 +210,11 @@ def overlap_capacity(
     op. ``orders``: precedences that hold in every schedule considered. ``deadline``: a
     ``time.perf_counter()`` value; each program stops by then (and within 5 s) with its
     dual bound, and the ops left out of the result have no limit. Without one the programs
-    run to the end, so the result depends on the inputs alone.
+    stop only at :data:`PROGRAM_NODES` branch-and-bound nodes, so the result depends on the
+    inputs alone.
 
-    Returns the capacities and whether every program of ``ops`` ran to its optimum.
+    Returns the capacities of the ops whose program ran and whether every program of
+    ``ops`` ran to its optimum.
     """
     import time
 
@@ -300,13 +313,19 @@ def overlap_capacity(
             integrality=integer,
             bounds=Bounds(lb, ub),
             constraints=LinearConstraint(a, row_lo, hi_c),
-            options={"mip_rel_gap": 0.0, **({} if left is None else {"time_limit": left})},
+            options={
+                "mip_rel_gap": 0.0,
+                "node_limit": PROGRAM_NODES,
+                **({} if left is None else {"time_limit": left}),
+            },
         )
         exact &= r.status in (0, 2)
         if r.status == 2:  # no state lets c run: nothing overlaps it
             out[c] = 0.0
         elif getattr(r, "mip_dual_bound", None) is not None and np.isfinite(r.mip_dual_bound):
             out[c] = max(0.0, -float(r.mip_dual_bound))
+        else:
+            out[c] = float(d[c])  # no bound came back: no limit
     return out, exact
 
 
@@ -366,21 +385,21 @@ def case_overlap_bound(
         if never:
             values.append(float("inf"))
             continue
-        # the caller's orders as given too: a case short of flows keeps at least those
-        case = cap_orders(graph, free, max(0, max_flows - flows), given=(*orders, *given))
-        flows += case.flows
-        complete &= case.complete
-        if case.conflict is not None:
-            values.append(float("inf"))
-            continue
+        if pairs:
+            # the caller's orders as given too: a case short of flows keeps at least those
+            case = cap_orders(graph, free, max(0, max_flows - flows), given=(*orders, *given))
+            flows += case.flows
+            complete &= case.complete
+            if case.conflict is not None:
+                values.append(float("inf"))
+                continue
+            edges, plain = case.edges, None
+        else:  # nothing to split on: the capacities alone, on the pair tests already made
+            edges, plain = orders, base
         value, made, cuts, whole = _case_value(
-            graph,
-            free,
-            case.edges,
-            max(0, max_programs - programs),
-            max(0, max_flows - flows),
-            deadline,
-        )
+            graph, free, edges, max(0, max_programs - programs), max(0, max_flows - flows),
+            deadline, plain,
+        )  # fmt: skip
         programs, flows, complete = programs + made, flows + cuts, complete and whole
         values.append(value)
     value = max(base.value, min(values)) if values else base.value
@@ -389,11 +408,12 @@ def case_overlap_bound(
 
 def _case_value(
     graph: OpGraph, free: int, orders: tuple[tuple[int, int], ...], max_programs: int,
-    max_flows: int, deadline: float | None,
+    max_flows: int, deadline: float | None, plain: OverlapBound | None = None,
 ) -> tuple[float, int, int, bool]:  # fmt: skip
     """One case's overlap bound with the overlap capacities; the programs solved, the cuts
-    made, and whether no budget cut either short."""
-    r = pair_overlap_bound(graph, free, orders, max_flows=max_flows)
+    made, and whether no budget cut either short. ``plain``: the case's pair tests, where
+    they are already made (no new cuts then)."""
+    r = plain if plain is not None else pair_overlap_bound(graph, free, orders, max_flows=max_flows)
     n = graph.num_ops
     d = graph.durations.astype(np.float64)
     units = np.fromiter((op.units for op in graph.ops), np.int64, n)
@@ -420,7 +440,8 @@ def _case_value(
         whole &= exact
     cap = np.array([min(d[c], caps.get(int(c), d[c])) for c in one])
     a_idx, b_idx = np.nonzero(np.triu(partners[np.ix_(one, one)]))
-    return r.work - _matching(cap, a_idx, b_idx), len(caps), r.flows, whole
+    cuts = 0 if plain is not None else r.flows
+    return r.work - _matching(cap, a_idx, b_idx), len(caps), cuts, whole
 
 
 def case_proof(graph: OpGraph, pairs: tuple[tuple[int, int], ...]) -> str:

@@ -12,7 +12,12 @@ import numpy as np
 
 from opsched.analysis.cap_orders import cap_orders
 from opsched.analysis.overlap import pair_overlap_bound
-from opsched.analysis.tensor_cases import case_overlap_bound, exclusive_tensors, overlap_capacity
+from opsched.analysis.tensor_cases import (
+    case_overlap_bound,
+    case_proof,
+    exclusive_tensors,
+    overlap_capacity,
+)
 from opsched.ir import Op, OpGraph
 from opsched.liveness import peak_memory
 from opsched.problem import Machine, Problem
@@ -263,6 +268,9 @@ def test_nasnet_cells() -> None:
     assert r.plain <= short.value < r.value and not short.complete and short.programs == 0
     starved = case_overlap_bound(g, free, orders, max_flows=0)
     assert r.plain <= starved.value <= r.value and not starved.complete
+    for budget in (1, 3, 200, r.overlap.flows + 1):  # the flow budget is never overrun
+        assert exclusive_tensors(g, free, orders, max_flows=budget)[1] <= budget
+        assert case_overlap_bound(g, free, orders, max_flows=budget).flows <= budget
     assert case_overlap_bound(g, free, orders, seconds=0.0).value < r.value
 
 
@@ -308,3 +316,25 @@ def test_every_case_empty_refutes_the_cap() -> None:
     assert "'r0' / 'r1'" in s.info["reason"]
     off = solve_cpsat(p, time_limit=5, params=Params(cases=False))  # the one-unit check then
     assert off.status is Status.INFEASIBLE and off.info["reason"].startswith("no one-unit")
+
+
+def test_a_graph_output_is_never_freed_first() -> None:
+    """``r0``'s output is a graph output no op reads, live to the end: in a pair with
+    ``r1``'s it can only come second (without the cap's orders given, which would order the
+    two anyway), so one case is empty and the other gives 5, the optimum."""
+    g = OpGraph((
+        Op("x", 1, output_bytes=4), Op("r0", 1, deps=("x",), output_bytes=6, output=True),
+        Op("r1", 1, deps=("x",), output_bytes=6), Op("c1", 2, deps=("r1",), output_bytes=1),
+        Op("s", 2, output_bytes=1), Op("out", 0, deps=("c1", "s"), output=True),
+    ))  # fmt: skip
+    assert exclusive_tensors(g, 15) == ([(1, 2)], 2, True)
+    r = case_overlap_bound(g, 15)
+    assert r.pairs == ((1, 2),) and r.cases == (math.inf, 5.0) and r.value == 5.0
+    best = solve_brute_force(Problem(g, Machine(units=2, memory_cap=15)), "makespan")
+    assert best.makespan == 5
+
+
+def test_case_proof_names_the_pairs() -> None:
+    g = _chains()
+    assert case_proof(g, ()) == "the orders the memory cap forces contradict each other"
+    assert "'ra' / 'rb'" in case_proof(g, ((1, 3),))

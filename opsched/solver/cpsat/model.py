@@ -88,10 +88,10 @@ class Params:
     that meets it, and the result's bound is never below it. The model itself is unchanged
     (as the floor of the makespan's domain it changed CP-SAT's search, docs/cpsat-model.md).
     ``cases``: that bound split on the tensors whose lifetimes the cap keeps apart, with
-    each op's overlap capacity (:mod:`opsched.analysis.tensor_cases`), in the same share of
-    the time limit, where ``cap_orders`` is on too (each case builds on the cap's orders);
-    when every case is empty, no schedule fits and the result is INFEASIBLE with that
-    proof.
+    each op's overlap capacity (:mod:`opsched.analysis.tensor_cases`), its cuts and programs
+    each budgeted to about the same share of the time limit, where ``cap_orders`` is on too
+    (each case builds on the cap's orders); when every case is empty, no schedule fits and
+    the result is INFEASIBLE with that proof.
     """
 
     time_limit: float = 10.0

@@ -431,8 +431,9 @@ def _overlap_bound(
     """The two-unit overlap bound in ticks (:mod:`opsched.analysis.overlap`), with at most
     :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; None where
     the pair tests alone would take longer. With ``cases``, split on the exclusive tensors
-    (:mod:`opsched.analysis.tensor_cases`) within the same share (its integer programs
-    held to it by the clock as well unless ``clock`` is off: a deterministic solve).
+    (:mod:`opsched.analysis.tensor_cases`), its cuts and programs each within about the same
+    share (the programs held to it by the clock as well unless ``clock`` is off: a
+    deterministic solve).
 
     Returns ``(bound, proof)``: ``proof`` says why no schedule fits the cap where every case
     of the split is empty (the bound is then None)."""
@@ -450,6 +451,8 @@ def _overlap_bound(
                                    max_programs=program_budget(n, share),
                                    seconds=share if clock else None)  # fmt: skip
         if math.isinf(split.value):
+            info["overlap"] = {"cases": {"exclusive": len(split.pairs), "empty": True,
+                                         "flows": split.flows}}  # fmt: skip
             return None, case_proof(tick.graph, split.pairs)
         ob = split.overlap
         bound = math.ceil(split.value - 1e-9)
@@ -458,7 +461,8 @@ def _overlap_bound(
     if cases:
         info["overlap"]["cases"] = {
             "plain_ticks": math.ceil(split.plain - 1e-9), "exclusive": len(split.pairs),
-            "cases": len(split.cases), "programs": split.programs, "complete": split.complete,
+            "cases": len(split.cases), "programs": split.programs, "flows": split.flows,
+            "complete": split.complete,
         }  # fmt: skip
     return bound, None
 
