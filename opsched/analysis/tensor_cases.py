@@ -63,11 +63,16 @@ from scipy.sparse import csr_array
 
 from opsched.analysis.cap_orders import _held, _merge, cap_orders
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors
-from opsched.analysis.overlap import OverlapBound, _matching, pair_overlap_bound
+from opsched.analysis.overlap import (
+    OVERLAP_MAX_FLOWS,
+    OverlapBound,
+    _matching,
+    pair_overlap_bound,
+)
 from opsched.ir.graph import OpGraph
 
 __all__ = ["CASE_MAX_PAIRS", "PROGRAM_NODES", "CaseBound", "case_overlap_bound", "case_proof",
-           "exclusive_tensors", "overlap_capacity", "program_budget"]  # fmt: skip
+           "exclusive_tensors", "overlap_capacity", "partner_matrix", "program_budget"]  # fmt: skip
 
 #: Branch-and-bound nodes an overlap-capacity program may explore (a limit without a clock:
 #: the NASNet pieces' programs close at the root).
@@ -109,7 +114,7 @@ def exclusive_tensors(
     graph: OpGraph,
     free: int,
     orders: tuple[tuple[int, int], ...] = (),
-    max_flows: int = 20_000,
+    max_flows: int = OVERLAP_MAX_FLOWS,
 ) -> tuple[list[tuple[int, int]], int, bool]:
     """Pairs of tensors whose lifetimes never overlap under ``free`` bytes (module docstring).
 
@@ -201,6 +206,7 @@ def overlap_capacity(
     partners: np.ndarray,
     ops: list[int],
     deadline: float | None = None,
+    anc: np.ndarray | None = None,
 ) -> tuple[dict[int, float], bool]:
     """The most work that can overlap each op of ``ops`` under ``free`` bytes (module
     docstring): an upper bound, from each integer program's dual bound.
@@ -214,18 +220,19 @@ def overlap_capacity(
     inputs alone.
 
     Returns the capacities of the ops whose program ran and whether every program of
-    ``ops`` ran to its optimum.
+    ``ops`` ran to its optimum. ``anc``: the closure with ``orders`` in it, where the
+    caller has it.
     """
     import time
 
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     n = graph.num_ops
-    anc = _ancestors(graph)
-    _merge(anc, [], list(orders))
+    if anc is None:
+        anc = _ancestors(graph)
+        _merge(anc, [], list(orders))
     d = graph.durations.astype(np.float64)
-    units = np.fromiter((op.units for op in graph.ops), np.int64, n)
-    counted = (units == 1) & (d > 0)
+    counted = _one_unit(graph)
     work = np.where(counted, d, 0.0)
     own = (graph.output_sizes + graph.workspace_sizes).astype(np.float64)
     net = CutNetwork(graph)
@@ -334,7 +341,7 @@ def case_overlap_bound(
     free: int,
     orders: tuple[tuple[int, int], ...] = (),
     max_pairs: int = CASE_MAX_PAIRS,
-    max_flows: int = 20_000,
+    max_flows: int = OVERLAP_MAX_FLOWS,
     max_programs: int = 400,
     seconds: float | None = None,
 ) -> CaseBound:
@@ -414,19 +421,11 @@ def _case_value(
     made, and whether no budget cut either short. ``plain``: the case's pair tests, where
     they are already made (no new cuts then)."""
     r = plain if plain is not None else pair_overlap_bound(graph, free, orders, max_flows=max_flows)
-    n = graph.num_ops
     d = graph.durations.astype(np.float64)
-    units = np.fromiter((op.units for op in graph.ops), np.int64, n)
-    one = np.flatnonzero((units == 1) & (d > 0))
     anc = _ancestors(graph)
     _merge(anc, [], list(orders))
-    partners = ~(anc | anc.T)
-    np.fill_diagonal(partners, False)
-    mask = np.zeros(n, dtype=bool)
-    mask[one] = True
-    partners &= mask[:, None] & mask[None, :]
-    for i, j in r.apart_pairs:
-        partners[i, j] = partners[j, i] = False
+    partners = partner_matrix(graph, anc, r.apart_pairs)
+    one = np.flatnonzero(_one_unit(graph))
     # a single partner as long as the op already fills it: no program can lower it; an op
     # without partners is matched with none anyway
     longest = np.where(partners, d[None, :], 0.0).max(axis=1)
@@ -436,12 +435,33 @@ def _case_value(
     need = need[:max_programs]
     caps: dict[int, float] = {}
     if need:
-        caps, exact = overlap_capacity(graph, free, orders, partners, need, deadline)
+        caps, exact = overlap_capacity(graph, free, orders, partners, need, deadline, anc)
         whole &= exact
     cap = np.array([min(d[c], caps.get(int(c), d[c])) for c in one])
     a_idx, b_idx = np.nonzero(np.triu(partners[np.ix_(one, one)]))
     cuts = 0 if plain is not None else r.flows
     return r.work - _matching(cap, a_idx, b_idx), len(caps), cuts, whole
+
+
+def _one_unit(graph: OpGraph) -> np.ndarray:
+    """Ops of positive duration that hold one unit: the ops the overlap bound matches."""
+    units = np.fromiter((op.units for op in graph.ops), np.int64, graph.num_ops)
+    return (units == 1) & (graph.durations > 0)
+
+
+def partner_matrix(
+    graph: OpGraph, anc: np.ndarray, apart: tuple[tuple[int, int], ...]
+) -> np.ndarray:
+    """n x n booleans: the one-unit ops of positive duration that can run beside each other,
+    neither before the other in the closure ``anc`` (``anc[v, u]``: ``u`` before ``v``, the
+    cap's orders in it) nor among the ``apart`` pairs of
+    :func:`~opsched.analysis.overlap.pair_overlap_bound`."""
+    one = _one_unit(graph)
+    partners = ~(anc | anc.T) & one[:, None] & one[None, :]
+    np.fill_diagonal(partners, False)
+    for i, j in apart:
+        partners[i, j] = partners[j, i] = False
+    return partners
 
 
 def case_proof(graph: OpGraph, pairs: tuple[tuple[int, int], ...]) -> str:

@@ -10,13 +10,15 @@ from collections import Counter
 
 import numpy as np
 
-from opsched.analysis.cap_orders import cap_orders
+from opsched.analysis.cap_orders import _merge, cap_orders
+from opsched.analysis.memory_cut import _ancestors
 from opsched.analysis.overlap import pair_overlap_bound
 from opsched.analysis.tensor_cases import (
     case_overlap_bound,
     case_proof,
     exclusive_tensors,
     overlap_capacity,
+    partner_matrix,
 )
 from opsched.ir import Op, OpGraph
 from opsched.liveness import peak_memory
@@ -135,6 +137,13 @@ def test_exclusive_tensors_never_live_together() -> None:
     assert seen["pairs"] >= 70 and seen["checked"] >= 200, seen
 
 
+def _partners(g: OpGraph, free: int, orders: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """The pairs that can run at once, as the case split computes them."""
+    anc = _ancestors(g)
+    _merge(anc, [], list(orders))
+    return partner_matrix(g, anc, pair_overlap_bound(g, free, orders).apart_pairs)
+
+
 def test_overlap_capacity_holds() -> None:
     """The one-unit work overlapping an op in any schedule within the cap is at most its
     overlap capacity; on some ops the capacity is below the duration."""
@@ -144,13 +153,9 @@ def test_overlap_capacity_holds() -> None:
         orders = cap_orders(g, free)
         if orders.conflict is not None or not fits:
             continue
-        n, d = g.num_ops, g.durations
-        units = np.array([op.units for op in g.ops])
-        one = (units == 1) & (d > 0)
-        apart = set(pair_overlap_bound(g, free, orders.edges).apart_pairs)
-        partners = one[:, None] & one[None, :] & ~np.eye(n, dtype=bool)
-        for i, j in apart:
-            partners[i, j] = partners[j, i] = False
+        d = g.durations
+        one = np.array([op.units == 1 for op in g.ops]) & (d > 0)
+        partners = _partners(g, free, orders.edges)
         ops = [int(c) for c in np.flatnonzero(one)]
         caps, exact = overlap_capacity(g, free, orders.edges, partners, ops)
         assert exact
@@ -180,7 +185,7 @@ def test_each_case_holds() -> None:
         pairs, _, _ = exclusive_tensors(g, free, base.edges)
         if not pairs:
             continue
-        d, n = g.durations, g.num_ops
+        d = g.durations
         rel = [_releases(g, s) for s in fits]
         one = np.array([op.units == 1 for op in g.ops]) & (d > 0)
         for sides in itertools.product((0, 1), repeat=len(pairs)):
@@ -197,10 +202,7 @@ def test_each_case_holds() -> None:
                 continue
             for s in inside:
                 assert all(s[i] + d[i] <= s[j] for i, j in case.edges), (g.to_dict(), cap)
-            apart = pair_overlap_bound(g, free, case.edges).apart_pairs
-            partners = one[:, None] & one[None, :] & ~np.eye(n, dtype=bool)
-            for i, j in apart:
-                partners[i, j] = partners[j, i] = False
+            partners = _partners(g, free, case.edges)
             ops = [int(c) for c in np.flatnonzero(one)]
             caps, exact = overlap_capacity(g, free, case.edges, partners, ops)
             assert exact
