@@ -13,13 +13,8 @@ import numpy as np
 from opsched.analysis.cap_orders import _merge, cap_orders
 from opsched.analysis.memory_cut import _ancestors
 from opsched.analysis.overlap import pair_overlap_bound
-from opsched.analysis.tensor_cases import (
-    case_overlap_bound,
-    case_proof,
-    exclusive_tensors,
-    overlap_capacity,
-    partner_matrix,
-)
+from opsched.analysis.overlap_capacity import overlap_capacity, partner_matrix
+from opsched.analysis.tensor_cases import case_overlap_bound, case_proof, exclusive_tensors
 from opsched.ir import Op, OpGraph
 from opsched.liveness import peak_memory
 from opsched.problem import Machine, Problem

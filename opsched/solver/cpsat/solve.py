@@ -18,10 +18,7 @@ from ortools.sat.python import cp_model
 
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
-from opsched.analysis.overlap import budgeted_overlap_bound, pair_test_seconds
-from opsched.analysis.tensor_cases import case_overlap_bound, case_proof, program_budget
 from opsched.errors import ProblemError
-from opsched.heuristics.greedy import greedy
 from opsched.problem import Objective, Problem, require_problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import (
@@ -29,6 +26,14 @@ from opsched.solver.cpsat.model import (
     Params,
     assign_units,
     tick_problem,
+)
+from opsched.solver.cpsat.outside import (
+    CAP_ORDER_SHARE,
+    SERIAL_SHARE,
+    no_worse_than_greedy,
+    overlap_bound,
+    serial_check,
+    serial_states,
 )
 from opsched.solver.cpsat.results import greedy_fallback, no_schedule, reporter
 from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds, check_workers
@@ -42,10 +47,7 @@ from opsched.solver.downsets import (
 )
 from opsched.solver.scaling import choose_scaling, limit_in_ticks
 from opsched.solver.serial import (
-    SerialCheck,
     least_peak_start,
-    serial_cap_check,
-    serial_state_budget,
 )
 from opsched.solver.split import solve_phases, split_points
 
@@ -62,12 +64,6 @@ __all__ = [
 #: model stay far inside CP-SAT's 64-bit domains (its variables hold at most 2**62).
 MAX_TICKS = 2**50
 
-#: Share of the time limit the orders a memory cap forces may take (as a flow count).
-CAP_ORDER_SHARE = 0.1
-
-#: Share of the time limit the one-unit check of a memory cap may take (as a state count).
-SERIAL_SHARE = 0.2
-
 #: Share of the time limit the down-set search may take (as down-set and label counts).
 DOWNSET_SHARE = 0.4
 
@@ -78,9 +74,6 @@ DOWNSET_SHARE = 0.4
 #: benchmarks/bench_zoo_memory.py --only stage --probe-max-s 6``, then without the flag).
 PROBE_SHARE = 0.1
 PROBE_MAX_S = 2.0
-
-#: Most states the one-unit check keeps, whatever the time limit (about 1 GB of memory).
-SERIAL_MAX_STATES = 500_000
 
 #: Larger graphs get no one-unit check or least-peak search: their beam run alone takes
 #: seconds (about 0.7 s at 1,000 ops, 5 s at 10,000; docs/memory-orders.md), and CP-SAT
@@ -198,7 +191,7 @@ def solve_cpsat(
     with_makespan = obj is not Objective.PEAK_MEMORY  # a stage minimises the makespan
     if params.overlap and with_makespan and scaling.cap is not None and problem.machine.units == 2:
         # the case split builds on the cap's orders, so it runs where they do
-        known_makespan, proof = _overlap_bound(tick, scaling.cap, orders, time_limit, info,
+        known_makespan, proof = overlap_bound(tick, scaling.cap, orders, time_limit, info,
                                                cases=params.cases and params.cap_orders,
                                                clock=not params.deterministic)  # fmt: skip
         if proof is not None:
@@ -207,7 +200,7 @@ def solve_cpsat(
     memory_order = None
     serial = params.serial_check and problem.graph.num_ops <= SERIAL_MAX_OPS
     if serial and problem.memory_cap is not None:
-        check = _serial_check(problem, time_limit)
+        check = serial_check(problem, time_limit)
         if check is not None:
             info["serial_check"] = {"fits": check.fits, "states": check.states}
             if check.fits is False:
@@ -222,7 +215,7 @@ def solve_cpsat(
         limit_ticks = min(work, limit_in_ticks(makespan_limit, scaling))
     peak_floor, peak_hint = 0, None
     if serial and obj in (Objective.PEAK_MEMORY, Objective.MEMORY_THEN_MAKESPAN):
-        least = least_peak_start(tick, max_states=_serial_states(time_limit))
+        least = least_peak_start(tick, max_states=serial_states(time_limit))
         info["least_peak"] = {"quanta": least.peak, "proven": least.proven}
         peak_floor = least.peak if least.proven else 0
         peak_hint = least.hint
@@ -393,95 +386,5 @@ def solve_cpsat(
         lower_bound=lb, wall_time_s=time.perf_counter() - t0, info=info,
     )  # fmt: skip
     if not scaling.time_exact and order == ["makespan"]:
-        out = _no_worse_than_greedy(problem, out)
+        out = no_worse_than_greedy(problem, out)
     return out
-
-
-def _no_worse_than_greedy(problem: Problem, found: Schedule) -> Schedule:
-    """Under rounded-up durations CP-SAT's optimum is that of the rounded model: in real
-    time a greedy schedule (the model's hint) can end earlier (squeezenet, float16 on an
-    A100, 4 units: 316.247 against list scheduling's 316.239). Then the greedy schedule is
-    returned, with CP-SAT's bound and status FEASIBLE, and ``info`` says so."""
-    from opsched.heuristics.listsched import list_schedule
-
-    done = [(float(c.makespan), c) for c in (greedy(problem, "b-level"), greedy(problem),
-            list_schedule(problem)) if c.makespan is not None]  # fmt: skip
-    if not done or found.makespan is None:
-        return found
-    span, best = min(done, key=lambda sc: sc[0])
-    if span >= found.makespan - 1e-12:
-        return found
-    info = {**found.info, "note_greedy": (
-        f"the rounded model's optimum ends at {found.makespan:g} in real time; "
-        f"{best.solver} ({best.makespan:g}) ends earlier: its schedule is returned"
-    )}  # fmt: skip
-    by_name = {o.name: o for o in best.ops}
-    ops = [by_name[n] for n in problem.graph.names]
-    return Schedule.build(
-        problem, [o.start for o in ops], [o.unit for o in ops], solver="cpsat",
-        status=Status.FEASIBLE, lower_bound=found.lower_bound,
-        wall_time_s=found.wall_time_s, info=info,
-    )  # fmt: skip
-
-
-def _overlap_bound(
-    tick: Problem, cap: int, orders: tuple[tuple[int, int], ...], time_limit: float,
-    info: dict[str, Any], cases: bool = True, clock: bool = True,
-) -> tuple[int | None, str | None]:  # fmt: skip
-    """The two-unit overlap bound in ticks (:mod:`opsched.analysis.overlap`), with at most
-    :data:`CAP_ORDER_SHARE` of the time limit for its pair tests and minimum cuts; None where
-    the pair tests alone would take longer. With ``cases``, split on the exclusive tensors
-    (:mod:`opsched.analysis.tensor_cases`), its cuts and programs each within about the same
-    share (the programs held to it by the clock as well unless ``clock`` is off: a
-    deterministic solve).
-
-    Returns ``(bound, proof)``: ``proof`` says why no schedule fits the cap where every case
-    of the split is empty (the bound is then None)."""
-    share = CAP_ORDER_SHARE * time_limit
-    n = tick.graph.num_ops
-    if not cases:
-        ob = budgeted_overlap_bound(tick.graph, cap, share, orders)
-        if ob is None:
-            return None, None
-        bound = math.ceil(ob.value - 1e-9)
-    else:
-        if pair_test_seconds(n) > share:
-            return None, None
-        split = case_overlap_bound(tick.graph, cap, orders, max_flows=flow_budget(n, share),
-                                   max_programs=program_budget(n, share),
-                                   seconds=share if clock else None)  # fmt: skip
-        if math.isinf(split.value):
-            info["overlap"] = {"cases": {"exclusive": len(split.pairs), "empty": True,
-                                         "flows": split.flows}}  # fmt: skip
-            return None, case_proof(tick.graph, split.pairs)
-        ob = split.overlap
-        bound = math.ceil(split.value - 1e-9)
-    info["overlap"] = {"bound_ticks": bound, "pairs": ob.pairs, "apart": ob.apart,
-                       "flows": ob.flows, "complete": ob.complete}  # fmt: skip
-    if cases:
-        info["overlap"]["cases"] = {
-            "plain_ticks": math.ceil(split.plain - 1e-9), "exclusive": len(split.pairs),
-            "cases": len(split.cases), "programs": split.programs, "flows": split.flows,
-            "complete": split.complete,
-        }  # fmt: skip
-    return bound, None
-
-
-def _serial_check(problem: Problem, time_limit: float) -> SerialCheck | None:
-    """The one-unit check of the memory cap, or None when a greedy schedule already fits.
-
-    Done on the problem in bytes, so a refutation holds whatever the integer scaling; at most
-    :data:`SERIAL_SHARE` of the time limit's worth of states.
-    """
-    assert problem.memory_cap is not None
-    if any(greedy(problem, prio).has_schedule for prio in ("b-level", "fifo")):
-        return None
-    return serial_cap_check(
-        problem.graph, int(problem.memory_cap), max_states=_serial_states(time_limit)
-    )
-
-
-def _serial_states(time_limit: float) -> int:
-    """States either one-unit search may keep: :data:`SERIAL_SHARE` of the time limit's worth,
-    at most :data:`SERIAL_MAX_STATES`."""
-    return min(SERIAL_MAX_STATES, serial_state_budget(SERIAL_SHARE * time_limit))
