@@ -123,6 +123,7 @@ def fit_model(
     progress: Callable[[str], None] | None = None,
     tree_families: Collection[str] | None = None,
     drift: bool = True,
+    families: Collection[str] | None = None,
 ) -> Model:
     """Fit pooled and (if ``per_gpu``) per-GPU curves on rows where ``train[family]`` holds.
 
@@ -145,6 +146,12 @@ def fit_model(
     convolutions, :mod:`opsched.cost.drift`) learn from its times with the drift (estimated
     on its training rows) taken out; the curves always fit the times as measured.
     ``drift=False``: the trees learn from the measured times too.
+
+    ``families`` fits the curves and trees of those families only (a quick refit while
+    working on one family; :func:`opsched.cost.heldout.crossval` passes it on). The kernel
+    floors still come from every family's rows and the donor curve from its donor families,
+    so those families' fits are the ones a whole fit makes, except that an overhead no
+    curve of the family has for a method falls back to the median over the families fitted.
     """
     say = progress or (lambda _: None)
     say(f"fitting the curves of {len(data.families)} op families")
@@ -156,8 +163,14 @@ def fit_model(
             for f, fd in data.families.items() for m in (masks[f],)}  # fmt: skip
     model.floors = fit_floors(r for f, r in rows.items() if f not in FLOORLESS_FAMILIES)
     model.family_floors = fit_family_floors(rows)
-    donors = fit_donor(data, masks, per_gpu)
+    borrowing = families is None or bool(set(families) & set(BORROWER_FAMILIES))
+    donors = fit_donor(data, masks, per_gpu) if borrowing else {}
+    if families is not None:
+        data = FitData({f: fd for f, fd in data.families.items() if f in families})
+        masks = {f: masks[f] for f in data.families}
     for fam in BORROWER_FAMILIES if donors else ():
+        if families is not None and fam not in families:
+            continue
         bfd = data.families.get(fam)
         width = feature_matrix(fam, [SAMPLE_ATTRS[fam]], _specs()["T4"]).shape[1]
         pooled, groups = borrower_curves(bfd, masks.get(fam), donors, width, per_gpu)

@@ -16,7 +16,7 @@ True
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import numpy as np
 
@@ -50,18 +50,26 @@ def fold_of(data: FitData, k: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def crossval(
-    data: FitData, k: int = 5, seed: int = 0, trees: bool = True, drift: bool = True
+    data: FitData,
+    k: int = 5,
+    seed: int = 0,
+    trees: bool = True,
+    drift: bool = True,
+    families: Collection[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """k-fold held-out predictions: family -> predicted time of every row (fold-wise fits).
 
     Folds are grouped by shape (:func:`fold_of`); ``trees`` adds the residual trees;
-    ``drift=False`` fits drifting runs as measured (:func:`~opsched.cost.fit.fit_model`).
+    ``drift=False`` fits drifting runs as measured; ``families``: only those families
+    (:func:`~opsched.cost.fit.fit_model`).
     """
     folds = fold_of(data, k, seed)
-    pred = {f: np.full(len(fd.t), np.nan) for f, fd in data.families.items()}
+    scored = {f: fd for f, fd in data.families.items() if families is None or f in families}
+    pred = {f: np.full(len(fd.t), np.nan) for f, fd in scored.items()}
     for i in range(k):
-        model = fit_model(data, {f: folds[f] != i for f in folds}, trees=trees, drift=drift)
-        for f, fd in data.families.items():
+        train = {f: folds[f] != i for f in folds}
+        model = fit_model(data, train, trees=trees, drift=drift, families=families)
+        for f, fd in scored.items():
             sel = folds[f] == i
             pred[f][sel] = predict_family(model, f, fd, sel)
     return pred

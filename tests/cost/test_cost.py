@@ -123,6 +123,22 @@ def test_small_fit_and_crossval_beat_roofline():
     assert Profile(docs["T4"]).curves["matmul"]["half"]["source"] == "fitted"
 
 
+def test_a_fit_of_some_families_prices_them_as_the_whole_fit_does():
+    # the backward convolutions with and without the other families beside them: their
+    # curves, overheads and trees are the same (the floors come from every family either way)
+    data = load_fit_data(files=["deepbench_gemm.csv", "deepbench_conv.csv"])
+    fams = ("conv2d_bwd_data", "conv2d_bwd_filter")
+    whole = crossval(data, k=3, trees=False)
+    part = crossval(data, k=3, trees=False, families=fams)
+    assert set(part) == set(fams)
+    for fam in fams:
+        assert np.isfinite(part[fam]).all()
+        assert part[fam] == pytest.approx(whole[fam], rel=1e-12), fam
+    model = fit_model(data, trees=False, families=["matmul"])
+    assert {f for f, _ in model.pooled} == {"matmul"}
+    assert model.floors == fit_model(data, trees=False).floors
+
+
 def test_shipped_profiles_predict_sensibly():
     a100, h100 = load_profile("A100-SXM4-80GB"), load_profile("H100-SXM5")
     big = {"M": 8192, "N": 8192, "K": 8192, "dtype": "float16"}
