@@ -12,7 +12,10 @@ median of each shape's median error), which a trace repeating one shape hundreds
 cannot dominate.
 
 Run: ``python benchmarks/bench_cost_model.py [--k 5] [--seed 0] [--gpus V100-PCIe,T4,...]
-[--skip-logo] [--no-drift] [--by-gpu H200] [--detail conv2d_bwd_data]``.
+[--skip-logo] [--no-drift] [--by-gpu H200] [--detail conv2d_bwd_data]
+[--families conv2d_bwd_data,conv2d_bwd_filter]``. ``--families`` refits and scores only those
+families (their prices are the whole fit's: the kernel floors still come from every family),
+so a look at one family takes a minute, not 20.
 ``--no-drift`` fits NeuSight's convolution calls as measured, to compare with the shipped fit,
 which takes their run drift out (:mod:`opsched.cost.drift`).
 """
@@ -77,6 +80,9 @@ def main() -> None:
                          "(opsched.cost.drift)")  # fmt: skip
     ap.add_argument("--by-gpu", default="H200",
                     help="also print this GPU's rows per family and method")  # fmt: skip
+    ap.add_argument("--families", default=None,
+                    help="score only these families (comma-separated; the others are not "
+                         "refitted, so it takes seconds to minutes instead of 20)")  # fmt: skip
     ap.add_argument("--detail", default=None,
                     help="also print this family by source, GPU and dtype class")  # fmt: skip
     args = ap.parse_args()
@@ -85,15 +91,22 @@ def main() -> None:
     print(f"loaded in {time.perf_counter() - t0:.0f} s")
     t0 = time.perf_counter()
     drift = not args.no_drift
-    curve = crossval(data, k=args.k, seed=args.seed, trees=False, drift=drift)
-    hybrid = crossval(data, k=args.k, seed=args.seed, trees=True, drift=drift)
+    fams = None if args.families is None else args.families.split(",")
+    unknown = sorted(set(fams or ()) - set(data.families))
+    if unknown:
+        raise SystemExit(f"no such families: {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(data.families))})")  # fmt: skip
+    # the others still give the kernel floors, but are neither refitted nor scored
+    scored = {f: fd for f, fd in data.families.items() if fams is None or f in fams}
+    curve = crossval(data, k=args.k, seed=args.seed, trees=False, drift=drift, families=fams)
+    hybrid = crossval(data, k=args.k, seed=args.seed, trees=True, drift=drift, families=fams)
     print(f"\n{args.k}-fold grouped cross-validation ({time.perf_counter() - t0:.0f} s)\n")
     print(_head("family", ["hybrid", "curve"]))
-    for fam, fd in sorted(data.families.items()):
+    for fam, fd in sorted(scored.items()):
         print(_row(fam, fd.t, fd.roof, fd.group, hybrid[fam], curve[fam]))
     print("\nby family and timing source\n")
     print(_head("family / source", ["hybrid", "curve"]))
-    for fam, fd in sorted(data.families.items()):
+    for fam, fd in sorted(scored.items()):
         for src in np.unique(fd.source):
             s = fd.source == src
             print(_row(f"{fam} / {src}", fd.t[s], fd.roof[s], fd.group[s], hybrid[fam][s],
@@ -101,13 +114,13 @@ def main() -> None:
     if args.by_gpu:
         print(f"\n{args.by_gpu} rows by family and timing method (the k-fold above)\n")
         print(_head("family / method", ["hybrid", "curve"]))
-        for fam, fd in sorted(data.families.items()):
+        for fam, fd in sorted(scored.items()):
             for m in np.unique(fd.method[fd.gpu == args.by_gpu]):
                 s = (fd.gpu == args.by_gpu) & (fd.method == m)
                 print(_row(f"{fam} / {m}", fd.t[s], fd.roof[s], fd.group[s], hybrid[fam][s],
                            curve[fam][s]))  # fmt: skip
-    if args.detail:
-        fd = data.families[args.detail]
+    if args.detail and args.detail in scored:
+        fd = scored[args.detail]
         print(f"\n{args.detail} by timing source, GPU and dtype class (the k-fold above)\n")
         print(_head("source / GPU / class", ["hybrid", "curve"]))
         for key in sorted(set(zip(fd.source, fd.gpu, fd.cls, strict=True))):
@@ -118,8 +131,8 @@ def main() -> None:
         return
     t0 = time.perf_counter()
     gpus = args.gpus.split(",")
-    logo = leave_one_gpu_out(data, gpus, drift=drift)
-    pooled = leave_one_gpu_out(data, gpus, sibling=False, drift=drift)
+    logo = leave_one_gpu_out(data, gpus, drift=drift, families=fams)
+    pooled = leave_one_gpu_out(data, gpus, sibling=False, drift=drift, families=fams)
     print(f"\nleave-one-GPU-out ({time.perf_counter() - t0:.0f} s): what a GPU without timings "
           "gets; ours = a same-chip GPU's curve for the same kind of timing where one exists "
           "(with the trees), else the pooled curve through the GPU's specs; pooled = the "
@@ -128,7 +141,7 @@ def main() -> None:
     fails = {"ours": 0, "pooled": 0}
     alone = []  # (GPU, family) pairs no fit without the GPU can price: no pair to score
     for gpu in gpus:
-        for fam, fd in sorted(data.families.items()):
+        for fam, fd in sorted(scored.items()):
             s = fd.gpu == gpu
             if s.sum() and not np.isfinite(logo[gpu][fam][s]).any():
                 alone.append(f"{gpu} / {fam}")
@@ -138,7 +151,7 @@ def main() -> None:
                 for name, p in (("ours", logo), ("pooled", pooled)):
                     q = np.where(np.isfinite(p[gpu][fam][s]), p[gpu][fam][s], fd.roof[s])
                     fails[name] += bool(np.median(_ape(q, fd.t[s])) > 25)
-    pairs = sum(int((fd.gpu == g).any()) for g in gpus for fd in data.families.values())
+    pairs = sum(int((fd.gpu == g).any()) for g in gpus for fd in scored.values())
     pairs -= len(alone)
     print(
         f"\nGPU/family pairs above 25 %: ours {fails['ours']}, pooled {fails['pooled']} of {pairs}"

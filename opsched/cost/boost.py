@@ -8,8 +8,10 @@ spec columns of the op's GPU (log SM count, log bandwidth, log FP32 peak). The c
 carries the physics and the extrapolation (to other GPUs through their specs, to sizes
 outside the data); the trees learn bounded, shape-dependent corrections such as cuDNN's
 algorithm switches, which differ by GPU generation, hence the spec columns. They correct
-only GPUs with timings of their own: a GPU without them (or left out in the
-leave-one-GPU-out benchmark) keeps the curve, so the spec columns cannot overfit a transfer.
+GPUs with timings of their own (or a same-chip sibling's): a GPU without them (or left out
+in the leave-one-GPU-out benchmark) keeps the curve, so the spec columns cannot overfit a
+transfer, except for the convolutions (:data:`POOLED_TREE_FAMILIES`), whose corrections
+carry to other GPUs.
 The trees minimise the absolute error of the log ratio (a median fit), which is what the
 accuracy goal measures; the square loss let a few outliers (NeuSight's per-call dispatch
 spikes) pull every leaf (docs/cost-model.md, seventh round).
@@ -41,10 +43,12 @@ from opsched.cost.trees import TreeEnsemble, from_sklearn
 __all__ = [
     "LARGE_TREE_ROWS",
     "METHOD_CODES",
+    "POOLED_TREE_FAMILIES",
     "SMALL_TREE_PARAMS",
     "TREE_METHODS",
     "TREE_METHODS_BY_FAMILY",
     "TREE_PARAMS",
+    "corrects",
     "fit_trees",
     "tree_features",
     "tree_methods",
@@ -69,6 +73,30 @@ TREE_METHODS_BY_FAMILY: Mapping[str, frozenset[str]] = {
     # too few for trees, and a k-fold training split (~170 rows) would fit none anyway
     "attention": frozenset(),
 }
+
+
+#: Families whose trees also correct a pooled curve, the price of a GPU without a curve of
+#: its own (or a sibling's). Elsewhere the trees correct only fitted curves: on a pooled one
+#: their splits on the GPU's specs extrapolate (A100-PCIe-40GB softmax left out: 11 -> 79 %).
+#: A convolution's trees learn mostly where cuDNN switches algorithms with the shape, which
+#: carries to other GPUs: each GPU left out in turn (docs/cost-model.md, thirtieth round),
+#: forward P100 19.9 -> 14.8 %, T4 16.5 -> 14.3, A100-PCIe 18.9 -> 16.7; backward data /
+#: filter V100-SXM2 32.9 / 34.8 -> 28.5 / 26.4, P100 30.0 / 32.5 -> 25.2 / 29.7, T4 19.1 /
+#: 35.5 -> 19.8 / 36.1.
+POOLED_TREE_FAMILIES = frozenset({"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"})
+
+
+def corrects(family: str, source: str | None) -> bool:
+    """Whether ``family``'s residual trees correct a curve of this ``source`` (``fitted``,
+    ``sibling``, ``pooled``, ``donor``): fitted and sibling curves always, pooled ones for
+    :data:`POOLED_TREE_FAMILIES`.
+
+    >>> corrects("softmax", "pooled"), corrects("conv2d", "pooled"), corrects("matmul", "sibling")
+    (False, True, True)
+    """
+    if source in ("fitted", "sibling"):
+        return True
+    return source == "pooled" and family in POOLED_TREE_FAMILIES
 
 
 def tree_methods(family: str) -> frozenset[str]:

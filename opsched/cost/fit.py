@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.boost import fit_trees, tree_features, tree_methods
+from opsched.cost.boost import corrects, fit_trees, tree_features, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
 from opsched.cost.drift import dedrift
@@ -137,10 +137,12 @@ def fit_model(
     prediction, on every training row of the timing methods in ``tree_methods(family)`` (the
     curves use a capped sample, :func:`~opsched.cost.fitdata.cap_rows`; the trees gain from all
     of them: docs/cost-model.md, nineteenth round). The
-    trees correct only fitted curves, a GPU's own or a same-chip sibling's
-    (:mod:`opsched.cost.sibling`): a GPU that transfers the pooled curve through its specs
+    trees correct fitted curves, a GPU's own or a same-chip sibling's
+    (:mod:`opsched.cost.sibling`); a GPU that transfers the pooled curve through its specs
     keeps it as it is (trees there raised the leave-one-GPU-out error, e.g. A100-PCIe-40GB
-    softmax 11 -> 79 %), so ``per_gpu=False`` (no per-GPU curves at all) fits no trees.
+    softmax 11 -> 79 %), except for the convolutions
+    (:data:`~opsched.cost.boost.POOLED_TREE_FAMILIES`, :func:`~opsched.cost.boost.corrects`).
+    ``per_gpu=False`` (no per-GPU curves at all: the pooled curve alone) fits no trees.
 
     With ``drift``, the trees of a run whose per-call times drift along it (NeuSight's
     convolutions, :mod:`opsched.cost.drift`) learn from its times with the drift (estimated
@@ -206,7 +208,7 @@ def fit_model(
                                                  "rows": int(gsel.sum()), "source": "fitted",
                                                  "shapes": shapes}  # fmt: skip
     _fill_overheads(model)
-    trees = trees and per_gpu  # the trees correct fitted curves only (see predict_family)
+    trees = trees and per_gpu  # per_gpu=False: the pooled curves alone (see predict_family)
     if trees and not _have_sklearn():
         import warnings
 
@@ -297,7 +299,8 @@ def predict_family(
 
     Each row takes :meth:`Model.curve` for its GPU, class and method. Rows priced by a fitted
     curve (the GPU's own or a same-chip sibling's) whose method is in ``tree_methods(fam)`` are
-    multiplied by ``exp`` of the family's residual trees, if it has any. With ``floor``, every
+    multiplied by ``exp`` of the family's residual trees, if it has any (pooled curves too for
+    :data:`~opsched.cost.boost.POOLED_TREE_FAMILIES`). With ``floor``, every
     prediction is then held at or above its roofline
     (:func:`~opsched.cost.limits.roofline_bound`) and raised to its GPU's kernel floor
     (:mod:`opsched.cost.floor`), and to the family's floor where it has one; the trees are
@@ -361,7 +364,7 @@ def _predict_rows(model: Model, fam: str, fd: FamilyData, idx: np.ndarray) -> np
         rows = np.array(groups[key])
         o = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
         plan.append((rows, np.asarray(c["beta"]), o))
-        corrected[rows] = c.get("source") in ("fitted", "sibling")
+        corrected[rows] = corrects(fam, c.get("source"))
     ens = model.trees.get(fam)
     use = np.isin(fd.method[idx], list(tree_methods(fam))) & corrected
     best = np.full(len(idx), np.nan)

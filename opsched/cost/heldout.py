@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterable
 
 import numpy as np
 
+from opsched.cost.boost import POOLED_TREE_FAMILIES
 from opsched.cost.fit import FitData, fit_model, predict_family
 from opsched.cost.sibling import siblings
 from opsched.cost.specs import load_specs
@@ -81,29 +82,34 @@ def leave_one_gpu_out(
     trees: bool = True,
     sibling: bool = True,
     drift: bool = True,
+    families: Collection[str] | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
     """For each GPU: fit without its rows, predict them as a GPU without timings is priced.
 
     That is, through its specs: the curve of a same-chip GPU fitted on the same kind of
     timing where one exists (:mod:`opsched.cost.sibling`; with ``trees`` corrected by the
-    residual trees, as that GPU's own curve would be), else the pooled curve.
+    residual trees, as that GPU's own curve would be), else the pooled curve (corrected by
+    the trees of :data:`~opsched.cost.boost.POOLED_TREE_FAMILIES` too).
     ``sibling=False`` fits no per-GPU curves, so every left-out GPU gets the pooled curve
-    (and ``trees`` then changes nothing). ``drift`` as in :func:`crossval`.
+    (and ``trees`` then changes nothing). ``drift`` and ``families`` as in :func:`crossval`.
 
     Returns gpu -> family -> predictions of that GPU's rows (NaN for rows of other GPUs).
     """
     out: dict[str, dict[str, np.ndarray]] = {}
     for gpu in gpus:
         train = {f: fd.gpu != gpu for f, fd in data.families.items()}
-        # without a same-chip GPU the per-GPU curves (and trees) would change nothing, and
-        # trees of a family the GPU has no rows of price none of them
+        # without a same-chip GPU the per-GPU curves (and trees) would change nothing but the
+        # convolutions' trees, which correct its pooled curve too; trees of a family the GPU
+        # has no rows of price none of them
         held = {f for f, t in train.items() if not t.all()}
-        per_gpu = sibling and bool(siblings(gpu, load_specs()))
-        model = fit_model(
-            data, train, per_gpu=per_gpu, trees=trees, tree_families=held, drift=drift
-        )
+        pooled_trees = bool(held & POOLED_TREE_FAMILIES)
+        per_gpu = sibling and (pooled_trees or bool(siblings(gpu, load_specs())))
+        model = fit_model(data, train, per_gpu=per_gpu, trees=trees, tree_families=held,
+                          drift=drift, families=families)  # fmt: skip
         out[gpu] = {}
         for f, fd in data.families.items():
+            if families is not None and f not in families:
+                continue
             pred = np.full(len(fd.t), np.nan)
             sel = fd.gpu == gpu
             if sel.any():

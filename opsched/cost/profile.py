@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from opsched.cost.batch import check_op, distinct_ops, gc_paused
-from opsched.cost.boost import tree_features, tree_methods
+from opsched.cost.boost import corrects, tree_features, tree_methods
 from opsched.cost.composite import (
     bounded,
     fused_attention,
@@ -296,7 +296,7 @@ class Profile:
             x = feature_matrix(fam, attrs, self.spec)
             t = predict_curve(x, c["beta"], ovh)
             ens = self.trees.get(fam)
-            if ens is not None and method in tree_methods(fam) and c.get("source") in _CORRECTED:
+            if ens is not None and method in tree_methods(fam) and corrects(fam, c.get("source")):
                 n = len(idx)
                 feats = tree_features(x, np.full(n, self.gpu), np.full(n, tree_class(dtype)),
                                       np.full(n, method), {self.gpu: self.spec})  # fmt: skip
@@ -368,10 +368,6 @@ def _read_curve(c: Mapping[str, Any]) -> dict[str, Any]:
                                              "source": "sibling", "sibling": sc["gpu"]}
                            for kind, sc in c["siblings"].items()}  # fmt: skip
     return out
-
-
-#: Curve sources the residual trees correct: the GPU's own fit and a same-chip sibling's.
-_CORRECTED = frozenset({"fitted", "sibling"})
 
 
 @cache

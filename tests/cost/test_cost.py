@@ -20,7 +20,7 @@ from opsched.cost.data import canonical_rows, detect_schema
 from opsched.cost.evaluate import errors, predict_table
 from opsched.cost.export import profile_docs
 from opsched.cost.fit import fit_model, load_fit_data, predict_family
-from opsched.cost.heldout import crossval, fold_of
+from opsched.cost.heldout import crossval, fold_of, leave_one_gpu_out
 from opsched.cost.profile import Profile
 from opsched.cost.trees import TreeEnsemble
 from opsched.errors import GraphError, InputError
@@ -134,6 +134,11 @@ def test_a_fit_of_some_families_prices_them_as_the_whole_fit_does():
     for fam in fams:
         assert np.isfinite(part[fam]).all()
         assert part[fam] == pytest.approx(whole[fam], rel=1e-12), fam
+    left = leave_one_gpu_out(data, ["T4"], trees=False, families=fams)["T4"]
+    every = leave_one_gpu_out(data, ["T4"], trees=False)["T4"]
+    t4 = data.families[fams[0]].gpu == "T4"
+    assert t4.any() and set(left) == set(fams)
+    assert left[fams[0]][t4] == pytest.approx(every[fams[0]][t4], rel=1e-12)
     model = fit_model(data, trees=False, families=["matmul"])
     assert {f for f, _ in model.pooled} == {"matmul"}
     assert model.floors == fit_model(data, trees=False).floors
@@ -568,3 +573,22 @@ def test_cli_rows_without_a_gpu_name_are_left_empty_or_refused(tmp_path):
     r = CliRunner().invoke(main, ["cost", "predict", "-i", str(src), "-o", str(out)])
     assert r.exit_code == 2 and "Traceback" not in r.output and not out.exists()
     assert f"{src}: no row names its GPU (the gpu column is blank): give --gpu" in r.output
+
+
+def test_pooled_curves_get_tree_corrections_only_for_convolutions():
+    # The L4 has no timings: every curve of it is the pooled one through its specs. The
+    # convolutions' trees correct it (boost.POOLED_TREE_FAMILIES); a row-wise family's do not.
+    from importlib import resources
+
+    doc = json.loads(resources.files("opsched.cost").joinpath("profiles/L4.json").read_text())
+    shipped, bare = load_profile("L4"), Profile(doc, trees={})
+    a = {"N": 32, "C": 64, "H": 56, "W": 56, "K": 64, "R": 3, "S": 3, "pad_h": 1, "pad_w": 1,
+         "dtype": "float32"}  # fmt: skip
+    for kind in ("conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"):
+        assert shipped.curve(kind, "float32", "kernel")["source"] == "pooled"
+        with_trees, curve = shipped.predict(kind, a), bare.predict(kind, a)
+        assert with_trees > 0 and abs(with_trees / curve - 1) > 1e-3, kind
+    sm = {"rows": 4096, "cols": 1024, "dtype": "float16"}
+    assert shipped.curve("softmax", "float16", "kernel")["source"] == "pooled"
+    assert shipped.predict("softmax", sm) == pytest.approx(bare.predict("softmax", sm))
+    assert "softmax" in shipped.trees  # it has trees: they are not applied to a pooled curve
