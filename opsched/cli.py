@@ -6,8 +6,9 @@ impossible option) prints one line on stderr naming the problem and where, and e
 status 2; no output file is written then. ``validate`` exits 1 when the schedule is invalid.
 
 This module holds the group and the core commands (``demo``, ``analyze``, ``convert``,
-``quick``); ``solve``, ``solvers``, ``pareto`` and ``validate`` are in
-:mod:`opsched.solve_commands`, and the other command groups next to their subsystems (see
+``quick``); ``solve``, ``solvers`` and ``pareto`` are in :mod:`opsched.solve_commands`,
+``validate`` in :mod:`opsched.validate.commands`, and the other command groups next to their
+subsystems (see
 ``_COMMAND_MODULES``). All are registered when this module loads.
 """
 
@@ -32,8 +33,10 @@ from opsched._clikit import (
 )
 from opsched.errors import OpschedError
 
-# re-exported: these commands live in opsched.solve_commands (registered below)
-from opsched.solve_commands import OBJECTIVES, pareto, solve, solvers, validate
+# re-exported: these commands live in opsched.solve_commands and opsched.validate.commands
+# (registered below)
+from opsched.solve_commands import OBJECTIVES, pareto, solve, solvers
+from opsched.validate.commands import validate
 
 if TYPE_CHECKING:
     from opsched.ir.graph import OpGraph
@@ -396,6 +399,7 @@ def quick(output: Path, limit: int | None, as_json: bool) -> None:
 # and imports its heavy dependencies inside the commands, so ``opsched --help`` stays fast.
 _COMMAND_MODULES: tuple[str, ...] = (
     "opsched.solve_commands",
+    "opsched.validate.commands",
     "opsched.cost.commands",
     "opsched.zoo.generate_commands",
     "opsched.transforms.fuse_commands",

@@ -1,12 +1,11 @@
-"""The solving commands of the ``opsched`` command line: ``solve``, ``solvers``, ``pareto``
-and ``validate``.
+"""The solving commands of the ``opsched`` command line: ``solve``, ``solvers`` and ``pareto``
+(``validate`` is in :mod:`opsched.validate.commands`).
 
 ``solve`` runs any registered scheduler (or the heterogeneous solvers with ``--devices``) and
 checks its result with the independent validator before writing or printing it; options no
 schedule can meet (a memory cap below the memory bound, a demand above a capacity, or a
 result the exact solver proves INFEASIBLE) are an error, exit 2, nothing written; ``pareto``
-gives the exact makespan / peak-memory front; ``validate`` checks a schedule file against a
-graph (exit 1 with the violations when it is invalid). The core commands (``demo``,
+gives the exact makespan / peak-memory front. The core commands (``demo``,
 ``analyze``, ``convert``, ``quick``) and the group itself are in :mod:`opsched.cli`, which
 calls :func:`register`.
 
@@ -28,15 +27,12 @@ from typing import Any
 import click
 
 from opsched._clikit import (
-    EXIT_INVALID,
     EXIT_NO_SCHEDULE,
     FiniteFloat,
     _emit_json,
     _fail,
     _load_problem,
-    _machine,
     cap_option,
-    check_resource_names,
     handle_errors,
     json_option,
     progress_lines,
@@ -47,95 +43,7 @@ from opsched._files import check_writable, note_input
 from opsched.errors import ProblemError
 from opsched.solver.defaults import DEFAULT_WORKERS, MAX_WORKERS
 
-__all__ = ["OBJECTIVES", "pareto", "register", "solve", "solvers", "validate"]
-
-
-# ---------------------------------------------------------------------------------- validate
-@click.command("validate")
-@click.argument("graph", type=click.Path(path_type=Path))
-@click.argument("schedule", type=click.Path(path_type=Path))
-@units_option
-@cap_option
-@res_option
-@json_option
-@handle_errors
-def validate(
-    graph: Path,
-    schedule: Path,
-    units: int | None,
-    memory_cap: str | None,
-    resources: str | None,
-    as_json: bool,
-) -> None:
-    """Check SCHEDULE against GRAPH; exit 0 if valid, 1 with the violations if not.
-
-    The machine defaults to the one recorded in the schedule file, but a recorded capacity
-    may not loosen one the graph itself sets (a PSPLIB file's): pass --resources to check
-    against a larger machine. A line on stderr names the machine checked against.
-    """
-    from opsched.importers import read_graph
-    from opsched.problem import Problem
-    from opsched.schedule import read_schedule
-    from opsched.validate import validate as check
-
-    g = read_graph(graph)
-    sched = read_schedule(schedule)  # its errors name the file
-    recorded = sched.machine or {}
-    if units is None:
-        units = recorded.get("units")
-        if units is not None and (
-            isinstance(units, bool) or not isinstance(units, int) or units < 1
-        ):
-            raise ProblemError(f"{schedule}: machine.units must be a positive integer")
-    from opsched.problem import Machine
-
-    cli_machine = _machine(units, memory_cap, resources)  # options first: errors name them
-    check_resource_names(g, cli_machine.resources, str(graph))
-    try:
-        recorded_machine = Machine(
-            units=units,
-            resources=dict(recorded.get("resources") or {}),
-            memory_cap=recorded.get("memory_cap"),
-        )
-    except ProblemError as e:
-        raise e.located(f"{schedule}: machine") from None
-    for res, cap in recorded_machine.resources.items():
-        own = g.resources.get(res)
-        if own is not None and cap > own and res not in cli_machine.resources:
-            raise ProblemError(
-                f"machine.resources records {res} = {cap}, above the graph's own capacity "
-                f"{own}; pass --resources {res}={cap} to check against that machine",
-                str(schedule),
-            )
-    machine = Machine(
-        units=units,
-        resources={**recorded_machine.resources, **cli_machine.resources},
-        memory_cap=cli_machine.memory_cap
-        if memory_cap is not None
-        else recorded_machine.memory_cap,
-    )
-    problem = Problem(g, machine)
-    if not sched.ops and g.num_ops:
-        raise ProblemError(
-            f"{schedule}: no schedule to check (status {sched.status.value}, no ops)"
-        )
-    report = check(problem, sched)
-    if as_json:
-        _emit_json(report.to_dict() | {"machine": problem.machine_record()})
-    else:
-        click.echo(report.summary())
-        click.echo(f"checked on: {_machine_words(problem)}", err=True)
-    sys.exit(0 if report.valid else EXIT_INVALID)
-
-
-def _machine_words(problem: Any) -> str:
-    """The machine a schedule was checked on, in words: units, capacities, memory cap."""
-    units = problem.machine.units
-    parts = [f"{units} units" if units is not None else "unlimited units"]
-    parts += [f"{r} {c}" for r, c in problem.capacities.items() if r != "units" and c is not None]
-    cap = problem.memory_cap
-    parts.append(f"memory cap {cap} B" if cap is not None else "no memory cap")
-    return ", ".join(parts)
+__all__ = ["OBJECTIVES", "pareto", "register", "solve", "solvers"]
 
 
 # ---------------------------------------------------------------------------------- solve
@@ -468,6 +376,6 @@ def _refuse_impossible(problem: Any, graph: Path) -> None:
 
 
 def register(main: click.Group) -> None:
-    """Add ``validate``, ``solve``, ``solvers`` and ``pareto`` to the ``opsched`` group."""
-    for command in (validate, solve, solvers, pareto):
+    """Add ``solve``, ``solvers`` and ``pareto`` to the ``opsched`` group."""
+    for command in (solve, solvers, pareto):
         main.add_command(command)
