@@ -12,7 +12,7 @@ about 5 s per fold seed; the shipped row equals the two families' rows of
 ``bench_cost_model.py`` for the same seed.
 
 Reproduce: ``OMP_NUM_THREADS=1 python benchmarks/bench_conv_backward.py [--seeds 0 1 2]``
-(about 4 minutes with loading).
+(about 2.5 minutes with loading).
 """
 
 from __future__ import annotations

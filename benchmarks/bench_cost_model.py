@@ -14,8 +14,9 @@ cannot dominate.
 Run: ``python benchmarks/bench_cost_model.py [--k 5] [--seed 0] [--gpus V100-PCIe,T4,...]
 [--skip-logo] [--no-drift] [--by-gpu H200] [--detail conv2d_bwd_data]
 [--families conv2d_bwd_data,conv2d_bwd_filter]``. ``--families`` refits and scores only those
-families (their prices are the whole fit's: the kernel floors still come from every family),
-so a look at one family takes a minute, not 20.
+families (the kernel floors still come from every family, so on the shipped data their
+prices are the whole fit's: see ``fit_model``'s ``families``), so a look at one family takes a
+minute, not 20.
 ``--no-drift`` fits NeuSight's convolution calls as measured, to compare with the shipped fit,
 which takes their run drift out (:mod:`opsched.cost.drift`).
 """
@@ -92,7 +93,11 @@ def main() -> None:
     t0 = time.perf_counter()
     drift = not args.no_drift
     fams = None if args.families is None else args.families.split(",")
-    unknown = sorted(set(fams or ()) - set(data.families))
+    unknown = sorted(
+        (set(fams or ()) | ({args.detail} if args.detail else set())) - set(data.families)
+    )
+    if args.detail and fams is not None and args.detail not in fams:
+        raise SystemExit(f"--detail {args.detail} is not among --families")
     if unknown:
         raise SystemExit(f"no such families: {', '.join(unknown)} "
                          f"(known: {', '.join(sorted(data.families))})")  # fmt: skip
@@ -119,7 +124,7 @@ def main() -> None:
                 s = (fd.gpu == args.by_gpu) & (fd.method == m)
                 print(_row(f"{fam} / {m}", fd.t[s], fd.roof[s], fd.group[s], hybrid[fam][s],
                            curve[fam][s]))  # fmt: skip
-    if args.detail and args.detail in scored:
+    if args.detail:
         fd = scored[args.detail]
         print(f"\n{args.detail} by timing source, GPU and dtype class (the k-fold above)\n")
         print(_head("source / GPU / class", ["hybrid", "curve"]))

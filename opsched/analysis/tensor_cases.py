@@ -70,10 +70,17 @@ from opsched.analysis.overlap import (
     _matching,
     pair_overlap_bound,
 )
-from opsched.analysis.overlap_capacity import _one_unit, overlap_capacity, partner_matrix
+from opsched.analysis.overlap_capacity import (  # the last four re-exported, as before
+    PROGRAM_NODES,
+    _one_unit,
+    overlap_capacity,
+    partner_matrix,
+    program_budget,
+)
 from opsched.ir.graph import OpGraph
 
-__all__ = ["CASE_MAX_PAIRS", "CaseBound", "case_overlap_bound", "case_proof", "exclusive_tensors"]
+__all__ = ["CASE_MAX_PAIRS", "PROGRAM_NODES", "CaseBound", "case_overlap_bound", "case_proof",
+           "exclusive_tensors", "overlap_capacity", "partner_matrix", "program_budget"]  # fmt: skip
 
 
 #: At most this many exclusive pairs are split on (2**4 = 16 cases); any subset gives a

@@ -80,7 +80,7 @@ TREE_METHODS_BY_FAMILY: Mapping[str, frozenset[str]] = {
 #: their splits on the GPU's specs extrapolate (A100-PCIe-40GB softmax left out: 11 -> 79 %).
 #: A convolution's trees learn mostly where cuDNN switches algorithms with the shape, which
 #: carries to other GPUs: each GPU left out in turn (docs/cost-model.md, thirtieth round),
-#: forward P100 19.9 -> 14.8 %, T4 16.5 -> 14.3, A100-PCIe 18.9 -> 16.7; backward data /
+#: forward P100 19.9 -> 14.8 %, T4 16.5 -> 14.3, A100-PCIe-80GB 18.9 -> 16.7; backward data /
 #: filter V100-SXM2 32.9 / 34.8 -> 28.5 / 26.4, P100 30.0 / 32.5 -> 25.2 / 29.7, T4 19.1 /
 #: 35.5 -> 19.8 / 36.1.
 POOLED_TREE_FAMILIES = frozenset({"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"})

@@ -152,8 +152,10 @@ def fit_model(
     ``families`` fits the curves and trees of those families only (a quick refit while
     working on one family; :func:`opsched.cost.heldout.crossval` passes it on). The kernel
     floors still come from every family's rows and the donor curve from its donor families,
-    so those families' fits are the ones a whole fit makes, except that an overhead no
-    curve of the family has for a method falls back to the median over the families fitted.
+    so those families' fits are the ones a whole fit makes, except where a family's curves
+    lack an overhead for a timing method of its rows: that falls back to the median over
+    the families fitted, not over all (none on the shipped data, where every family's
+    per-call methods were timed on several GPUs; a test checks the backward convolutions).
     """
     say = progress or (lambda _: None)
     say(f"fitting the curves of {len(data.families)} op families")

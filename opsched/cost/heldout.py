@@ -102,8 +102,10 @@ def leave_one_gpu_out(
         # convolutions' trees, which correct its pooled curve too; trees of a family the GPU
         # has no rows of price none of them
         held = {f for f, t in train.items() if not t.all()}
-        pooled_trees = bool(held & POOLED_TREE_FAMILIES)
-        per_gpu = sibling and (pooled_trees or bool(siblings(gpu, load_specs())))
+        near = bool(siblings(gpu, load_specs()))
+        if not near:  # only the convolutions' trees would price its rows
+            held &= POOLED_TREE_FAMILIES
+        per_gpu = sibling and (near or bool(held))
         model = fit_model(data, train, per_gpu=per_gpu, trees=trees, tree_families=held,
                           drift=drift, families=families)  # fmt: skip
         out[gpu] = {}

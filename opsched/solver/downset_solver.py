@@ -58,7 +58,7 @@ def solve_downsets(
     from opsched.analysis.bounds import lower_bounds
     from opsched.analysis.overlap import budgeted_overlap_bound
     from opsched.solver.cpsat.model import assign_units, tick_problem
-    from opsched.solver.cpsat.solve import CAP_ORDER_SHARE
+    from opsched.solver.cpsat.outside import CAP_ORDER_SHARE
     from opsched.solver.scaling import choose_scaling
 
     t0 = time.perf_counter()

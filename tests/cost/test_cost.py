@@ -592,3 +592,25 @@ def test_pooled_curves_get_tree_corrections_only_for_convolutions():
     assert shipped.curve("softmax", "float16", "kernel")["source"] == "pooled"
     assert shipped.predict("softmax", sm) == pytest.approx(bare.predict("softmax", sm))
     assert "softmax" in shipped.trees  # it has trees: they are not applied to a pooled curve
+
+
+def test_left_out_gpus_get_the_convolution_trees_on_the_pooled_curve():
+    # The T4 has no same-chip GPU: left out, it prices through the pooled curves. The fit's
+    # path (fit._predict_rows) corrects the pooled convolution curve by the trees, and the
+    # pooled GEMM curve not, as Profile.predict does.
+    from opsched.cost.sibling import siblings
+    from opsched.cost.specs import load_specs
+
+    assert siblings("T4", load_specs()) == []
+    data = load_fit_data(files=["deepbench_gemm.csv", "deepbench_conv.csv"])
+    fams = ("matmul", "conv2d")
+    trees = leave_one_gpu_out(data, ["T4"], trees=True, families=fams)["T4"]
+    bare = leave_one_gpu_out(data, ["T4"], trees=False, families=fams)["T4"]
+    for fam in fams:
+        t4 = data.families[fam].gpu == "T4"
+        assert t4.sum() > 50 and np.isfinite(trees[fam][t4]).all()
+    conv = data.families["conv2d"].gpu == "T4"
+    moved = np.abs(trees["conv2d"][conv] / bare["conv2d"][conv] - 1) > 1e-3
+    assert moved.mean() > 0.5
+    mm = data.families["matmul"].gpu == "T4"
+    assert trees["matmul"][mm] == pytest.approx(bare["matmul"][mm], rel=1e-12)

@@ -27,7 +27,7 @@ from opsched.solver.cpsat.model import (
     assign_units,
     tick_problem,
 )
-from opsched.solver.cpsat.outside import (
+from opsched.solver.cpsat.outside import (  # the shares and the state cap: re-exported
     CAP_ORDER_SHARE,
     SERIAL_SHARE,
     no_worse_than_greedy,
