@@ -94,13 +94,13 @@ def main() -> None:
     drift = not args.no_drift
     fams = None if args.families is None else args.families.split(",")
     unknown = sorted(
-        (set(fams or ()) | ({args.detail} if args.detail else set())) - set(data.families)
+        set(fams or ()).union([args.detail] if args.detail else ()) - set(data.families)
     )
-    if args.detail and fams is not None and args.detail not in fams:
-        raise SystemExit(f"--detail {args.detail} is not among --families")
     if unknown:
         raise SystemExit(f"no such families: {', '.join(unknown)} "
                          f"(known: {', '.join(sorted(data.families))})")  # fmt: skip
+    if args.detail and fams is not None and args.detail not in fams:
+        raise SystemExit(f"--detail {args.detail} is not among --families")
     # the others still give the kernel floors, but are neither refitted nor scored
     scored = {f: fd for f, fd in data.families.items() if fams is None or f in fams}
     curve = crossval(data, k=args.k, seed=args.seed, trees=False, drift=drift, families=fams)

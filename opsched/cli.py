@@ -8,8 +8,7 @@ status 2; no output file is written then. ``validate`` exits 1 when the schedule
 This module holds the group and the core commands (``demo``, ``analyze``, ``convert``,
 ``quick``); ``solve``, ``solvers`` and ``pareto`` are in :mod:`opsched.solve_commands`,
 ``validate`` in :mod:`opsched.validate.commands`, and the other command groups next to their
-subsystems (see
-``_COMMAND_MODULES``). All are registered when this module loads.
+subsystems (see ``_COMMAND_MODULES``). All are registered when this module loads.
 """
 
 from __future__ import annotations

@@ -185,11 +185,7 @@ def _cap_orders(
     own = graph.output_sizes.astype(np.int64) + graph.workspace_sizes.astype(np.int64)
     anc = _ancestors(graph)
     weight = net.kept.astype(np.float64)  # exact: byte totals stay far below 2**53
-    # readers[u, r] = 1 when r reads u's output
-    sp, si = graph.succ_ptr, graph.succ_idx
-    readers = csr_array(
-        (np.ones(len(si)), (np.repeat(np.arange(n), np.diff(sp)), si)), shape=(n, n)
-    )
+    readers = _readers(graph)
     edges: list[tuple[int, int]] = []
     clash = _merge(anc, edges, list(given))
     if clash is not None:
@@ -201,10 +197,7 @@ def _cap_orders(
         # two feasible states of each op: only its ancestors finished (leaves every unordered
         # op unfinished), and everything finished but it and its descendants (finishes them)
         estimate, most = _estimates(graph, net, anc)
-        extra = (
-            np.array([j for _, j in edges], dtype=np.int64),
-            np.array([i for i, _ in edges], dtype=np.int64),
-        )
+        extra = _order_arcs(tuple(edges))
         new: list[tuple[int, int]] = []
         stopped = False
         unfinished_test = estimate + own > free  # some i could be forced before j
@@ -271,6 +264,28 @@ def _held(fin: np.ndarray, readers: csr_array, net: CutNetwork, weight: np.ndarr
     finished op's tensor while a reader is unfinished, or a graph output."""
     out = (readers @ (~fin).T.astype(np.float64)).T > 0
     return (fin & (out | net.held)).astype(np.float64) @ weight
+
+
+def _readers(graph: OpGraph) -> csr_array:
+    """``readers[u, r] = 1`` when ``r`` reads ``u``'s output (n x n; what :func:`_held`
+    takes)."""
+    n, sp, si = graph.num_ops, graph.succ_ptr, graph.succ_idx
+    return csr_array((np.ones(len(si)), (np.repeat(np.arange(n), np.diff(sp)), si)), (n, n))
+
+
+def _closure(graph: OpGraph, orders: tuple[tuple[int, int], ...] = ()) -> np.ndarray:
+    """``anc[v, u]``: ``u`` ends before ``v`` starts, through the graph or ``orders``."""
+    anc = _ancestors(graph)
+    _merge(anc, [], list(orders))
+    return anc
+
+
+def _order_arcs(orders: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``orders`` as the extra closure arcs ``(later, earlier)`` of
+    :meth:`~opsched.analysis.memory_cut.CutNetwork.least`; None for none."""
+    if not orders:
+        return None
+    return np.array([j for _, j in orders]), np.array([i for i, _ in orders])
 
 
 def _merge(

@@ -50,8 +50,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_array
 
-from opsched.analysis.cap_orders import _held, _merge, cap_orders, flow_budget
-from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors
+from opsched.analysis.cap_orders import (
+    _closure,
+    _held,
+    _order_arcs,
+    _readers,
+    cap_orders,
+    flow_budget,
+)
+from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork
 from opsched.ir.graph import OpGraph
 
 __all__ = [
@@ -137,8 +144,7 @@ def pair_overlap_bound(
     if n > MEMORY_CUT_MAX_OPS:  # no n x n closure: at most half the work runs paired
         half = float(d[one].sum()) / 2
         return OverlapBound(work - half, work, half, 0, 0, False)
-    anc = _ancestors(graph)
-    _merge(anc, [], list(orders))  # the orders into the closure, as cap_orders does
+    anc = _closure(graph, orders)  # the orders into the closure, as cap_orders does
     sub = anc[np.ix_(one, one)]
     unordered = ~(sub | sub.T)
     np.fill_diagonal(unordered, False)
@@ -189,18 +195,12 @@ def _sharing(
 ) -> tuple[np.ndarray, int, bool]:
     """Which unordered pairs (upper triangle of ``share``, indices into ``one``) can run
     at once under ``free`` bytes; the cuts computed; whether every pair was decided."""
-    n = graph.num_ops
     net = CutNetwork(graph)
     own = graph.output_sizes.astype(np.int64) + graph.workspace_sizes.astype(np.int64)
     share = share & ((own[one][:, None] + own[one][None, :]) <= free)
     weight = net.kept.astype(np.float64)  # exact: byte totals stay far below 2**53
-    sp, si = graph.succ_ptr, graph.succ_idx
-    readers = csr_array(
-        (np.ones(len(si)), (np.repeat(np.arange(n), np.diff(sp)), si)), shape=(n, n)
-    )
-    extra = None
-    if orders:
-        extra = (np.array([j for _, j in orders]), np.array([i for i, _ in orders]))
+    readers = _readers(graph)
+    extra = _order_arcs(orders)
     tight: list[tuple[int, int]] = []
     for x in range(len(one)):
         ys = np.flatnonzero(share[x])

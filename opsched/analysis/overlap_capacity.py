@@ -34,8 +34,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import csr_array
 
-from opsched.analysis.cap_orders import _merge
-from opsched.analysis.memory_cut import CutNetwork, _ancestors
+from opsched.analysis.cap_orders import _closure
+from opsched.analysis.memory_cut import CutNetwork
 from opsched.ir.graph import OpGraph
 
 __all__ = ["PROGRAM_NODES", "overlap_capacity", "partner_matrix", "program_budget"]
@@ -87,8 +87,7 @@ def overlap_capacity(
 
     n = graph.num_ops
     if anc is None:
-        anc = _ancestors(graph)
-        _merge(anc, [], list(orders))
+        anc = _closure(graph, orders)
     d = graph.durations.astype(np.float64)
     counted = _one_unit(graph)
     work = np.where(counted, d, 0.0)

@@ -60,10 +60,9 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_array
 
-from opsched.analysis.cap_orders import _held, _merge, cap_orders
-from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork, _ancestors
+from opsched.analysis.cap_orders import _closure, _held, _order_arcs, _readers, cap_orders
+from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, CutNetwork
 from opsched.analysis.overlap import (
     OVERLAP_MAX_FLOWS,
     OverlapBound,
@@ -119,20 +118,16 @@ def exclusive_tensors(
     if n > MEMORY_CUT_MAX_OPS:
         return [], 0, False
     net = CutNetwork(graph)
-    anc = _ancestors(graph)
-    _merge(anc, [], list(orders))
-    extra = None
-    if orders:
-        extra = (np.array([j for _, j in orders]), np.array([i for i, _ in orders]))
+    anc = _closure(graph, orders)
+    extra = _order_arcs(orders)
     own = graph.output_sizes.astype(np.int64) + graph.workspace_sizes.astype(np.int64)
     sp, si = graph.succ_ptr, graph.succ_idx
     weight = net.kept.astype(np.float64)
-    reads = csr_array((np.ones(len(si)), (np.repeat(np.arange(n), np.diff(sp)), si)), (n, n))
+    reads = _readers(graph)
+    nreaders = np.diff(sp)
     makers = np.flatnonzero((graph.durations > 0) & (net.kept > 0))
     eye = np.eye(n, dtype=bool)
     flows = 0
-
-    nreaders = np.diff(sp)
 
     def lives_beside(a: int, bs: np.ndarray) -> np.ndarray:
         """Per op of ``bs``, whether the least obvious state has ``a``'s tensor live as it
@@ -278,8 +273,7 @@ def _case_value(
     they are already made (no new cuts then)."""
     r = plain if plain is not None else pair_overlap_bound(graph, free, orders, max_flows=max_flows)
     d = graph.durations.astype(np.float64)
-    anc = _ancestors(graph)
-    _merge(anc, [], list(orders))
+    anc = _closure(graph, orders)
     partners = partner_matrix(graph, anc, r.apart_pairs)
     one = np.flatnonzero(_one_unit(graph))
     # a single partner as long as the op already fills it: no program can lower it; an op

@@ -95,6 +95,7 @@ def leave_one_gpu_out(
 
     Returns gpu -> family -> predictions of that GPU's rows (NaN for rows of other GPUs).
     """
+    scored = {f: fd for f, fd in data.families.items() if families is None or f in families}
     out: dict[str, dict[str, np.ndarray]] = {}
     for gpu in gpus:
         train = {f: fd.gpu != gpu for f, fd in data.families.items()}
@@ -109,9 +110,7 @@ def leave_one_gpu_out(
         model = fit_model(data, train, per_gpu=per_gpu, trees=trees, tree_families=held,
                           drift=drift, families=families)  # fmt: skip
         out[gpu] = {}
-        for f, fd in data.families.items():
-            if families is not None and f not in families:
-                continue
+        for f, fd in scored.items():
             pred = np.full(len(fd.t), np.nan)
             sel = fd.gpu == gpu
             if sel.any():

@@ -8,13 +8,14 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Iterator
 
 from opsched.analysis import lower_bounds, min_memory_bound
-from opsched.analysis.cap_orders import cap_orders, ordered_critical_path
+from opsched.analysis.cap_orders import CapOrders, cap_orders, ordered_critical_path
 from opsched.analysis.overlap import pair_overlap_bound
 from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Problem
-from opsched.schedule import Status
+from opsched.schedule import Schedule, Status
 from opsched.solver import solve_brute_force
 from tests.analysis.test_cap_orders import capped_schedules
 from tests.solver.test_cross_check import random_graph
@@ -76,6 +77,26 @@ def test_apart_pairs_never_overlap() -> None:
     assert checked["apart"] >= 120, checked
 
 
+def capped_optima(
+    g: OpGraph, near_least: bool = False
+) -> Iterator[tuple[Problem, int, CapOrders, Schedule]]:
+    """Two-unit problems of ``g`` under caps from its least peak to the peak of a shortest
+    schedule (the least, the middle, the top; with ``near_least`` one byte above the least
+    too), where the cap's orders do not conflict: ``(problem, free bytes, the cap's orders,
+    the brute force's shortest schedule)`` (INFEASIBLE where no schedule fits)."""
+    base = Problem(g, Machine(units=2))
+    low = solve_brute_force(base, "peak_memory").peak_memory
+    high = solve_brute_force(base, "makespan").peak_memory
+    assert low is not None and high is not None
+    caps = {low, (low + high) // 2, high} | ({low + 1} if near_least else set())
+    for cap in sorted(caps):
+        free = cap - g.persistent_bytes
+        orders = cap_orders(g, free)
+        if orders.conflict is None:
+            p = base.with_machine(memory_cap=cap)
+            yield p, free, orders, solve_brute_force(p, "makespan")
+
+
 def test_never_above_the_optimum() -> None:
     """On two units, below the brute force's least makespan for every cap; above the
     older bounds (work, critical path with the cap's orders) on some."""
@@ -83,22 +104,12 @@ def test_never_above_the_optimum() -> None:
     seen = Counter[str]()
     for _ in range(400):
         g, _k = random_graph(rng)
-        base = Problem(g, Machine(units=2))
-        low = solve_brute_force(base, "peak_memory").peak_memory
-        high = solve_brute_force(base, "makespan").peak_memory
-        assert low is not None and high is not None
-        for cap in sorted({low, (low + high) // 2, high}):
-            p = base.with_machine(memory_cap=cap)
-            free = cap - g.persistent_bytes
-            orders = cap_orders(g, free)
-            if orders.conflict is not None:
-                continue
-            best = solve_brute_force(p, "makespan")
+        for p, free, orders, best in capped_optima(g):
             if best.status is Status.INFEASIBLE:
                 continue
             assert best.makespan is not None
             r = pair_overlap_bound(g, free, orders.edges)
-            assert r.value <= best.makespan + 1e-9, (g.to_dict(), cap, r, best.makespan)
+            assert r.value <= best.makespan + 1e-9, (g.to_dict(), free, r, best.makespan)
             seen["checked"] += 1
             older = max(lower_bounds(g, 2, p.capacities).value,
                         ordered_critical_path(g, orders.edges))  # fmt: skip

@@ -21,6 +21,7 @@ from opsched.problem import Machine, Problem
 from opsched.schedule import Status
 from opsched.solver import solve_brute_force
 from tests.analysis.test_cap_orders import _semi_active, capped_schedules
+from tests.analysis.test_overlap import capped_optima
 from tests.solver.test_cross_check import random_graph
 
 
@@ -219,23 +220,13 @@ def test_never_above_the_optimum() -> None:
     seen = Counter[str]()
     for i in range(500):
         g = random_graph(rng)[0] if i % 2 else fan_graph(rng)
-        base = Problem(g, Machine(units=2))
-        low = solve_brute_force(base, "peak_memory").peak_memory
-        high = solve_brute_force(base, "makespan").peak_memory
-        assert low is not None and high is not None
-        for cap in sorted({low, low + 1, (low + high) // 2, high}):
-            p = base.with_machine(memory_cap=cap)
-            free = cap - g.persistent_bytes
-            orders = cap_orders(g, free)
-            if orders.conflict is not None:
-                continue
-            best = solve_brute_force(p, "makespan")
+        for _p, free, orders, best in capped_optima(g, near_least=True):
             r = case_overlap_bound(g, free, orders.edges)
             if best.status is Status.INFEASIBLE:
                 seen["refuted"] += math.isinf(r.value)  # every case empty: no schedule fits
                 continue
             assert best.makespan is not None
-            assert r.value <= best.makespan + 1e-9, (g.to_dict(), cap, r, best.makespan)
+            assert r.value <= best.makespan + 1e-9, (g.to_dict(), free, r, best.makespan)
             seen["checked"] += 1
             seen["split"] += bool(r.pairs)
             if math.ceil(r.value - 1e-9) > math.ceil(r.plain - 1e-9):

@@ -27,7 +27,7 @@ from opsched.solver.cpsat.model import (
     assign_units,
     tick_problem,
 )
-from opsched.solver.cpsat.outside import (  # the shares and the state cap: re-exported
+from opsched.solver.cpsat.outside import (  # the two shares: re-exported (__all__)
     CAP_ORDER_SHARE,
     SERIAL_SHARE,
     no_worse_than_greedy,
@@ -46,9 +46,7 @@ from opsched.solver.downsets import (
     must_compile,
 )
 from opsched.solver.scaling import choose_scaling, limit_in_ticks
-from opsched.solver.serial import (
-    least_peak_start,
-)
+from opsched.solver.serial import least_peak_start
 from opsched.solver.split import solve_phases, split_points
 
 __all__ = [
