@@ -95,7 +95,8 @@ def fit_profiles(
     import tempfile
 
     from opsched._files import read_text, write_bytes_atomic, write_text_atomic
-    from opsched.cost.profile import TREES_FILE, _load, _load_trees
+    from opsched.cost.profile import _load
+    from opsched.cost.profile_files import TREES_FILE, _load_trees
     from opsched.cost.specs import _load_specs, parse_specs_csv, profiles_from
     from opsched.cost.trees import TREES_FORMAT
     from opsched.datasets import dataset_path

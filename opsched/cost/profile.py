@@ -31,7 +31,6 @@ one-row layernorm what a 64-row one does, a depthwise convolution what the dense
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -59,22 +58,22 @@ from opsched.cost.features import (
     roofline_us,
     tree_class,
 )
+from opsched.cost.footprint import sm_footprint
 from opsched.cost.gpu_names import resolve_gpu, variants_of
 from opsched.cost.limits import conv_bound_us, twin_bounds
 from opsched.cost.mathmode import CONV_KINDS, FP16_FP32_MATH, math_dtype
 from opsched.cost.paddings import PADDED_FAMILIES
 from opsched.cost.profile_check import PROFILE_FORMAT, check_profile, check_trees
+from opsched.cost.profile_files import TREES_FILE as TREES_FILE  # re-exported, as before
+from opsched.cost.profile_files import _load_trees, _read_curve
 from opsched.cost.sibling import method_kind
 from opsched.cost.specs import GpuSpec, profiles_dir
-from opsched.cost.trees import TreeEnsemble, read_trees
+from opsched.cost.trees import TreeEnsemble
 from opsched.errors import GraphError, InputError
 from opsched.ir import kinds
 
 __all__ = ["PROFILE_FORMAT", "Profile", "load_profile"]
 
-#: The shipped trees file under ``opsched/cost/profiles``
-#: (:func:`opsched.cost.export.fit_profiles`).
-TREES_FILE = "trees.json.gz"
 _WARNED: set[tuple[str, str]] = set()
 
 
@@ -341,45 +340,7 @@ class Profile:
         >>> p.footprint("elementwise", {"numel": 4096})
         4
         """
-        check_op(kind, attrs)
-        if kind in ZERO_KINDS:
-            return 0
-        g = lambda k, d=1: int(attrs.get(k, d))  # noqa: E731
-        if kind == "matmul":
-            blocks = g("B") * math.ceil(g("M") / 128) * math.ceil(g("N") / 128)
-        elif kind.startswith("conv2d"):
-            p, q = kinds.conv_out_hw(attrs, kind)
-            blocks = math.ceil(g("N") * p * q / 128) * math.ceil(g("K") / 128)
-        elif kind in ("softmax", "layernorm", "rmsnorm"):
-            blocks = g("rows")
-        elif kind == "attention":
-            blocks = g("B") * math.ceil(g("Sq") / 128)
-        else:
-            blocks = math.ceil(kinds.output_numel(kind, attrs) / 1024)
-        return int(min(max(blocks, 1), self.spec.sm_count))
-
-
-def _read_curve(c: Mapping[str, Any]) -> dict[str, Any]:
-    """A profile's curve with its ``beta`` (and its siblings' curves, marked ``source:
-    sibling``) as arrays, converted once here rather than at every prediction."""
-    out = dict(c) | {"beta": np.asarray(c["beta"], float)}
-    if "siblings" in c:
-        out["siblings"] = {kind: dict(sc) | {"beta": np.asarray(sc["beta"], float),
-                                             "source": "sibling", "sibling": sc["gpu"]}
-                           for kind, sc in c["siblings"].items()}  # fmt: skip
-    return out
-
-
-@cache
-def _load_trees(folder: str) -> dict[str, TreeEnsemble]:
-    """The residual trees of a profiles folder (``trees.json.gz``); none if the file is absent."""
-    path = os.path.join(folder, TREES_FILE)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return {}
-    return read_trees(raw, path)
+        return sm_footprint(kind, attrs, self.spec.sm_count)
 
 
 @cache
