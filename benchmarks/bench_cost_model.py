@@ -13,10 +13,12 @@ cannot dominate.
 
 Run: ``python benchmarks/bench_cost_model.py [--k 5] [--seed 0] [--gpus V100-PCIe,T4,...]
 [--skip-logo] [--no-drift] [--by-gpu H200] [--detail conv2d_bwd_data]
-[--families conv2d_bwd_data,conv2d_bwd_filter]``. ``--families`` refits and scores only those
-families (the kernel floors still come from every family, so on the shipped data their
-prices are the whole fit's: see ``fit_model``'s ``families``), so a look at one family takes a
-minute, not 20.
+[--families conv2d_bwd_data,conv2d_bwd_filter] [--logo-detail H200]``. ``--families``
+refits and scores only those families (the kernel floors still come from every family, so on
+the shipped data their prices are the whole fit's: see ``fit_model``'s ``families``), so a
+look at one family takes a minute, not 20.
+``--logo-detail GPU`` breaks that GPU's leave-one-GPU-out rows down by family, timing method,
+dtype class and source, with the median of predicted over measured.
 ``--no-drift`` fits NeuSight's convolution calls as measured, to compare with the shipped fit,
 which takes their run drift out (:mod:`opsched.cost.drift`).
 """
@@ -29,8 +31,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from opsched.cost.fit import load_fit_data
-from opsched.cost.heldout import crossval, leave_one_gpu_out
+from opsched.cost.fit import FamilyData, load_fit_data
+from opsched.cost.heldout import crossval, leave_one_gpu_out, scored_families
 
 
 def _ape(pred: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -84,6 +86,9 @@ def main() -> None:
     ap.add_argument("--families", default=None,
                     help="score only these families (comma-separated; the others are not "
                          "refitted, so it takes seconds to minutes instead of 20)")  # fmt: skip
+    ap.add_argument("--logo-detail", default=None,
+                    help="also print this left-out GPU's rows by family, timing method, dtype "
+                         "class and source, with the median of predicted / measured")  # fmt: skip
     ap.add_argument("--detail", default=None,
                     help="also print this family by source, GPU and dtype class")  # fmt: skip
     args = ap.parse_args()
@@ -99,10 +104,12 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"no such families: {', '.join(unknown)} "
                          f"(known: {', '.join(sorted(data.families))})")  # fmt: skip
+    if args.logo_detail and args.logo_detail not in args.gpus.split(","):
+        raise SystemExit(f"--logo-detail {args.logo_detail} is not among --gpus")
     if args.detail and fams is not None and args.detail not in fams:
         raise SystemExit(f"--detail {args.detail} is not among --families")
     # the others still give the kernel floors, but are neither refitted nor scored
-    scored = {f: fd for f, fd in data.families.items() if fams is None or f in fams}
+    scored = scored_families(data, fams)
     curve = crossval(data, k=args.k, seed=args.seed, trees=False, drift=drift, families=fams)
     hybrid = crossval(data, k=args.k, seed=args.seed, trees=True, drift=drift, families=fams)
     print(f"\n{args.k}-fold grouped cross-validation ({time.perf_counter() - t0:.0f} s)\n")
@@ -164,6 +171,25 @@ def main() -> None:
     if alone:
         print("not scored (the only GPU with timings of the family, so nothing to transfer): "
               + ", ".join(alone))  # fmt: skip
+    if args.logo_detail:
+        _logo_detail(args.logo_detail, scored, logo[args.logo_detail])
+
+
+def _logo_detail(gpu: str, scored: dict[str, FamilyData], pred: dict[str, np.ndarray]) -> None:
+    """The left-out ``gpu``'s rows by family, method, dtype class and source: where the
+    transfer misses and which way (predicted / measured below 1: priced too fast)."""
+    print(f"\n{gpu} left out, by family / method / class / source\n")
+    print("| family / method / class / source | rows | ours median % | median predicted / "
+          "measured |\n|---|---|---|---|")  # fmt: skip
+    for fam, fd in sorted(scored.items()):
+        s = (fd.gpu == gpu) & np.isfinite(pred[fam])
+        for key in sorted(set(zip(fd.method[s], fd.cls[s], fd.source[s], strict=True))):
+            m = s & (fd.method == key[0]) & (fd.cls == key[1]) & (fd.source == key[2])
+            ratio = np.median(pred[fam][m] / fd.t[m])
+            print(
+                f"| {fam} / {' / '.join(key)} | {m.sum()} | "
+                f"{np.median(_ape(pred[fam][m], fd.t[m])):.1f} | {ratio:.2f} |"
+            )
 
 
 if __name__ == "__main__":

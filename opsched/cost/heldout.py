@@ -21,11 +21,11 @@ from collections.abc import Collection, Iterable
 import numpy as np
 
 from opsched.cost.boost import POOLED_TREE_FAMILIES
-from opsched.cost.fit import FitData, fit_model, predict_family
+from opsched.cost.fit import FamilyData, FitData, fit_model, predict_family
 from opsched.cost.sibling import siblings
 from opsched.cost.specs import load_specs
 
-__all__ = ["crossval", "fold_of", "leave_one_gpu_out"]
+__all__ = ["crossval", "fold_of", "leave_one_gpu_out", "scored_families"]
 
 
 def fold_of(data: FitData, k: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
@@ -50,6 +50,13 @@ def fold_of(data: FitData, k: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
+def scored_families(
+    data: FitData, families: Collection[str] | None = None
+) -> dict[str, FamilyData]:
+    """The families a run scores: all of ``data``'s, or those of them named in ``families``."""
+    return {f: fd for f, fd in data.families.items() if families is None or f in families}
+
+
 def crossval(
     data: FitData,
     k: int = 5,
@@ -65,7 +72,7 @@ def crossval(
     (:func:`~opsched.cost.fit.fit_model`).
     """
     folds = fold_of(data, k, seed)
-    scored = {f: fd for f, fd in data.families.items() if families is None or f in families}
+    scored = scored_families(data, families)
     pred = {f: np.full(len(fd.t), np.nan) for f, fd in scored.items()}
     for i in range(k):
         train = {f: folds[f] != i for f in folds}
@@ -95,7 +102,7 @@ def leave_one_gpu_out(
 
     Returns gpu -> family -> predictions of that GPU's rows (NaN for rows of other GPUs).
     """
-    scored = {f: fd for f, fd in data.families.items() if families is None or f in families}
+    scored = scored_families(data, families)
     out: dict[str, dict[str, np.ndarray]] = {}
     for gpu in gpus:
         train = {f: fd.gpu != gpu for f, fd in data.families.items()}

@@ -48,6 +48,7 @@ import numpy as np
 from opsched.hetero.model import HeteroProblem
 from opsched.hetero.schedule import HeteroSchedule
 from opsched.validate.checker import TIME_ULPS
+from opsched.validate.report import Violation
 
 __all__ = ["HeteroReport", "validate_hetero"]
 
@@ -55,13 +56,9 @@ _TOL = 1e-9
 
 
 @dataclass(frozen=True)
-class HeteroViolation:
-    """One broken rule: ``kind``, a message, the ops and the time."""
-
-    kind: str
-    message: str
-    ops: tuple[str, ...] = ()
-    time: float | None = None
+class HeteroViolation(Violation):
+    """One broken rule (the fields of :class:`~opsched.validate.Violation`), written
+    ``kind: message [ops] at t=...``."""
 
     def __str__(self) -> str:
         at = f" at t={self.time:g}" if self.time is not None else ""
