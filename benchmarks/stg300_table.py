@@ -110,6 +110,7 @@ def close_published_open(out: Path, short: float, long: float, workers: int) -> 
             lines.append(f"50/{name}.stg,{k},{cell}")
             print(f"| {name} | {k} | {lb0}..{ub0} | {cell.replace(',', '..')} | "
                   f"{'OPTIMAL' if lb >= ub else status} | {wall:.1f} |", flush=True)  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
     write_text_atomic("\n".join(lines) + "\n", out / STG50_CLOSURES)
     closed = sum(1 for line in lines if line.count(",") == 2)
     print(f"\n{closed} of {len(lines)} closed; reproduce: python benchmarks/stg300_table.py "

@@ -3,8 +3,9 @@
 ``DEFAULT_WORKERS`` and ``DEFAULT_SUBSOLVERS``: two CP-SAT threads, both full searches, one
 without the LP relaxation (``no_lp``) and one with it (``default_lp``), and no
 large-neighbourhood search (LNS): on this project's 2-core reference machine, each search
-gets a core. LNS improves schedules but proves nothing, and the greedy hint already starts
-every search close to the optimum.
+gets a core. LNS improves schedules but proves nothing, and the heuristic start (greedy,
+then list schedules: :mod:`opsched.solver.cpsat.hint`) already starts every search close to
+the optimum.
 
 The previous default was four threads and CP-SAT's own choice of searches: three full ones
 (``default_lp``, ``fixed``, ``no_lp``) and LNS, each at half a core. Measured on 2 cores,

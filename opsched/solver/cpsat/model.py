@@ -19,11 +19,10 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from opsched.heuristics.greedy import greedy
-from opsched.heuristics.memory_list import memory_list
 from opsched.ir.graph import OpGraph
 from opsched.problem import Machine, Problem
 from opsched.solver.cpsat.constraints import Constraints
+from opsched.solver.cpsat.hint import HINT_ORDER_SEARCHES, heuristic_start
 from opsched.solver.cpsat.objective import Objective
 from opsched.solver.cpsat.variables import Variables
 from opsched.solver.defaults import DEFAULT_SUBSOLVERS, DEFAULT_WORKERS
@@ -31,14 +30,6 @@ from opsched.solver.interrupt import run_solver
 from opsched.solver.scaling import Scaling, choose_scaling
 
 __all__ = ["HINT_ORDER_SEARCHES", "CpsatModel", "Params", "assign_units", "tick_problem"]
-
-#: Min-memory order searches for the memory-aware hint, tried in turn until one gives a
-#: schedule under the cap: one beam run (tens of ms), then the exact search capped at 20,000
-#: states (falls back to the beam beyond; about half a second at most).
-HINT_ORDER_SEARCHES: tuple[dict[str, Any], ...] = (
-    {"method": "beam", "rounds": 1},
-    {"method": "auto", "max_states": 20_000},
-)
 
 
 @dataclass(frozen=True)
@@ -48,8 +39,9 @@ class Params:
     ``time_limit`` in seconds (wall clock, model building included); ``num_workers`` CP-SAT
     search threads; ``deterministic`` makes repeated runs return the same result (interleaved
     search, fixed seed); ``log`` prints CP-SAT's search log; ``hint`` seeds the search with
-    the greedy schedule; ``strong_cumulative`` turns on CP-SAT's overload checker, timetable
-    edge finding and precedence reasoning in cumulative constraints. ``domains`` (heads, tails
+    the best heuristic schedule (:mod:`opsched.solver.cpsat.hint`); ``strong_cumulative``
+    turns on CP-SAT's overload checker, timetable edge finding and precedence reasoning in
+    cumulative constraints. ``domains`` (heads, tails
     and lower bounds in the variable domains), ``lifetimes`` (each tensor interval at least
     its output's least lifetime, ``opsched.analysis.min_lifetimes``), ``ramp`` (the ramp
     bounds of :mod:`opsched.analysis.ramp` in the makespan's domain), ``nested`` (their heads
@@ -231,33 +223,11 @@ class CpsatModel:
         self.met_known_bound = False
 
     def heuristic_upper_bound(self) -> tuple[int, list[int] | None]:
-        """Best heuristic makespan in ticks (horizon) and its starts (hint), if one is found.
-
-        The two greedy schedules; under a memory cap where both dead-end, the memory-aware
-        list schedule (:func:`~opsched.heuristics.memory_list.memory_list`), which finds
-        one whenever its one-unit min-memory order fits the cap (measured on fused zoo
-        pieces at tight caps: without it CP-SAT found no schedule at all in 20 s on NASNet's
-        cell_0..cell_3). Its order search is bounded (:data:`HINT_ORDER_SEARCHES`, well
-        under a second), so the time limit holds.
-        """
-        best: tuple[int, list[int] | None] = (int(sum(self.scaling.durations)), None)
-        for prio in ("b-level", "fifo"):
-            s = greedy(self.tick, prio)
-            if s.has_schedule and s.makespan is not None and s.makespan <= best[0]:
-                best = (int(s.makespan), [int(o.start) for o in s.ops])
-        if best[1] is None and self.tick.memory_cap is not None:
-            # only when greedy dead-ends: the order the one-unit check found, else a bounded
-            # search for one (the default takes seconds at 50-120 ops): one beam run, then a
-            # capped exact one
-            tries: list[dict[str, Any]] = [{"order_options": o} for o in HINT_ORDER_SEARCHES]
-            if self.memory_order is not None:
-                tries.insert(0, {"order": self.memory_order})
-            for kwargs in tries:
-                s = memory_list(self.tick, **kwargs)
-                if s.has_schedule and s.makespan is not None:
-                    best = (int(s.makespan), [int(o.start) for o in s.ops])
-                    break
-        return best
+        """Best greedy makespan in ticks (horizon) and its starts (hint), if one is found
+        (:func:`~opsched.solver.cpsat.hint.heuristic_start` without the list schedules: a
+        solve passes its own start, found once)."""
+        start = heuristic_start(self.tick, self.memory_order)
+        return start.makespan, start.starts
 
     def solve(
         self,

@@ -21,6 +21,12 @@ from opsched.analysis.cap_orders import cap_orders, flow_budget
 from opsched.errors import ProblemError
 from opsched.problem import Objective, Problem, require_problem
 from opsched.schedule import Schedule, Status
+from opsched.solver.cpsat.hint import (
+    HINT_SHARE,
+    deterministic_tries,
+    heuristic_start,
+    lists_apply,
+)
 from opsched.solver.cpsat.model import (
     CpsatModel,
     Params,
@@ -117,7 +123,10 @@ def solve_cpsat(
     log
         Print CP-SAT's search log.
     hint
-        Start from the greedy schedule (also used as the horizon).
+        Start from the best heuristic schedule (also used as the horizon): greedy, and
+        without a memory cap the portfolio's list schedules, for at most
+        :data:`~opsched.solver.cpsat.hint.HINT_SHARE` of the time limit
+        (:func:`~opsched.solver.cpsat.hint.heuristic_start`; ``info["start"]`` says which).
     makespan_limit
         With a peak-memory objective: only schedules that end by this time.
     params
@@ -260,11 +269,14 @@ def solve_cpsat(
             raise RuntimeError(f"CP-SAT rejected the model: {model.model.validate()}")
         return status
 
-    def stage(kind: str, bound: int | None, hint_starts: list[int] | None) -> CpsatModel:
-        """Solve one stage; ``bound`` caps the other criterion (makespan or peak)."""
+    def stage(kind: str, bound: int | None, hint_starts: list[int] | None,
+              hint_horizon: int | None = None) -> CpsatModel:  # fmt: skip
+        """Solve one stage; ``bound`` caps the other criterion (makespan or peak);
+        ``hint_horizon``: the makespan of ``hint_starts``, where it is the horizon."""
         peak_bounded = kind == "makespan" and bound is not None  # memory_then_makespan
         with_peak = kind == "peak" or peak_bounded
-        horizon = sum_ticks if with_peak else None  # else: the greedy makespan
+        # else: the starting schedule's makespan (None: the model's greedy one)
+        horizon = sum_ticks if with_peak else hint_horizon
         if kind == "peak" and bound is not None:
             horizon = bound  # makespan_then_memory: keep the optimal makespan
         if limit_ticks is not None:
@@ -336,11 +348,27 @@ def solve_cpsat(
         )
         return Schedule.empty(problem, solver="cpsat", status=Status.INFEASIBLE, info=info,
                               wall_time_s=time.perf_counter() - t0)  # fmt: skip
+    start = None
+    if params.hint and order[0] == "makespan" and lists_apply(tick):
+        # the list schedules beyond greedy, once, stopping at the model's own lower bound
+        floor = lower_bounds(tick.graph, tick.machine.units, tick.capacities, params.ramp,
+                             nested=params.nested).value  # fmt: skip
+        target = math.ceil(floor - 1e-9)
+        if params.deterministic:  # a count, not the clock: the same start on every machine
+            tries = deterministic_tries(tick.graph.num_ops, time_limit)
+            start = heuristic_start(tick, seconds=None, target=target, max_tries=tries)
+        else:
+            start = heuristic_start(tick, seconds=HINT_SHARE * time_limit, target=target)
+        info["start"] = start.to_info()
     best_ticks: list[int] | None = None
     statuses: list[str] = []
     bound: int | None = None
     for kind in order:
-        model = stage(kind, bound, best_ticks if best_ticks is not None else peak_hint)
+        if best_ticks is None and start is not None and start.starts is not None:
+            horizon = start.makespan if params.greedy_horizon else None
+            model = stage(kind, bound, start.starts, horizon)
+        else:
+            model = stage(kind, bound, best_ticks if best_ticks is not None else peak_hint)
         last = info["stages"][-1]["cpsat_status"]
         statuses.append(last)
         if last not in ("OPTIMAL", "FEASIBLE"):
