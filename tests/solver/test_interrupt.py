@@ -29,7 +29,8 @@ opsched.solve_cpsat(p, time_limit=1, hint=False)  # imports and compiles out of 
 threading.Timer({at}, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t0 = time.perf_counter()
 try:
-    s = opsched.solve_cpsat(p, time_limit={limit}, hint=False, progress=lambda _: print("P", flush=True))
+    s = opsched.solve_cpsat(p, time_limit={limit}, hint=False,
+                            progress=lambda _: print("P", flush=True))
     print("RETURNED", round(time.perf_counter() - t0, 1))
 except KeyboardInterrupt:
     print("INTERRUPTED", round(time.perf_counter() - t0, 1))
