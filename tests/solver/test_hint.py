@@ -114,3 +114,21 @@ def test_a_deterministic_solve_counts_its_list_schedules_instead_of_timing_them(
     b = solve_cpsat(p, time_limit=10, deterministic=True)
     assert a.info["start"] == {**b.info["start"], "seconds": a.info["start"]["seconds"]}
     assert a.makespan == b.makespan == 94 and a.status is Status.OPTIMAL
+
+
+def test_one_tick_above_the_bound_more_perturbed_list_schedules_run() -> None:
+    # STG 300 rand0052 on 8 processors: the portfolio's best is 209, its bound 208; the
+    # perturbed b-level of seed 185 meets it (optimal: it was open at 208..209 before)
+    p = _stg(300, "rand0052", 8)
+    start = heuristic_start(p, seconds=None, target=208, max_tries=500)
+    assert start.makespan == 208 and start.source == "list:list-perturbed-earliest-185+fbi"
+    assert start.tried == 32 + 2 * (185 - 10) + 1
+    assert start.starts is not None and _valid(p, start.starts)
+    # without a count or a clock, only the portfolio's 32
+    assert heuristic_start(p, seconds=None, target=208).tried == 32
+
+
+def test_further_above_the_bound_only_the_portfolio_runs() -> None:
+    p = _stg(50, "rand0001", 4)
+    start = heuristic_start(p, seconds=None, target=0, max_tries=500)
+    assert start.tried == 32
