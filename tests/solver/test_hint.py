@@ -132,3 +132,18 @@ def test_further_above_the_bound_only_the_portfolio_runs() -> None:
     p = _stg(50, "rand0001", 4)
     start = heuristic_start(p, seconds=None, target=0, max_tries=500)
     assert start.tried == 32
+
+
+def test_the_start_serves_the_lexicographic_objective_and_the_horizon_switch() -> None:
+    # rand0007 on 4: the b-level list schedule meets the bound (130) the greedy one misses
+    p = _stg(50, "rand0007", 4)
+    r = solve_cpsat(p, objective="makespan_then_memory", time_limit=20)
+    assert r.status is Status.OPTIMAL and r.makespan == 130 and validate(p, r).valid
+    assert r.info["start"]["makespan_ticks"] == 130
+    # a peak-memory objective starts from no list schedule (its first stage is the peak)
+    assert "start" not in solve_cpsat(p, objective="peak_memory", time_limit=5).info
+    # the horizon switched off (the total work instead): the same optimum from the same start
+    from opsched.solver.cpsat import Params
+
+    q = solve_cpsat(p, time_limit=20, params=Params(greedy_horizon=False))
+    assert q.status is Status.OPTIMAL and q.makespan == 130 and "start" in q.info

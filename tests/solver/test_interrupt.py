@@ -10,9 +10,10 @@ from pathlib import Path
 
 import opsched
 
-# an STG 300 pair no 30 s solve proves (README: rand0052 on 8 processors stays open at 208..209),
-# so the search is still running when the signal comes; hint=False, so that the search finds
-# schedules of its own, which the progress line reports
+# an STG 300 pair no 30 s solve proves from the greedy start (hint=False; rand0052 on 8
+# processors, 208..209 through 300 s runs, proven since from a list schedule's start), so the
+# search is still running when the signal comes, and it finds schedules of its own, which the
+# progress line reports
 GRAPH = Path(__file__).resolve().parents[2] / "datasets" / "stg" / "300" / "rand0052.stg"
 
 # {ignore}: whether the process ignores SIGINT; each improving schedule prints "P" (from

@@ -47,10 +47,9 @@ class Params:
     bounds of :mod:`opsched.analysis.ramp` in the makespan's domain), ``nested`` (their heads
     and tails raised by the ramp bound of each op's ancestors and descendants,
     :func:`opsched.analysis.ramp.nested_heads`, and those tails in the start domains),
-    ``tails`` (redundant
-    tail constraints) and
-    ``greedy_horizon`` (the greedy makespan as horizon) exist to measure what each idea is
-    worth (``benchmarks/bench_ablation.py``); leave them on. ``subsolvers`` names CP-SAT's
+    ``tails`` (redundant tail constraints) and ``greedy_horizon`` (the starting schedule's
+    makespan as horizon) exist to measure what each idea is worth
+    (``benchmarks/bench_ablation.py``); leave them on. ``subsolvers`` names CP-SAT's
     worker strategies (default :data:`~opsched.solver.defaults.DEFAULT_SUBSOLVERS`; empty:
     CP-SAT's choice). ``full_search`` (default on): every worker runs a full search (CP-SAT's
     ``num_full_subsolvers``), none a large-neighbourhood search, which improves schedules but

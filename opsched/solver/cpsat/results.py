@@ -22,10 +22,12 @@ __all__ = ["greedy_fallback", "no_schedule", "reporter"]
 def greedy_fallback(
     model: CpsatModel, cp_status: str, makespan_limit: float | None
 ) -> list[int] | None:
-    """The greedy schedule the model was hinted with, if time ran out and it is usable.
+    """The starting schedule the model was hinted with (greedy, a list schedule or the
+    memory-aware one: :mod:`opsched.solver.cpsat.hint`), if time ran out and it is usable.
 
     It respects units, resources and the memory cap (the greedy places ops memory-feasibly on
-    the integer problem), so it is a valid best-so-far; it is not used against a makespan
+    the integer problem; list schedules are checked and used only without a cap), so it is a
+    valid best-so-far; it is not used against a makespan
     limit it breaks.
     """
     if cp_status != "UNKNOWN" or not model.hint_starts:

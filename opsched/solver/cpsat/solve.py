@@ -377,7 +377,7 @@ def solve_cpsat(
                 if fallback is None:
                     return no_schedule(problem, last, exact, info, t0, makespan_limit)
                 best_ticks = fallback
-                info["note_fallback"] = "time ran out: the greedy schedule CP-SAT started from"
+                info["note_fallback"] = "time ran out: the heuristic schedule CP-SAT started from"
             break  # keep the previous stage's schedule
         best_ticks = model.tick_starts()
         assert model.solver is not None
