@@ -16,8 +16,9 @@ rand0052 on 8 processors: seed 185).
 Why: the makespan's domain starts at the analysis's lower bound (critical path, work, the
 ramp bounds with nested heads), and on most STG graphs that bound is the optimum; a start
 that meets it is proven optimal before any search. On the 720 STG 300 pairs the bound
-equals the optimum on 716; the greedy schedule meets the bound on 499 of them, the
-portfolio's best on 703, in 0.06 s per graph (docs/cpsat-model.md, "The starting schedule").
+equals the optimum on 718 of the 719 known; the greedy schedule meets the bound on 499 of
+them, the portfolio's best on 704, in 0.06 s per graph (docs/cpsat-model.md, "The starting
+schedule"; ``benchmarks/bench_start.py --counts``).
 
 Each candidate is checked before it is used: every edge respected and, at every start, no
 resource (``units`` included) over its capacity, in the integer problem. A start that

@@ -83,6 +83,9 @@ class Params:
     each budgeted to about the same share of the time limit, where ``cap_orders`` is on too
     (each case builds on the cap's orders); when every case is empty, no schedule fits and
     the result is INFEASIBLE with that proof.
+    ``lists``: the start goes on from the greedy schedules through the portfolio's list
+    schedules (:func:`opsched.solver.cpsat.hint.heuristic_start`), without a memory cap or
+    named resources (off: the greedy start alone, to compare).
     """
 
     time_limit: float = 10.0
@@ -109,6 +112,7 @@ class Params:
     split: bool = True
     overlap: bool = True
     cases: bool = True
+    lists: bool = True
 
 
 def tick_problem(problem: Problem, scaling: Scaling) -> Problem:

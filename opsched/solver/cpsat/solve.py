@@ -349,7 +349,7 @@ def solve_cpsat(
         return Schedule.empty(problem, solver="cpsat", status=Status.INFEASIBLE, info=info,
                               wall_time_s=time.perf_counter() - t0)  # fmt: skip
     start = None
-    if params.hint and order[0] == "makespan" and lists_apply(tick):
+    if params.hint and params.lists and order[0] == "makespan" and lists_apply(tick):
         # the list schedules beyond greedy, once, stopping at the model's own lower bound
         floor = lower_bounds(tick.graph, tick.machine.units, tick.capacities, params.ramp,
                              nested=params.nested).value  # fmt: skip
