@@ -192,7 +192,8 @@ def _list_schedules(
         starts = [round(o.start) for o in s.ops]
         if feasible_starts(tick, starts):
             # the horizon from the starts just checked, so that the two cannot disagree
-            end = max(t + round(d) for t, d in zip(starts, tick.graph.durations, strict=True))
+            durations = tick.graph.durations
+            end = max(a + round(d) for a, d in zip(starts, durations, strict=True))
             best = Start(end, starts, f"list:{s.solver}")
             if best.makespan <= target:
                 break

@@ -351,14 +351,15 @@ def solve_cpsat(
     start = None
     if params.hint and params.lists and order[0] == "makespan" and lists_apply(tick):
         # the list schedules beyond greedy, once, stopping at the model's own lower bound
-        floor = lower_bounds(tick.graph, tick.machine.units, tick.capacities, params.ramp,
-                             nested=params.nested).value  # fmt: skip
-        target = math.ceil(floor - 1e-9)
-        if params.deterministic:  # a count, not the clock: the same start on every machine
-            tries = deterministic_tries(tick.graph.num_ops, time_limit)
-            start = heuristic_start(tick, seconds=None, target=target, max_tries=tries)
-        else:
-            start = heuristic_start(tick, seconds=HINT_SHARE * time_limit, target=target)
+        low = lower_bounds(tick.graph, tick.machine.units, tick.capacities, params.ramp,
+                           nested=params.nested)  # fmt: skip
+        # deterministic: a count, not the clock, so the start is the same on every machine
+        det = params.deterministic
+        start = heuristic_start(
+            tick, seconds=None if det else HINT_SHARE * time_limit,
+            target=math.ceil(low.value - 1e-9),
+            max_tries=deterministic_tries(tick.graph.num_ops, time_limit) if det else None,
+        )  # fmt: skip
         info["start"] = start.to_info()
     best_ticks: list[int] | None = None
     statuses: list[str] = []
