@@ -68,7 +68,14 @@ def _left_out(skipped: list[tuple[int, str, str]]) -> str:
     "1 rows of ops without a shape rule: 'x' (first: data row 5); 1 rows of dtypes without a
     class: float64 (first: data row 8); 1 rows without a readable shape"
     """
+    from opsched.cost.data import NO_OP
+
     parts = []
+    bare = [row for row, kind, name in skipped if kind == "op" and name == NO_OP]
+    if bare:
+        parts.append(f"{len(bare)} kernel rows without an op and of no launch rule "
+                     f"(first: data row {bare[0] + 1})")  # fmt: skip
+    skipped = [s for s in skipped if not (s[1] == "op" and s[2] == NO_OP)]
     for what, phrase in (("op", "ops without a shape rule"), ("dtype", "dtypes without a class")):
         rows = [(row, name) for row, kind, name in skipped if kind == what]
         if rows:

@@ -35,6 +35,7 @@ from typing import Any
 
 from opsched._files import note_input
 from opsched.cost.gpu_names import resolve_gpu
+from opsched.cost.launch import launch_kind
 from opsched.cost.mathmode import (
     SOURCE_MODES,
     kernel_math_mode,
@@ -58,6 +59,7 @@ from opsched.errors import InputError, OpschedError
 __all__ = [
     "KERNEL_TARGET",
     "METHODS",
+    "NO_OP",
     "SCHEMAS",
     "TIME_COLUMNS",
     "blank_gpu_rows",
@@ -234,6 +236,9 @@ def blank_gpu_rows(df: Any) -> int:
 #: op of no rule, ``name`` it), ``"dtype"`` (a dtype of no class, ``name`` it), ``"shape"``
 #: (no readable shape, ``name`` empty).
 Skipped = tuple[int, str, str]
+#: The name a skipped kernel row without an op (and without a launch rule,
+#: :func:`~opsched.cost.launch.launch_kind`) is listed under.
+NO_OP = "(kernels without an op)"
 
 
 def _skip(skipped: list[Skipped] | None, row: int, what: str, name: str = "") -> None:
@@ -326,6 +331,14 @@ def canonical_rows(
             elif schema == "profiler_ops":
                 base = profiler_op(r, "input_dims", "input_types")
                 dtype = base[1].get("dtype", "float32")
+            elif _blank(r.op):  # a kernel no recorded op launched: its launch's shape
+                launched = launch_kind(r.kernel, getattr(r, "grid", None),
+                                       getattr(r, "block", None))  # fmt: skip
+                if launched is None:
+                    _skip(skipped, pos, "op", NO_OP)
+                    continue
+                base = launched
+                dtype = base[1]["dtype"]
             else:
                 base = profiler_op(r, "op_input_dims", "op_input_types")
                 dtype = base[1].get("dtype", "float32")

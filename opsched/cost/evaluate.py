@@ -93,8 +93,8 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
 
         part = kernel_weights(df["op"].tolist(), df["kernel"].tolist(), df["op_instance"].tolist())
         cols[""] = cols[""] * part  # each kernel its share of the op (kernel_shares)
-        count = df.groupby("op_instance")["op_instance"].transform("size").to_numpy()
-        roofs[""] = roofs[""] / count
+        count = df.groupby("op_instance")["op_instance"].transform("size").to_numpy(float)
+        roofs[""] = roofs[""] / np.where(np.isnan(count), 1.0, count)  # no op: a whole
     for t in targets:
         out[_PRED[t]] = cols[t]
     out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs,

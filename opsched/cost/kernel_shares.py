@@ -105,6 +105,8 @@ def kernel_weights(
     ...                    [1, 1, 2, 2], {"aten::mm | a": 0.9, "aten::mm | b": 0.1})
     >>> w.round(2).tolist()
     [0.9, 0.1, 0.5, 0.5]
+    >>> kernel_weights([None, "aten::mm"], ["k", "a"], [None, 3], {}).tolist()  # no instance
+    [1.0, 1.0]
     """
     import pandas as pd
 
@@ -112,11 +114,12 @@ def kernel_weights(
     n = len(kernels)
     inst = pd.Series(list(instances))
     count = inst.groupby(inst).transform("size").to_numpy(dtype=float)
-    equal = 1.0 / count
+    alone = inst.isna().to_numpy()  # a kernel without an op instance is its own whole
+    equal = np.where(alone, 1.0, 1.0 / np.where(alone, 1.0, count))
     if not shares or not n:
         return equal
     default = float(np.median(list(shares.values())))
     w = np.array([shares.get(kernel_key(o, k), default) for o, k in zip(ops, kernels, strict=True)])
     total = pd.Series(w).groupby(inst).transform("sum").to_numpy()
-    aten = np.array([str(o).startswith("aten::") for o in ops])
+    aten = np.array([str(o).startswith("aten::") for o in ops]) & ~alone
     return np.where(aten & (total > 0), w / np.where(total > 0, total, 1.0), equal)

@@ -1,0 +1,111 @@
+"""Shapes of profiled kernels that no op launched, read from their launch configuration.
+
+A kernel-level profiler table (``profiler_kernels`` schema) links each kernel to the aten op
+that launched it, and the op's recorded input shapes price it. Some kernels have no op: the
+HTA traces hold 1,453 such rows with a GPU name, mostly PyTorch elementwise kernels and fused
+optimizer steps (``multi_tensor_apply_kernel``) launched outside any recorded op. Two kinds
+of PyTorch kernel size their grid from the element count alone, so the launch gives the
+shape back:
+
+- **Elementwise kernels** (``vectorized_elementwise_kernel``,
+  ``unrolled_elementwise_kernel``): each thread takes 4 elements, so a grid of ``gx`` blocks
+  of ``bx`` threads covers about ``4 * gx * bx`` elements (checked on the linked rows of
+  the shipped kernel tables: the largest input holds 510-512 elements per 128-thread block and
+  256 per 64-thread block in the median, 10th and 90th percentile). ``elementwise_kernel<nt,
+  vt, ...>`` (the strided path) takes ``vt`` elements per thread, ``nt * vt`` per block. The
+  ``Array<char*, N>`` argument holds the ``N`` data pointers, inputs and the output, so the
+  op reads ``N - 1`` tensors (at least 1).
+- **Fused optimizer steps** (``multi_tensor_apply_kernel<TensorListMetadata<D>, ...>``):
+  the tensors are cut into chunks of 65,536 elements, one block each, and each element
+  touches ``D`` lists (Adam: parameter, gradient, two moments). Priced as an elementwise op
+  of ``D`` inputs over ``65,536 * gx`` elements whose bytes are ``D`` reads and ``D - 1``
+  writes (every list but the gradient is written back). A launch's last chunks may be
+  partly empty, so this is an upper estimate.
+
+The element type is the first C++ type named among the template arguments (``float``,
+``c10::Half``...). Any other kernel without an op (reductions, GEMMs, NCCL, cub) has no
+rule: its grid depends on tuning choices, not on the size alone. Such rows stay unpriced and
+are counted as left out.
+
+Examples
+--------
+>>> launch_kind("void at::native::vectorized_elementwise_kernel<4, at::native::"
+...             "CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, ...)",
+...             "[16, 1, 1]", "[128, 1, 1]")
+('elementwise', {'numel': 8192, 'arity': 2, 'dtype': 'float32'})
+>>> kind, attrs = launch_kind("void multi_tensor_apply_kernel<TensorListMetadata<4>, "
+...                           "AdamFunctor<float>, float>(int, ...)", "[320, 1, 1]", "[512, 1, 1]")
+>>> attrs["numel"], attrs["bytes"]
+(20971520, 587202560)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["CHUNK", "launch_kind"]
+
+#: Elements per chunk (one block) of PyTorch's ``multi_tensor_apply`` kernels.
+CHUNK = 65536
+#: Elements each thread of PyTorch's vectorized and unrolled elementwise kernels takes.
+THREAD_WORK = 4
+
+_CTYPES = (
+    ("c10::BFloat16", "bfloat16"), ("c10::Half", "float16"), ("double", "float64"),
+    ("float", "float32"), ("long", "int64"), ("int", "int32"), ("bool", "bool"),
+    ("signed char", "int8"), ("unsigned char", "int8"),
+)  # fmt: skip
+_CTYPE = re.compile(r"(?<![\w:])(" + "|".join(re.escape(c) for c, _ in _CTYPES) + r")(?![\w])")
+_POINTERS = re.compile(r"Array<char\s*\*,\s*(\d+)\s*>")
+_STRIDED = re.compile(r"elementwise_kernel<(\d+),\s*(\d+),")
+_LISTS = re.compile(r"TensorListMetadata<(\d+)")
+
+
+def _first_dim(cell: Any) -> int | None:
+    """The x size of a ``[x, y, z]`` launch cell (a JSON list), None if unreadable."""
+    try:
+        dims = json.loads(cell) if isinstance(cell, str) else cell
+        x = int(dims[0])
+    except (TypeError, ValueError, IndexError, KeyError, json.JSONDecodeError):
+        return None
+    return x if x > 0 else None
+
+
+def _dtype(kernel: str) -> str:
+    m = _CTYPE.search(kernel)
+    return dict(_CTYPES)[m.group(1)] if m else "float32"
+
+
+def launch_kind(kernel: Any, grid: Any, block: Any) -> tuple[str, dict[str, Any]] | None:
+    """``(kind, attrs)`` of a kernel without an op, from its name and launch; None where no
+    rule applies (see the module docstring) or the grid or block is unreadable."""
+    name = str(kernel)
+    gx, bx = _first_dim(grid), _first_dim(block)
+    if gx is None or bx is None:
+        return None
+    head = re.sub(r"^void\s+", "", name.strip()).split("<", 1)[0].split("(", 1)[0]
+    base = head.rsplit("::", 1)[-1]
+    dtype = _dtype(name)
+    if base == "multi_tensor_apply_kernel":
+        m = _LISTS.search(name)
+        if m is None:
+            return None
+        depth = max(1, int(m.group(1)))
+        numel = CHUNK * gx
+        size = {"float64": 8, "float16": 2, "bfloat16": 2}.get(dtype, 4)
+        return "elementwise", {"numel": numel, "arity": depth, "dtype": dtype,
+                               "bytes": size * numel * (2 * depth - 1)}  # fmt: skip
+    if base in ("vectorized_elementwise_kernel", "unrolled_elementwise_kernel"):
+        per_block = THREAD_WORK * bx
+    elif base == "elementwise_kernel":
+        m = _STRIDED.search(name)
+        if m is None:
+            return None
+        per_block = int(m.group(1)) * int(m.group(2))
+    else:
+        return None
+    p = _POINTERS.search(name)
+    arity = max(1, int(p.group(1)) - 1) if p else 1
+    return "elementwise", {"numel": per_block * gx, "arity": arity, "dtype": dtype}
