@@ -230,8 +230,36 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
 
     a = op.attrs
     name, dims, types = a.get("aten_op"), a.get("input_dims", []), a.get("input_types")
+    launched = _launched_kind(a.get("launches"))
+    if launched is not None:
+        return launched
     if not isinstance(name, str) or not isinstance(dims, list):
         return None
     kernels = a.get("kernels")
     kernel_names = " | ".join(kernels) if isinstance(kernels, list) else ""
     return profiled_kind(name, dims, types if isinstance(types, list) else [], "", kernel_names)
+
+
+def _launched_kind(launches: Any) -> tuple[str, dict[str, Any]] | None:
+    """The kind of an op no aten op launched, from its kernels' launches (the importer's
+    ``attrs["launches"]``, :func:`opsched.cost.launch.launch_kind`): one kernel's kind, or a
+    ``fused`` op of several; None unless every kernel has a launch rule.
+
+    >>> add = "void at::native::vectorized_elementwise_kernel<4, f<float>, Array<char*, 3> >"
+    >>> _launched_kind([[add, [2, 1, 1], [128, 1, 1]]])
+    ('elementwise', {'numel': 1024, 'arity': 2, 'dtype': 'float32'})
+    >>> _launched_kind([[add, [2, 1, 1], [128, 1, 1]], ["nccl_kernel", [1, 1, 1], [64, 1, 1]]])
+    """
+    from opsched.cost.launch import launch_kind
+
+    if not isinstance(launches, list) or not launches:
+        return None
+    parts = []
+    for item in launches:
+        found = launch_kind(*item) if isinstance(item, list) and len(item) == 3 else None
+        if found is None:
+            return None
+        parts.append(found)
+    if len(parts) == 1:
+        return parts[0]
+    return "fused", {**kinds.fused_of(parts), "dtype": parts[0][1]["dtype"]}

@@ -186,13 +186,28 @@ def _tensors(dims: list[Any]) -> list[list[int]]:
     ]
 
 
+#: The leaf ops of a cuDNN convolution backward and the half each computes.
+_BACKWARD_HALVES = {
+    "cudnn_convolution_backward_input": "conv2d_bwd_data",
+    "cudnn_convolution_backward_weight": "conv2d_bwd_filter",
+}
+
+
 def _parse_shape_text(text: str) -> dict[str, list[int]]:
-    """``"x=[32,3,224,224] w=[64,3,7,7] y=[...] stride~2"`` -> {'x': [...], 'w': [...], ...}."""
+    """``"x=[32,3,224,224] w=[64,3,7,7] y=[...] stride~2"`` -> {'x': [...], 'w': [...], ...}.
+
+    >>> _parse_shape_text("x=[8,4,9,9] w=[2,4,3,3] stride=2 pad=1 (conv2d_bwd_data)")
+    {'x': [8, 4, 9, 9], 'w': [2, 4, 3, 3], 'stride': [2], 'pad': [1]}
+    """
     out = {k: [int(v) for v in body.split(",") if v.strip()] for k, body in
            re.findall(r"\b(x|w|y|dy)=\[([0-9, ]*)\]", text or "")}  # fmt: skip
-    m = re.search(r"stride~(\d+)", text or "")
+    # "stride~2" in the curated tables; "stride=2 pad=1" in the importer's own rows
+    m = re.search(r"stride~(\d+)", text or "") or re.search(r"\bstride=(\d+)", text or "")
     if m:
         out["stride"] = [int(m.group(1))]
+    m = re.search(r"\bpad=(\d+)", text or "")
+    if m:
+        out["pad"] = [int(m.group(1))]
     return out
 
 
@@ -350,6 +365,13 @@ def aten_kind(
         if name in ("convolution_backward", "cudnn_convolution_backward"):
             fused = _conv_backward(name, ts, kernel_names, dtype)
             return ("fused", fused) if fused else None
+        half = _BACKWARD_HALVES.get(name)
+        if half is not None and "dy" not in sh and "x" in sh and "w" in sh:
+            # the importer's own rows (opsched import-trace): input, weight, stride and pad
+            x, w, pad = sh["x"], sh["w"], sh.get("pad", [0])[0]
+            if len(x) == 4 and len(w) == 4:
+                y = [x[0], w[0]] + [(x[i] + 2 * pad - w[i]) // stride + 1 for i in (2, 3)]
+                return half, _conv_attrs(x, w, y, stride) | {"dtype": dtype}
         if name == "cudnn_convolution_backward_input" and "dy" in sh and "w" in sh:
             dy, w = sh["dy"], sh["w"]
             x = [dy[0], w[1], dy[2] * stride, dy[3] * stride]

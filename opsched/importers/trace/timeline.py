@@ -303,6 +303,11 @@ def _reaches(runs: list[_Run], src: int, dst: int) -> bool:
     return False
 
 
+#: An op not launched by an aten op keeps the launches (name, grid, block) of at most this
+#: many kernels, in ``attrs["launches"]``.
+MAX_LAUNCHES = 64
+
+
 def _ops(t: TraceData, runs: list[_Run], origin: float) -> list[Op]:
     fk = FrameKinds(t)
     ops = []
@@ -324,6 +329,12 @@ def _ops(t: TraceData, runs: list[_Run], origin: float) -> list[Op]:
         kind: str | None = None
         shape: dict[str, Any] = {}
         out_bytes = 0
+        frame = t.cpu_ops[r.key].name if isinstance(r.key, int) else ""
+        kernels = [g for g in acts if g.kind == "kernel"]
+        if not frame.startswith("aten::") and 0 < len(kernels) <= MAX_LAUNCHES:
+            # no aten op's shapes to price it by: keep each kernel's launch, which prices
+            # the kernels whose grid follows their size (opsched.cost.launch)
+            attrs["launches"] = [[g.name, g.grid, g.block] for g in kernels]
         if isinstance(r.key, int):
             op = t.cpu_ops[r.key]
             attrs["aten_op"] = op.name

@@ -195,3 +195,39 @@ def test_cost_apply_prices_every_traced_op(hta: ImportedTrace) -> None:
     assert all(op.duration > 0 for op in out.ops if op.kind not in ("view", "input"))
     problem = Problem(out, Machine(units=4))
     assert validate(problem, greedy(problem, "b-level")).valid
+
+
+def test_the_importers_backward_rows_price_as_backward_convolutions(resnet: ImportedTrace) -> None:
+    # the importer writes "x=[..] w=[..] stride=s pad=p (conv2d_bwd_data)" for the cuDNN
+    # backward leaves; read as opaque ops (by their FLOPs) they had been priced ~180x their
+    # time, the step's kernel time 84x
+    from opsched.cost.evaluate import predict_table
+
+    pred = predict_table(resnet.rows, where=RESNET)
+    fam = pred.attrs["_opsched"]["family"]
+    ops = pred["op"].to_numpy()
+    for leaf, half in (("input", "conv2d_bwd_data"), ("weight", "conv2d_bwd_filter")):
+        sel = ops == f"aten::cudnn_convolution_backward_{leaf}"
+        assert sel.sum() > 300 and set(fam[sel]) == {half}
+        ratio = pred["predicted_time_us"][sel].sum() / pred["gpu_time_us"][sel].sum()
+        assert 0.8 < ratio < 1.25
+    total = pred["predicted_time_us"].sum() / pred["gpu_time_us"].sum()
+    assert 0.8 < total < 1.25
+
+
+def test_an_op_no_aten_op_launched_is_priced_from_its_launches(hta: ImportedTrace) -> None:
+    # the fused Adam step (8 multi_tensor_apply launches under an optimizer annotation) had
+    # been priced as an opaque op without sizes
+    import warnings
+
+    from opsched.cost import apply
+
+    g = hta.timeline.graph
+    [step] = [op for op in g.ops if op.name.startswith("Optimizer.step#FusedAdam")]
+    assert len(step.attrs["launches"]) == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = apply(g, "A100-SXM4-80GB")
+    priced = out[step.name]
+    assert priced.kind == "fused" and len(priced.attrs["parts"]) == 8
+    assert 0.5 < priced.duration / step.attrs["gpu_time_us"] < 1.5  # 847 us against 1,293
