@@ -225,19 +225,23 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     """Kind and attrs of an op without a kind from what a profiler trace recorded of it (the
     importer keeps ``aten_op`` and, when shapes were recorded, ``input_dims``,
     ``input_types`` and ``kernels``), read as the fit reads a profiler row
-    (:func:`opsched.cost.data.profiled_kind`); None for an op without an ``aten_op``."""
+    (:func:`opsched.cost.data.profiled_kind`). Where no shape rule applies, its kernels'
+    launches (``launches``, :func:`_launched_kind`) come before the ``opaque`` catch-all.
+    None for an op with neither an ``aten_op`` nor launches that price it."""
     from opsched.cost.sources import profiled_kind
 
     a = op.attrs
     name, dims, types = a.get("aten_op"), a.get("input_dims", []), a.get("input_types")
-    launched = _launched_kind(a.get("launches"))
-    if launched is not None:
-        return launched
-    if not isinstance(name, str) or not isinstance(dims, list):
-        return None
-    kernels = a.get("kernels")
-    kernel_names = " | ".join(kernels) if isinstance(kernels, list) else ""
-    return profiled_kind(name, dims, types if isinstance(types, list) else [], "", kernel_names)
+    found = None
+    if isinstance(name, str) and isinstance(dims, list):
+        kernels = a.get("kernels")
+        kernel_names = " | ".join(kernels) if isinstance(kernels, list) else ""
+        found = profiled_kind(name, dims, types if isinstance(types, list) else [], "",
+                              kernel_names)  # fmt: skip
+        if found[0] != "opaque":
+            return found
+    # no shape rule: the kernels' launches where every one has a rule, else the catch-all
+    return _launched_kind(a.get("launches")) or found
 
 
 def _launched_kind(launches: Any) -> tuple[str, dict[str, Any]] | None:

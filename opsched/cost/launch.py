@@ -15,12 +15,14 @@ shape back:
   vt, ...>`` (the strided path) takes ``vt`` elements per thread, ``nt * vt`` per block. The
   ``Array<char*, N>`` argument holds the ``N`` data pointers, inputs and the output, so the
   op reads ``N - 1`` tensors (at least 1).
-- **Fused optimizer steps** (``multi_tensor_apply_kernel<TensorListMetadata<D>, ...>``):
-  the tensors are cut into chunks of 65,536 elements, one block each, and each element
-  touches ``D`` lists (Adam: parameter, gradient, two moments). Priced as an elementwise op
-  of ``D`` inputs over ``65,536 * gx`` elements whose bytes are ``D`` reads and ``D - 1``
-  writes (every list but the gradient is written back). A launch's last chunks may be
-  partly empty, so this is an upper estimate.
+- **Fused optimizer steps and foreach ops** (``multi_tensor_apply_kernel<TensorListMetadata<D>,
+  ...>``): the tensors are cut into chunks of 65,536 elements, one block each, and each
+  element touches ``D`` lists (Adam: parameter, gradient, two moments). Priced as an
+  elementwise op over ``65,536 * gx`` elements. A foreach functor names what it reads
+  (``BinaryOpScalarFunctor<float, depth, r_args_depth, res_arg_index>``): ``r_args_depth``
+  reads and one write. Any other functor (Adam, SGD) reads the ``D`` lists and writes back
+  ``D - 1`` (all but the gradient). A launch's last chunks may be partly empty, so this is
+  an upper estimate.
 
 The element type is the first C++ type named among the template arguments (``float``,
 ``c10::Half``...). Any other kernel without an op (reductions, GEMMs, NCCL, cub) has no
@@ -37,6 +39,11 @@ Examples
 ...                           "AdamFunctor<float>, float>(int, ...)", "[320, 1, 1]", "[512, 1, 1]")
 >>> attrs["numel"], attrs["bytes"]
 (20971520, 587202560)
+>>> launch_kind("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+...             "(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)"
+...             "::UnaryOpFunctor<float, 2, 1, 1>, at::native::Sqrt<float> >(...)",
+...             "[320, 1, 1]", "[512, 1, 1]")[1]["bytes"]  # one list read, one written
+167772160
 """
 
 from __future__ import annotations
@@ -60,7 +67,9 @@ _CTYPES = (
 _CTYPE = re.compile(r"(?<![\w:])(" + "|".join(re.escape(c) for c, _ in _CTYPES) + r")(?![\w])")
 _POINTERS = re.compile(r"Array<char\s*\*,\s*(\d+)\s*>")
 _STRIDED = re.compile(r"elementwise_kernel<(\d+),\s*(\d+),")
-_LISTS = re.compile(r"TensorListMetadata<(\d+)")
+_LISTS = re.compile(r"TensorList\w*Metadata<(?:[\w:]+,\s*)?(\d+)>")
+#: PyTorch's foreach functors: ``Functor<T, depth, r_args_depth, res_arg_index>``
+_FOREACH = re.compile(r"Functor<[\w:]+,\s*(\d+),\s*(\d+),\s*(\d+)\s*>")
 
 
 def _first_dim(cell: Any) -> int | None:
@@ -81,7 +90,7 @@ def _dtype(kernel: str) -> str:
 def launch_kind(kernel: Any, grid: Any, block: Any) -> tuple[str, dict[str, Any]] | None:
     """``(kind, attrs)`` of a kernel without an op, from its name and launch; None where no
     rule applies (see the module docstring) or the grid or block is unreadable."""
-    name = str(kernel)
+    name = str(kernel).replace("(anonymous namespace)::", "")
     gx, bx = _first_dim(grid), _first_dim(block)
     if gx is None or bx is None:
         return None
@@ -93,10 +102,14 @@ def launch_kind(kernel: Any, grid: Any, block: Any) -> tuple[str, dict[str, Any]
         if m is None:
             return None
         depth = max(1, int(m.group(1)))
+        f = _FOREACH.search(name)
+        # a foreach functor reads its r_args_depth lists and writes one; an optimizer's
+        # (Adam, SGD) reads every list and writes back all but the gradient
+        reads, writes = (int(f.group(2)), 1) if f else (depth, max(1, depth - 1))
         numel = CHUNK * gx
         size = {"float64": 8, "float16": 2, "bfloat16": 2}.get(dtype, 4)
-        return "elementwise", {"numel": numel, "arity": depth, "dtype": dtype,
-                               "bytes": size * numel * (2 * depth - 1)}  # fmt: skip
+        return "elementwise", {"numel": numel, "arity": max(1, reads), "dtype": dtype,
+                               "bytes": size * numel * (reads + writes)}  # fmt: skip
     if base in ("vectorized_elementwise_kernel", "unrolled_elementwise_kernel"):
         per_block = THREAD_WORK * bx
     elif base == "elementwise_kernel":

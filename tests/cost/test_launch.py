@@ -100,3 +100,23 @@ def test_predict_prices_a_kernel_without_an_op_whole() -> None:
     assert out.attrs["_opsched"]["skipped"] == [(1, "op", NO_OP)]
     assert p[2] == pytest.approx(p[0], rel=0.05)  # the linked add of the same size
     assert out.attrs["_opsched"]["family"][0] == "elementwise_binary"
+
+
+def test_foreach_functors_read_their_argument_lists_and_write_one() -> None:
+    head = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+            "(anonymous namespace)::")  # fmt: skip
+    cases = {
+        # in place x *= s: one list read, one written
+        "TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<"
+        "float, 1, 1, 0>, std::multiplies<float>, float>(...)": (1, 2),
+        # addcmul_: three lists read, the first written
+        "TensorListMetadata<3>, at::native::(anonymous namespace)::PointwiseOpScalarFunctor<"
+        "float, 3, 3, 0>, std::multiplies<float>, float>(...)": (3, 4),
+        # a scalar list's metadata names its type before the depth
+        "TensorListScalarListMetadata<float, 1>, at::native::(anonymous namespace)::"
+        "BinaryOpScalarListFunctor<float, 1, 1, 0>, std::divides<float> >(...)": (1, 2),
+    }
+    for tail, (arity, per_element) in cases.items():
+        kind, attrs = launch_kind(head + tail, "[10, 1, 1]", "[512, 1, 1]")  # type: ignore[misc]
+        assert (kind, attrs["numel"], attrs["arity"]) == ("elementwise", 10 * CHUNK, arity)
+        assert attrs["bytes"] == 4 * 10 * CHUNK * per_element

@@ -303,7 +303,7 @@ def _reaches(runs: list[_Run], src: int, dst: int) -> bool:
     return False
 
 
-#: An op not launched by an aten op keeps the launches (name, grid, block) of at most this
+#: An op whose shapes give no kind keeps the launches (name, grid, block) of at most this
 #: many kernels, in ``attrs["launches"]``.
 MAX_LAUNCHES = 64
 
@@ -329,12 +329,6 @@ def _ops(t: TraceData, runs: list[_Run], origin: float) -> list[Op]:
         kind: str | None = None
         shape: dict[str, Any] = {}
         out_bytes = 0
-        frame = t.cpu_ops[r.key].name if isinstance(r.key, int) else ""
-        kernels = [g for g in acts if g.kind == "kernel"]
-        if not frame.startswith("aten::") and 0 < len(kernels) <= MAX_LAUNCHES:
-            # no aten op's shapes to price it by: keep each kernel's launch, which prices
-            # the kernels whose grid follows their size (opsched.cost.launch)
-            attrs["launches"] = [[g.name, g.grid, g.block] for g in kernels]
         if isinstance(r.key, int):
             op = t.cpu_ops[r.key]
             attrs["aten_op"] = op.name
@@ -352,6 +346,11 @@ def _ops(t: TraceData, runs: list[_Run], origin: float) -> list[Op]:
             kind, shape = fk.kind(r.key, leaves)
             if kind is not None:
                 out_bytes = K.output_numel(kind, shape) * K.dtype_bytes(shape)
+        kernels = [g for g in acts if g.kind == "kernel"]
+        if kind is None and 0 < len(kernels) <= MAX_LAUNCHES:
+            # no shapes give its kind: keep each kernel's launch, which prices the kernels
+            # whose grid follows their size (opsched.cost.launch)
+            attrs["launches"] = [[g.name, g.grid, g.block] for g in kernels]
         attrs["dep_kinds"] = {runs[p].name: k for p, k in sorted(r.deps.items())}
         ops.append(
             Op(
