@@ -48,7 +48,9 @@ def held_out(seed: int) -> pd.DataFrame:
             w = kernel_weights(ops, kernels, insts, shares)
             shared[fold == k] = (op_price * w)[fold == k]
         t = pd.to_numeric(df["kernel_dur_us"], errors="coerce").to_numpy(dtype=float)
-        ok = np.isfinite(op_price) & (t > 0)
+        # kernels without an op (priced from their launch, opsched.cost.launch) have no
+        # op to split: both columns would be the same, so they are left out
+        ok = np.isfinite(op_price) & (t > 0) & df["op_instance"].notna().to_numpy()
         out.append(pd.DataFrame({
             "table": name, "family": pred.attrs["_opsched"]["family"][ok],
             "equal": 100 * np.abs(op_price[ok] / count[ok] - t[ok]) / t[ok],

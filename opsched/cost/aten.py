@@ -370,8 +370,8 @@ def aten_kind(
             # the importer's own rows (opsched import-trace): input, weight, stride and pad
             x, w, pad = sh["x"], sh["w"], sh.get("pad", [0])[0]
             if len(x) == 4 and len(w) == 4:
-                y = [x[0], w[0]] + [(x[i] + 2 * pad - w[i]) // stride + 1 for i in (2, 3)]
-                return half, _conv_attrs(x, w, y, stride) | {"dtype": dtype}
+                recorded = {"stride_h": stride, "stride_w": stride, "pad_h": pad, "pad_w": pad}
+                return half, _conv_attrs(x, w, None, stride) | recorded | {"dtype": dtype}
         if name == "cudnn_convolution_backward_input" and "dy" in sh and "w" in sh:
             dy, w = sh["dy"], sh["w"]
             x = [dy[0], w[1], dy[2] * stride, dy[3] * stride]

@@ -95,6 +95,10 @@ def load_shares() -> dict[str, float]:
     return _read(os.path.join(profiles_dir(), SHARES_FILE))
 
 
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
+
+
 def kernel_weights(
     ops: Sequence[Any], kernels: Sequence[Any], instances: Sequence[Any],
     shares: dict[str, float] | None = None,
@@ -105,8 +109,9 @@ def kernel_weights(
     ...                    [1, 1, 2, 2], {"aten::mm | a": 0.9, "aten::mm | b": 0.1})
     >>> w.round(2).tolist()
     [0.9, 0.1, 0.5, 0.5]
-    >>> kernel_weights([None, "aten::mm"], ["k", "a"], [None, 3], {}).tolist()  # no instance
-    [1.0, 1.0]
+    >>> kernel_weights([None, "aten::mm", "aten::mm"], ["k", "a", "b"], [None, 3, None],
+    ...                {"aten::mm | a": 0.5}).tolist()  # no op, no instance: a whole
+    [1.0, 1.0, nan]
     """
     import pandas as pd
 
@@ -114,7 +119,9 @@ def kernel_weights(
     n = len(kernels)
     inst = pd.Series(list(instances))
     count = inst.groupby(inst).transform("size").to_numpy(dtype=float)
-    alone = inst.isna().to_numpy()  # a kernel without an op instance is its own whole
+    # a kernel with neither an op nor an instance is its own whole (opsched.cost.launch
+    # prices it); one with an op but no instance has no share to take (NaN)
+    alone = inst.isna().to_numpy() & np.array([_blank(o) for o in ops], dtype=bool)
     equal = np.where(alone, 1.0, 1.0 / np.where(alone, 1.0, count))
     if not shares or not n:
         return equal

@@ -2,19 +2,23 @@
 
 A kernel-level profiler table (``profiler_kernels`` schema) links each kernel to the aten op
 that launched it, and the op's recorded input shapes price it. Some kernels have no op: the
-HTA traces hold 1,453 such rows with a GPU name, mostly PyTorch elementwise kernels and fused
+HTA traces hold 1,437 such rows with a GPU name, mostly PyTorch elementwise kernels and fused
 optimizer steps (``multi_tensor_apply_kernel``) launched outside any recorded op. Two kinds
 of PyTorch kernel size their grid from the element count alone, so the launch gives the
 shape back:
 
 - **Elementwise kernels** (``vectorized_elementwise_kernel``,
   ``unrolled_elementwise_kernel``): each thread takes 4 elements, so a grid of ``gx`` blocks
-  of ``bx`` threads covers about ``4 * gx * bx`` elements (checked on the linked rows of
-  the shipped kernel tables: the largest input holds 510-512 elements per 128-thread block and
-  256 per 64-thread block in the median, 10th and 90th percentile). ``elementwise_kernel<nt,
-  vt, ...>`` (the strided path) takes ``vt`` elements per thread, ``nt * vt`` per block. The
-  ``Array<char*, N>`` argument holds the ``N`` data pointers, inputs and the output, so the
-  op reads ``N - 1`` tensors (at least 1).
+  of ``bx`` threads covers about ``4 * gx * bx`` elements. Newer PyTorch builds (their kernel
+  names spell the pointer array ``std::array<char*, 3ul>``, where older ones wrote
+  ``at::detail::Array<char*, 3>``) give each thread of a *vectorized* kernel 8 elements.
+  Checked on the linked rows of the shipped tables and traces (launches of 8 blocks or
+  more; the op's largest input against the launch): 4 per thread at the 10th, 50th and 90th
+  percentiles in the HTA kernel table and the V100 trace, 8 in the three H200 traces (PyTorch
+  2.11; float32 and bf16). One-byte types may take 16 there (not in these traces; 8 is used).
+  ``elementwise_kernel<nt, vt, ...>`` (the strided path) takes ``vt`` elements per thread,
+  ``nt * vt`` per block. The pointer array holds the ``N`` data pointers, inputs and the
+  output, so the op reads ``N - 1`` tensors (at least 1).
 - **Fused optimizer steps and foreach ops** (``multi_tensor_apply_kernel<TensorListMetadata<D>,
   ...>``): the tensors are cut into chunks of 65,536 elements, one block each, and each
   element touches ``D`` lists (Adam: parameter, gradient, two moments). Priced as an
@@ -52,12 +56,16 @@ import json
 import re
 from typing import Any
 
-__all__ = ["CHUNK", "launch_kind"]
+from opsched.ir.kinds import DTYPE_BYTES
+
+__all__ = ["CHUNK", "THREAD_WORK", "THREAD_WORK_NEW", "launch_kind"]
 
 #: Elements per chunk (one block) of PyTorch's ``multi_tensor_apply`` kernels.
 CHUNK = 65536
-#: Elements each thread of PyTorch's vectorized and unrolled elementwise kernels takes.
+#: Elements each thread of PyTorch's vectorized and unrolled elementwise kernels takes; a
+#: vectorized kernel of a newer build (``std::array`` pointers) takes :data:`THREAD_WORK_NEW`.
 THREAD_WORK = 4
+THREAD_WORK_NEW = 8
 
 _CTYPES = (
     ("c10::BFloat16", "bfloat16"), ("c10::Half", "float16"), ("double", "float64"),
@@ -65,7 +73,7 @@ _CTYPES = (
     ("signed char", "int8"), ("unsigned char", "int8"),
 )  # fmt: skip
 _CTYPE = re.compile(r"(?<![\w:])(" + "|".join(re.escape(c) for c, _ in _CTYPES) + r")(?![\w])")
-_POINTERS = re.compile(r"Array<char\s*\*,\s*(\d+)\s*>")
+_POINTERS = re.compile(r"([Aa])rray<char\s*\*,\s*(\d+)\w*\s*>")
 _STRIDED = re.compile(r"elementwise_kernel<(\d+),\s*(\d+),")
 _LISTS = re.compile(r"TensorList\w*Metadata<(?:[\w:]+,\s*)?(\d+)>")
 #: PyTorch's foreach functors: ``Functor<T, depth, r_args_depth, res_arg_index>``
@@ -107,11 +115,14 @@ def launch_kind(kernel: Any, grid: Any, block: Any) -> tuple[str, dict[str, Any]
         # (Adam, SGD) reads every list and writes back all but the gradient
         reads, writes = (int(f.group(2)), 1) if f else (depth, max(1, depth - 1))
         numel = CHUNK * gx
-        size = {"float64": 8, "float16": 2, "bfloat16": 2}.get(dtype, 4)
+        size = DTYPE_BYTES[dtype]
         return "elementwise", {"numel": numel, "arity": max(1, reads), "dtype": dtype,
                                "bytes": size * numel * (reads + writes)}  # fmt: skip
+    p = _POINTERS.search(name)
     if base in ("vectorized_elementwise_kernel", "unrolled_elementwise_kernel"):
-        per_block = THREAD_WORK * bx
+        # a newer build (std::array pointers) gives a vectorized kernel's threads more work
+        newer = base == "vectorized_elementwise_kernel" and p is not None and p.group(1) == "a"
+        per_block = (THREAD_WORK_NEW if newer else THREAD_WORK) * bx
     elif base == "elementwise_kernel":
         m = _STRIDED.search(name)
         if m is None:
@@ -119,6 +130,5 @@ def launch_kind(kernel: Any, grid: Any, block: Any) -> tuple[str, dict[str, Any]
         per_block = int(m.group(1)) * int(m.group(2))
     else:
         return None
-    p = _POINTERS.search(name)
-    arity = max(1, int(p.group(1)) - 1) if p else 1
+    arity = max(1, int(p.group(2)) - 1) if p else 1
     return "elementwise", {"numel": per_block * gx, "arity": arity, "dtype": dtype}

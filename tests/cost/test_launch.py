@@ -120,3 +120,37 @@ def test_foreach_functors_read_their_argument_lists_and_write_one() -> None:
         kind, attrs = launch_kind(head + tail, "[10, 1, 1]", "[512, 1, 1]")  # type: ignore[misc]
         assert (kind, attrs["numel"], attrs["arity"]) == ("elementwise", 10 * CHUNK, arity)
         assert attrs["bytes"] == 4 * 10 * CHUNK * per_element
+
+
+NEW_ADD = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+           "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, "
+           "std::array<char*, 3ul>)")  # fmt: skip
+
+
+def test_a_newer_builds_vectorized_kernels_take_8_elements_a_thread() -> None:
+    # PyTorch 2.11 spells the pointers std::array<char*, 3ul>: still two inputs and an output
+    assert launch_kind(NEW_ADD, "[16, 1, 1]", "[128, 1, 1]") == (
+        "elementwise",
+        {"numel": 16384, "arity": 2, "dtype": "float32"},
+    )
+    # an unrolled kernel of the same build keeps 4 (the linked rows say so)
+    unrolled = NEW_ADD.replace("vectorized_elementwise_kernel<4, ", "unrolled_elementwise_kernel<")
+    assert launch_kind(unrolled, "[16, 1, 1]", "[128, 1, 1]")[1]["numel"] == 8192  # type: ignore[index]
+
+
+def test_the_rule_matches_the_linked_kernels_of_a_pytorch_2_11_trace() -> None:
+    from opsched.importers.trace import link_launches
+    from opsched.importers.trace.events import load_trace
+
+    t = load_trace(dataset_path("traces") / "resnet50_h200_torch2110_step.pt.trace.json.gz")
+    ratios = []
+    for la in link_launches(t):
+        g = la.gpu
+        if "vectorized_elementwise_kernel" not in g.name or la.leaf < 0 or (g.grid or [0])[0] < 8:
+            continue
+        dims = [d for d in (t.cpu_ops[la.leaf].dims or []) if isinstance(d, list) and d]
+        got = launch_kind(g.name, g.grid, g.block)
+        if dims and got is not None:
+            ratios.append(max(int(np.prod(d)) for d in dims) / got[1]["numel"])
+    assert len(ratios) > 100
+    assert np.percentile(ratios, 10) >= 0.99 and np.percentile(ratios, 90) <= 1.0
