@@ -102,7 +102,8 @@ def apply(
     if recorded:
         warnings.warn(
             f"cost model: {len(recorded)} ops without a kind (first {recorded[0]!r}) priced "
-            "from the shapes their trace recorded, as the timing rows are",
+            "from what their trace recorded: their shapes, as the timing rows are, or where no "
+            "shape rule applies their kernels' launches",
             stacklevel=2,
         )
     if traced:
