@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from opsched._files import note_input
+from opsched.cost.conv_leaves import leaf_shapes
 from opsched.cost.gpu_names import resolve_gpu
 from opsched.cost.launch import launch_kind
 from opsched.cost.mathmode import (
@@ -283,6 +284,8 @@ def canonical_rows(
     mode = SOURCE_MODES[schema]
     targets = priced_targets(schema, df.columns)
     cache: dict[str, str] = {} if gpu is None else {gpu: resolve_gpu(gpu)}
+    # the cuDNN backward leaves of a kernel table: shapes from their paired halves
+    leaves = leaf_shapes(df) if schema == "profiler_kernels" else {}
     for pos, r in enumerate(df.itertuples(index=False)):
         if gpu is None and _blank(r.gpu):
             continue
@@ -340,7 +343,7 @@ def canonical_rows(
                 base = launched
                 dtype = base[1]["dtype"]
             else:
-                base = profiler_op(r, "op_input_dims", "op_input_types")
+                base = profiler_op(r, "op_input_dims", "op_input_types", leaves.get(pos))
                 dtype = base[1].get("dtype", "float32")
         except OpschedError:  # already names the problem (and is a ValueError)
             raise

@@ -199,10 +199,15 @@ def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:
     return "elementwise", {"numel": elems, "arity": 1, "fn": "rope"}  # attn_rope
 
 
-def profiler_op(r: Any, dims_col: str, types_col: str) -> tuple[str, dict[str, Any]]:
+def profiler_op(
+    r: Any, dims_col: str, types_col: str, shape: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """Kind and attrs of a profiler row (``shape``: a shape text for a row without one)."""
     dims = json.loads(getattr(r, dims_col)) if isinstance(getattr(r, dims_col), str) else []
     types = json.loads(getattr(r, types_col)) if isinstance(getattr(r, types_col), str) else []
-    shape, kern = getattr(r, "shape", ""), getattr(r, "kernels", "")
+    kern = getattr(r, "kernels", "")
+    if shape is None:
+        shape = getattr(r, "shape", "")
     return profiled_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "",
                          kern if isinstance(kern, str) else "", getattr(r, "flops", None),
                          getattr(r, "bytes_min", None))  # fmt: skip

@@ -1,0 +1,106 @@
+"""Shapes of cuDNN's backward-convolution leaves in a kernel-level profiler table.
+
+Older PyTorch runs a convolution's backward as two leaf ops under
+``aten::cudnn_convolution_backward``: ``..._backward_input`` records ``(input size,
+grad_output, weight)`` and ``..._backward_weight`` records ``(weight size, grad_output,
+input)``, the sizes as int lists whose values the profiler does not keep. So neither leaf
+alone gives its convolution: the data half lacks the input's height and width (its
+stride), the filter half the filter's size. The per-op tables carry a curated ``shape``
+column for this (``dy=[..] w=[..] (dgrad)``); a kernel-level table (``profiler_kernels``)
+does not, and its rows had been priced as ``opaque`` ops.
+
+The two halves of one backward run one after the other on the same thread, the data half
+first, so :func:`leaf_shapes` pairs each data leaf with the next of the table's leaf
+instances (ordered by thread and start time, read from ``op_instance`` =
+``pid:tid:start``) and each filter leaf with the one before, when that one is the other
+half, on the same ``grad_output``, with the weight's filter count matching ``grad_output``'s
+channels and its input channels dividing the input's. The
+pair gives ``dy``, ``w``, ``x`` and the stride (input height over output height), written as
+the shape text the per-op tables use, which :func:`opsched.cost.aten.aten_kind` reads. A
+leaf without such a neighbour (the first convolution computes no input gradient) keeps no
+shape and stays ``opaque``.
+
+Examples
+--------
+>>> import pandas as pd
+>>> df = pd.DataFrame({
+...     "op": ["aten::cudnn_convolution_backward_input", "aten::cudnn_convolution_backward_weight"],
+...     "op_instance": ["1:2:100", "1:2:150"],
+...     "op_input_dims": ["[[], [8, 16, 7, 7], [16, 4, 3, 3]]",
+...                       "[[], [8, 16, 7, 7], [8, 4, 14, 14]]"],
+... })
+>>> leaf_shapes(df)[0]
+'dy=[8,16,7,7] w=[16,4,3,3] x=[8,4,14,14] stride~2'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["LEAVES", "leaf_shapes"]
+
+#: The two leaf ops and the half each computes.
+LEAVES = {
+    "aten::cudnn_convolution_backward_input": "data",
+    "aten::cudnn_convolution_backward_weight": "filter",
+}
+_INSTANCE = re.compile(r"^(\d+):(\d+):(\d+)$")
+
+
+def _tensors(cell: Any) -> tuple[list[int], list[int]] | None:
+    """``grad_output`` and the other tensor (weight or input) of a leaf's recorded dims."""
+    try:
+        dims = json.loads(cell) if isinstance(cell, str) else None
+        dy, other = dims[1], dims[2]  # type: ignore[index]
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+    if not (isinstance(dy, list) and isinstance(other, list) and len(dy) == len(other) == 4):
+        return None
+    if not all(isinstance(v, int) and v > 0 for v in dy + other):
+        return None
+    return dy, other
+
+
+def _text(dy: list[int], w: list[int], x: list[int]) -> str:
+    stride = max(1, round(x[2] / dy[2]))
+    f = lambda v: "[" + ",".join(map(str, v)) + "]"  # noqa: E731
+    return f"dy={f(dy)} w={f(w)} x={f(x)} stride~{stride}"
+
+
+def leaf_shapes(df: Any) -> dict[int, str]:
+    """Row position -> shape text for the backward leaves of ``df`` whose other half was
+    found (see the module docstring); other rows are not in the result."""
+    if not {"op", "op_instance", "op_input_dims"} <= set(df.columns):
+        return {}
+    first: dict[Any, int] = {}  # instance -> its first row position
+    rows: dict[Any, list[int]] = {}
+    for pos, (op, inst) in enumerate(zip(df["op"], df["op_instance"], strict=True)):
+        if op in LEAVES and isinstance(inst, str):
+            first.setdefault(inst, pos)
+            rows.setdefault(inst, []).append(pos)
+    leaves = []
+    for inst, pos in first.items():
+        got = _tensors(df["op_input_dims"].iloc[pos])
+        m = _INSTANCE.match(inst)
+        if got is None:
+            continue
+        thread, start = ((m.group(1), m.group(2)), int(m.group(3))) if m else (None, pos)
+        leaves.append((thread, start, LEAVES[df["op"].iloc[pos]], got, inst))
+    leaves.sort(key=lambda v: (str(v[0]), v[1]))
+    out: dict[int, str] = {}
+    for i, (thread, _, half, (dy, other), inst) in enumerate(leaves):
+        # PyTorch runs the data half first, then the filter half
+        j = i + 1 if half == "data" else i - 1
+        if not 0 <= j < len(leaves):
+            continue
+        thread2, _, half2, (dy2, other2), _ = leaves[j]
+        if thread2 != thread or half2 == half or dy2 != dy:
+            continue
+        w, x = (other, other2) if half == "data" else (other2, other)
+        if w[0] != dy[1] or x[1] % w[1] != 0:  # K filters; C / groups channels each
+            continue
+        for pos in rows[inst]:
+            out[pos] = _text(dy, w, x)
+    return out
