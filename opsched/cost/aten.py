@@ -234,6 +234,22 @@ def _conv_attrs(x: list[int], w: list[int], y: list[int] | None, stride: int) ->
             "stride_w": stride, "pad_h": pad_h, "pad_w": pad_w, "groups": groups}  # fmt: skip
 
 
+def _strided(attrs: dict[str, Any], sh: dict[str, list[int]], y: list[int]) -> dict[str, Any]:
+    """``attrs`` with the stride a shape text states (``stride~s``) where the sizes alone
+    read another (``_conv_attrs`` takes it as input over output size, which a convolution
+    without padding breaks: 14 -> 8 at stride 1 reads as 2), the padding to match.
+
+    >>> a = _conv_attrs([1, 4, 14, 14], [8, 4, 7, 7], [1, 8, 8, 8], 1)
+    >>> a["stride_h"], _strided(a, {"stride": [1]}, [1, 8, 8, 8])["stride_h"]
+    (2, 1)
+    """
+    s = sh.get("stride", [0])[0]
+    if s < 1 or s == attrs["stride_h"] or len(y) != 4:
+        return attrs
+    pad_h, pad_w = _pad(attrs["H"], y[2], attrs["R"], s), _pad(attrs["W"], y[3], attrs["S"], s)
+    return attrs | {"stride_h": s, "stride_w": s, "pad_h": pad_h, "pad_w": pad_w}
+
+
 def _reduce_out(x: list[int], types: list[Any], at: int = 1, one_dim: bool = False) -> int:
     """Output size of ``sum``/``mean``/``amax`` over ``x``: the reduced axes are not recorded.
 
@@ -374,12 +390,16 @@ def aten_kind(
                 return half, _conv_attrs(x, w, None, stride) | recorded | {"dtype": dtype}
         if name == "cudnn_convolution_backward_input" and "dy" in sh and "w" in sh:
             dy, w = sh["dy"], sh["w"]
-            x = [dy[0], w[1], dy[2] * stride, dy[3] * stride]
-            return "conv2d_bwd_data", _conv_attrs(x, w, dy, stride) | {"dtype": dtype}
-        if name == "cudnn_convolution_backward_weight" and {"dy", "x", "w"} <= sh.keys():
-            return "conv2d_bwd_filter", _conv_attrs(sh["x"], sh["w"], sh["dy"], stride) | {
+            # the input where the text gives it (a kernel table's paired halves,
+            # opsched.cost.conv_leaves), else rebuilt from the output and the stride
+            x = sh["x"] if len(sh.get("x", [])) == 4 else [dy[0], w[1], dy[2] * stride,
+                                                            dy[3] * stride]  # fmt: skip
+            return "conv2d_bwd_data", _strided(_conv_attrs(x, w, dy, stride), sh, dy) | {
                 "dtype": dtype
             }
+        if name == "cudnn_convolution_backward_weight" and {"dy", "x", "w"} <= sh.keys():
+            attrs = _conv_attrs(sh["x"], sh["w"], sh["dy"], stride)
+            return "conv2d_bwd_filter", _strided(attrs, sh, sh["dy"]) | {"dtype": dtype}
         if name in ("cudnn_batch_norm", "native_batch_norm", "batch_norm") and ts:
             return "batchnorm", {"numel": _prod(ts[0]), "dtype": dtype}
         if name in ("native_layer_norm", "layer_norm") and ts:

@@ -63,34 +63,51 @@ def _tensors(cell: Any) -> tuple[list[int], list[int]] | None:
     return dy, other
 
 
-def _text(dy: list[int], w: list[int], x: list[int]) -> str:
-    stride = max(1, round(x[2] / dy[2]))
+def _stride(size: int, out: int, window: int) -> int | None:
+    """The least stride that sweeps a ``window`` over ``size`` (padded by 0 to ``window // 2``
+    on each side) to ``out`` positions; None if none up to 8 does."""
+    for s in range(1, 9):
+        if any((size + 2 * p - window) // s + 1 == out for p in range(window // 2 + 1)):
+            return s
+    return None
+
+
+def _text(dy: list[int], w: list[int], x: list[int]) -> str | None:
+    """The pair's shape text; None if no stride fits (read along the width where the
+    height is 1, as a 1-D convolution run as 2-D)."""
+    axis = 2 if dy[2] > 1 or x[2] > 1 else 3
+    stride = _stride(x[axis], dy[axis], w[axis])
+    if stride is None:
+        return None
     f = lambda v: "[" + ",".join(map(str, v)) + "]"  # noqa: E731
     return f"dy={f(dy)} w={f(w)} x={f(x)} stride~{stride}"
 
 
 def leaf_shapes(df: Any) -> dict[int, str]:
     """Row position -> shape text for the backward leaves of ``df`` whose other half was
-    found (see the module docstring); other rows are not in the result."""
+    found (see the module docstring); other rows are not in the result. Rows without an
+    instance id are not paired; ids not of the form ``pid:tid:start`` are ordered by row
+    position, as one thread. With a ``source`` column, each source is its own trace."""
     if not {"op", "op_instance", "op_input_dims"} <= set(df.columns):
         return {}
-    first: dict[Any, int] = {}  # instance -> its first row position
+    sources = df["source"].tolist() if "source" in df.columns else [None] * len(df)
+    first: dict[Any, int] = {}  # (source, instance) -> its first row position
     rows: dict[Any, list[int]] = {}
-    for pos, (op, inst) in enumerate(zip(df["op"], df["op_instance"], strict=True)):
+    for pos, (op, inst, src) in enumerate(zip(df["op"], df["op_instance"], sources, strict=True)):
         if op in LEAVES and isinstance(inst, str):
-            first.setdefault(inst, pos)
-            rows.setdefault(inst, []).append(pos)
+            first.setdefault((src, inst), pos)
+            rows.setdefault((src, inst), []).append(pos)
     leaves = []
-    for inst, pos in first.items():
+    for key, pos in first.items():
         got = _tensors(df["op_input_dims"].iloc[pos])
-        m = _INSTANCE.match(inst)
         if got is None:
             continue
-        thread, start = ((m.group(1), m.group(2)), int(m.group(3))) if m else (None, pos)
-        leaves.append((thread, start, LEAVES[df["op"].iloc[pos]], got, inst))
-    leaves.sort(key=lambda v: (str(v[0]), v[1]))
+        m = _INSTANCE.match(key[1])
+        tid, start = ((m.group(1), m.group(2)), int(m.group(3))) if m else (None, pos)
+        leaves.append((str((key[0], tid)), start, LEAVES[df["op"].iloc[pos]], got, key))
+    leaves.sort(key=lambda v: (v[0], v[1]))
     out: dict[int, str] = {}
-    for i, (thread, _, half, (dy, other), inst) in enumerate(leaves):
+    for i, (thread, _, half, (dy, other), key) in enumerate(leaves):
         # PyTorch runs the data half first, then the filter half
         j = i + 1 if half == "data" else i - 1
         if not 0 <= j < len(leaves):
@@ -99,8 +116,11 @@ def leaf_shapes(df: Any) -> dict[int, str]:
         if thread2 != thread or half2 == half or dy2 != dy:
             continue
         w, x = (other, other2) if half == "data" else (other2, other)
-        if w[0] != dy[1] or x[1] % w[1] != 0:  # K filters; C / groups channels each
+        # K filters of C / groups channels each, over the same batch
+        if w[0] != dy[1] or x[1] % w[1] != 0 or x[0] != dy[0]:
             continue
-        for pos in rows[inst]:
-            out[pos] = _text(dy, w, x)
+        text = _text(dy, w, x)
+        if text is not None:
+            for pos in rows[key]:
+                out[pos] = text
     return out

@@ -202,7 +202,8 @@ def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:
 def profiler_op(
     r: Any, dims_col: str, types_col: str, shape: str | None = None
 ) -> tuple[str, dict[str, Any]]:
-    """Kind and attrs of a profiler row (``shape``: a shape text for a row without one)."""
+    """Kind and attrs of a profiler row; ``shape``, when given, is read in place of the row's
+    own ``shape`` cell (a kernel table's paired backward leaves, which have none)."""
     dims = json.loads(getattr(r, dims_col)) if isinstance(getattr(r, dims_col), str) else []
     types = json.loads(getattr(r, types_col)) if isinstance(getattr(r, types_col), str) else []
     kern = getattr(r, "kernels", "")
