@@ -63,6 +63,7 @@ __all__ = [
     "NO_OP",
     "SCHEMAS",
     "TIME_COLUMNS",
+    "blank_cell",
     "blank_gpu_rows",
     "canonical_rows",
     "check_columns",
@@ -214,7 +215,7 @@ def detect_schema(columns: Iterable[str], where: str = "table", timed: bool = Tr
     raise InputError(f"unknown timing schema: the columns match none of ({wanted})", where)
 
 
-def _blank(value: Any) -> bool:
+def blank_cell(value: Any) -> bool:
     """A cell with nothing in it: NaN, None or only spaces."""
     return (
         value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip()
@@ -230,7 +231,7 @@ def blank_gpu_rows(df: Any) -> int:
     """
     if "gpu" not in df.columns:
         return 0
-    return sum(_blank(v) for v in df["gpu"].tolist())
+    return sum(blank_cell(v) for v in df["gpu"].tolist())
 
 
 #: A row :func:`canonical_rows` left out: ``(row, what, name)``, ``what`` one of ``"op"`` (an
@@ -287,7 +288,7 @@ def canonical_rows(
     # the cuDNN backward leaves of a kernel table: shapes from their paired halves
     leaves = leaf_shapes(df) if schema == "profiler_kernels" else {}
     for pos, r in enumerate(df.itertuples(index=False)):
-        if gpu is None and _blank(r.gpu):
+        if gpu is None and blank_cell(r.gpu):
             continue
         name = gpu if gpu is not None else str(r.gpu).strip()
         if name not in cache:
@@ -334,7 +335,7 @@ def canonical_rows(
             elif schema == "profiler_ops":
                 base = profiler_op(r, "input_dims", "input_types")
                 dtype = base[1].get("dtype", "float32")
-            elif _blank(r.op):  # a kernel no recorded op launched: its launch's shape
+            elif blank_cell(r.op):  # a kernel no recorded op launched: its launch's shape
                 launched = launch_kind(r.kernel, getattr(r, "grid", None),
                                        getattr(r, "block", None))  # fmt: skip
                 if launched is None:

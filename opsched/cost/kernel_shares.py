@@ -95,10 +95,6 @@ def load_shares() -> dict[str, float]:
     return _read(os.path.join(profiles_dir(), SHARES_FILE))
 
 
-def _blank(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
-
-
 def kernel_weights(
     ops: Sequence[Any], kernels: Sequence[Any], instances: Sequence[Any],
     shares: dict[str, float] | None = None,
@@ -115,13 +111,15 @@ def kernel_weights(
     """
     import pandas as pd
 
+    from opsched.cost.data import blank_cell
+
     shares = load_shares() if shares is None else shares
     n = len(kernels)
     inst = pd.Series(list(instances))
     count = inst.groupby(inst).transform("size").to_numpy(dtype=float)
     # a kernel with neither an op nor an instance is its own whole (opsched.cost.launch
     # prices it); one with an op but no instance has no share to take (NaN)
-    alone = inst.isna().to_numpy() & np.array([_blank(o) for o in ops], dtype=bool)
+    alone = inst.isna().to_numpy() & np.array([blank_cell(o) for o in ops], dtype=bool)
     equal = np.where(alone, 1.0, 1.0 / np.where(alone, 1.0, count))
     if not shares or not n:
         return equal

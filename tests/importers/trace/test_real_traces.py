@@ -230,7 +230,7 @@ def test_an_op_no_aten_op_launched_is_priced_from_its_launches(hta: ImportedTrac
         out = apply(g, "A100-SXM4-80GB")
     priced = out[step.name]
     assert priced.kind == "fused" and len(priced.attrs["parts"]) == 8
-    assert 0.5 < priced.duration / step.attrs["gpu_time_us"] < 1.5  # 847 us against 1,293
+    assert 0.5 < priced.duration / step.attrs["gpu_time_us"] < 1.5  # 848 us against 1,293
 
 
 def test_foreach_optimizer_ops_are_priced_from_their_launches() -> None:
