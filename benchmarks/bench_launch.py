@@ -1,6 +1,6 @@
 """Kernels priced from their launch (``opsched.cost.launch``), measured on the shipped data.
 
-Two tables:
+Three tables:
 
 1. The HTA kernel table's rows that no recorded op launched (``op`` blank, GPU named):
    per GPU and kind of kernel, rows, rows priced, median / mean absolute percentage error
@@ -10,6 +10,9 @@ Two tables:
    kernel launches (``attrs["launches"]``): the ops whose price changes, their measured
    time, the price and median error per op before and after. The H200 traces price on the
    H200 profile, the HTA one on the A100-SXM4-80GB's, the V100 one on the V100-SXM2's.
+3. The same traces' timing rows (``opsched import-trace --rows``) priced by ``cost predict``
+   (each row on its own GPU's profile) with and without their ``launches`` column: the rows
+   whose price changes, as in table 2.
 
 Reproduce (2 cores, about 10 s): ``python benchmarks/bench_launch.py``.
 """
@@ -99,9 +102,31 @@ def graph_ops() -> None:
               f"{n.sum():,.0f} ({mn:.1f}) | {opt_cell} |")  # fmt: skip
 
 
+def timing_rows() -> None:
+    print("\nTiming rows, cost predict with and without the launches column\n")
+    print("| trace | rows changed | measured us | before us (median %) | after us (median %) |")
+    print("|---|---|---|---|---|")
+    for name, _ in TRACES:
+        rows = import_trace(dataset_path("traces") / name).rows
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            new = predict_table(rows, None, name)["predicted_time_us"].to_numpy(float)
+            old = predict_table(rows.assign(launches=""), None, name)
+        o = old["predicted_time_us"].to_numpy(float)
+        ch = np.nonzero(np.abs(o - new) > 1e-9)[0]
+        if not ch.size:
+            print(f"| {name} | 0 | - | - | - |")
+            continue
+        t = rows["gpu_time_us"].to_numpy(float)[ch]
+        mo, mn = (np.median(np.abs(p[ch] - t) / t * 100) for p in (o, new))
+        print(f"| {name} | {ch.size} | {t.sum():,.0f} | {o[ch].sum():,.0f} ({mo:.1f}) | "
+              f"{new[ch].sum():,.0f} ({mn:.1f}) |")  # fmt: skip
+
+
 def main() -> None:
     kernel_rows()
     graph_ops()
+    timing_rows()
     print("\npython benchmarks/bench_launch.py")
 
 

@@ -227,8 +227,10 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     importer keeps ``aten_op`` and, when shapes were recorded, ``input_dims``,
     ``input_types`` and ``kernels``), read as the fit reads a profiler row
     (:func:`opsched.cost.data.profiled_kind`). Where no shape rule applies, its kernels'
-    launches (``launches``, :func:`_launched_kind`) come before the ``opaque`` catch-all.
+    launches (``launches``, :func:`opsched.cost.launch.launches_kind`) come before the
+    ``opaque`` catch-all.
     None for an op with neither an ``aten_op`` nor launches that price it."""
+    from opsched.cost.launch import launches_kind
     from opsched.cost.sources import profiled_kind
 
     a = op.attrs
@@ -242,29 +244,4 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
         if found[0] != "opaque":
             return found
     # no shape rule: the kernels' launches where every one has a rule, else the catch-all
-    return _launched_kind(a.get("launches")) or found
-
-
-def _launched_kind(launches: Any) -> tuple[str, dict[str, Any]] | None:
-    """The kind of an op no aten op launched, from its kernels' launches (the importer's
-    ``attrs["launches"]``, :func:`opsched.cost.launch.launch_kind`): one kernel's kind, or a
-    ``fused`` op of several; None unless every kernel has a launch rule.
-
-    >>> add = "void at::native::vectorized_elementwise_kernel<4, f<float>, Array<char*, 3> >"
-    >>> _launched_kind([[add, [2, 1, 1], [128, 1, 1]]])
-    ('elementwise', {'numel': 1024, 'arity': 2, 'dtype': 'float32'})
-    >>> _launched_kind([[add, [2, 1, 1], [128, 1, 1]], ["nccl_kernel", [1, 1, 1], [64, 1, 1]]])
-    """
-    from opsched.cost.launch import launch_kind
-
-    if not isinstance(launches, list) or not launches:
-        return None
-    parts = []
-    for item in launches:
-        found = launch_kind(*item) if isinstance(item, list) and len(item) == 3 else None
-        if found is None:
-            return None
-        parts.append(found)
-    if len(parts) == 1:
-        return parts[0]
-    return "fused", {**kinds.fused_of(parts), "dtype": parts[0][1]["dtype"]}
+    return launches_kind(a.get("launches")) or found

@@ -39,7 +39,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["LEAVES", "leaf_shapes"]
+__all__ = ["LEAVES", "leaf_shapes", "op_table_shapes"]
 
 #: The two leaf ops and the half each computes.
 LEAVES = {
@@ -123,4 +123,77 @@ def leaf_shapes(df: Any) -> dict[int, str]:
         if text is not None:
             for pos in rows[key]:
                 out[pos] = text
+    return out
+
+
+def _dims_key(cell: Any) -> str | None:
+    """A recorded-dims cell in one spelling (None when it does not parse)."""
+    try:
+        return json.dumps(json.loads(cell)) if isinstance(cell, str) else None
+    except ValueError:
+        return None
+
+
+def op_table_shapes(ops: Any, kernels: Any) -> dict[int, str]:
+    """Row position -> shape text for the backward leaves of a per-op table (``ops``,
+    schema ``profiler_ops``), read from the kernel-level table of the same traces.
+
+    The per-op tables' curated ``shape`` cannot tell a leaf's stride (the data half's text
+    is ``dy=[..] w=[..]``) nor, where the profiler kept only ``grad_output`` and the
+    input, a filter half's filter size, so two convolutions of one ``grad_output`` share a
+    text: in ``kineto_resnet50_v100_ops.csv.gz`` the stride-2 data halves read as stride 1
+    (72 rows), and 12 filter halves of a 1x1 convolution read as 3x3. The kernel table
+    has the instances, which :func:`leaf_shapes` pairs. Each per-op row is matched to an
+    instance of the kernel table with the same source, op, recorded dims and GPU time
+    (the sum of the instance's kernel times, to 0.001 us); a row takes the paired text
+    only when every instance it could match has the same one, else it keeps its own.
+
+    >>> import pandas as pd
+    >>> kern = pd.DataFrame({
+    ...     "op": ["aten::cudnn_convolution_backward_input"] * 2
+    ...           + ["aten::cudnn_convolution_backward_weight"],
+    ...     "op_instance": ["1:2:100", "1:2:100", "1:2:150"],
+    ...     "op_input_dims": ["[[], [8, 16, 7, 7], [16, 4, 3, 3]]"] * 2
+    ...                      + ["[[], [8, 16, 7, 7], [8, 4, 14, 14]]"],
+    ...     "kernel_dur_us": [3.0, 40.0, 50.0]})
+    >>> ops = pd.DataFrame({"op": ["aten::cudnn_convolution_backward_input"],
+    ...     "input_dims": ["[[], [8, 16, 7, 7], [16, 4, 3, 3]]"], "gpu_time_us": [43.0]})
+    >>> op_table_shapes(ops, kern)
+    {0: 'dy=[8,16,7,7] w=[16,4,3,3] x=[8,4,14,14] stride~2'}
+    """
+    need_k = {"op", "op_instance", "op_input_dims", "kernel_dur_us"}
+    if not (need_k <= set(kernels.columns) and {"op", "input_dims", "gpu_time_us"}
+            <= set(ops.columns)):  # fmt: skip
+        return {}
+    texts = leaf_shapes(kernels)
+    k_src = kernels["source"].tolist() if "source" in kernels.columns else [None] * len(kernels)
+    inst: dict[Any, list[Any]] = {}  # (source, instance) -> [op, dims, time, text]
+    cols = (kernels[c] for c in ("op", "op_instance", "op_input_dims", "kernel_dur_us"))
+    for pos, (op, name, dims, dur) in enumerate(zip(*cols, strict=True)):
+        if op not in LEAVES or not isinstance(name, str):
+            continue
+        try:
+            t = float(dur)
+        except (TypeError, ValueError):
+            continue
+        got = inst.setdefault((k_src[pos], name), [op, _dims_key(dims), 0.0, texts.get(pos)])
+        got[2] += t
+    seen: dict[tuple[Any, ...], set[str | None]] = {}
+    for (src, _), (op, dims, t, text) in inst.items():
+        seen.setdefault((src, op, dims, round(t, 3)), set()).add(text)
+    o_src = ops["source"].tolist() if "source" in ops.columns else [None] * len(ops)
+    out: dict[int, str] = {}
+    for pos, (op, dims, t) in enumerate(
+        zip(ops["op"], ops["input_dims"], ops["gpu_time_us"], strict=True)
+    ):
+        if op not in LEAVES:
+            continue
+        try:
+            key = (o_src[pos], op, _dims_key(dims), round(float(t), 3))
+        except (TypeError, ValueError):
+            continue
+        found = seen.get(key, set())
+        text = next(iter(found)) if len(found) == 1 else None
+        if text is not None:
+            out[pos] = text
     return out

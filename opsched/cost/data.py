@@ -36,7 +36,7 @@ from typing import Any
 from opsched._files import note_input
 from opsched.cost.conv_leaves import leaf_shapes
 from opsched.cost.gpu_names import resolve_gpu
-from opsched.cost.launch import launch_kind
+from opsched.cost.launch import launch_kind, launches_kind
 from opsched.cost.mathmode import (
     SOURCE_MODES,
     kernel_math_mode,
@@ -248,6 +248,23 @@ def _skip(skipped: list[Skipped] | None, row: int, what: str, name: str = "") ->
         skipped.append((row, what, name))
 
 
+def row_launches_kind(cell: Any) -> tuple[str, dict[str, Any]] | None:
+    """The kind a timing row's ``launches`` cell gives (the JSON list of ``[name, grid,
+    block]`` that ``opsched import-trace`` writes for an op no shape rule reads;
+    :func:`opsched.cost.launch.launches_kind`); None for a blank or unreadable cell.
+
+    >>> row_launches_kind('[["void at::native::vectorized_elementwise_kernel<4, f<float>, '
+    ...                   'Array<char*, 2> >", [1, 1, 1], [128, 1, 1]]]')
+    ('elementwise', {'numel': 512, 'arity': 1, 'dtype': 'float32'})
+    """
+    if not isinstance(cell, str) or not cell.strip():
+        return None
+    try:
+        return launches_kind(json.loads(cell))
+    except ValueError:
+        return None
+
+
 def canonical_rows(
     df: Any,
     schema: str,
@@ -334,6 +351,8 @@ def canonical_rows(
                     continue
             elif schema == "profiler_ops":
                 base = profiler_op(r, "input_dims", "input_types")
+                if base[0] == "opaque":  # no shape rule: the launches the importer kept
+                    base = row_launches_kind(getattr(r, "launches", None)) or base
                 dtype = base[1].get("dtype", "float32")
             elif blank_cell(r.op):  # a kernel no recorded op launched: its launch's shape
                 launched = launch_kind(r.kernel, getattr(r, "grid", None),

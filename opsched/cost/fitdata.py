@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from opsched.cost.conv_leaves import op_table_shapes
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve
 from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import (
@@ -50,6 +51,7 @@ __all__ = [
     "fit_rows",
     "load_fit_data",
     "shape_key",
+    "with_leaf_shapes",
 ]
 
 #: Timing tables the shipped profiles are fitted on (the kernel-level profiler tables repeat
@@ -109,6 +111,29 @@ class FitData:
     families: dict[str, FamilyData]
 
 
+def with_leaf_shapes(df: Any, path: Path) -> Any:
+    """A per-op profiler table with its cuDNN backward leaves' shapes read from the
+    kernel-level table of the same traces, where one lies beside it (``..._ops.csv.gz`` ->
+    ``..._kernels.csv.gz``; :func:`opsched.cost.conv_leaves.op_table_shapes`): the curated
+    ``shape`` column cannot tell a data half's stride or, for some rows, a filter half's
+    size. Without that table, ``df`` as it is."""
+    sibling = path.with_name(path.name.replace("_ops.", "_kernels."))
+    if sibling == path or not sibling.is_file():
+        return df
+    shapes = op_table_shapes(df, read_table(sibling))
+    if not shapes:
+        return df
+    df = df.copy()
+    col = df.columns.get_loc("shape") if "shape" in df.columns else None
+    if col is None:
+        df["shape"] = ""
+        col = df.columns.get_loc("shape")
+    df["shape"] = df["shape"].astype(object)
+    for pos, text in shapes.items():
+        df.iat[pos, col] = text
+    return df
+
+
 def load_fit_data(
     root: str | Path | None = None,
     files: Iterable[str] = FIT_FILES,
@@ -130,6 +155,8 @@ def load_fit_data(
         if limit is not None:
             df = df.head(limit)
         schema = detect_schema(df.columns, name)
+        if schema == "profiler_ops":
+            df = with_leaf_shapes(df, base / name)
         try:
             records = canonical_rows(df, schema)
         except InputError as e:

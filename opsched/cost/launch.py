@@ -56,9 +56,9 @@ import json
 import re
 from typing import Any
 
-from opsched.ir.kinds import DTYPE_BYTES
+from opsched.ir.kinds import DTYPE_BYTES, fused_of
 
-__all__ = ["CHUNK", "THREAD_WORK", "THREAD_WORK_NEW", "launch_kind"]
+__all__ = ["CHUNK", "THREAD_WORK", "THREAD_WORK_NEW", "launch_kind", "launches_kind"]
 
 #: Elements per chunk (one block) of PyTorch's ``multi_tensor_apply`` kernels.
 CHUNK = 65536
@@ -132,3 +132,27 @@ def launch_kind(kernel: Any, grid: Any, block: Any) -> tuple[str, dict[str, Any]
         return None
     arity = max(1, int(p.group(2)) - 1) if p else 1
     return "elementwise", {"numel": per_block * gx, "arity": arity, "dtype": dtype}
+
+
+def launches_kind(launches: Any) -> tuple[str, dict[str, Any]] | None:
+    """The kind of an op from its kernels' launches (``[[name, grid, block], ...]``: the
+    importer's ``attrs["launches"]`` and its timing rows' ``launches`` column), by
+    :func:`launch_kind`: one kernel's kind, or a ``fused`` op of several; None unless
+    every kernel has a launch rule.
+
+    >>> add = "void at::native::vectorized_elementwise_kernel<4, f<float>, Array<char*, 3> >"
+    >>> launches_kind([[add, [2, 1, 1], [128, 1, 1]]])
+    ('elementwise', {'numel': 1024, 'arity': 2, 'dtype': 'float32'})
+    >>> launches_kind([[add, [2, 1, 1], [128, 1, 1]], ["nccl_kernel", [1, 1, 1], [64, 1, 1]]])
+    """
+    if not isinstance(launches, list) or not launches:
+        return None
+    parts = []
+    for item in launches:
+        found = launch_kind(*item) if isinstance(item, list) and len(item) == 3 else None
+        if found is None:
+            return None
+        parts.append(found)
+    if len(parts) == 1:
+        return parts[0]
+    return "fused", {**fused_of(parts), "dtype": parts[0][1]["dtype"]}

@@ -6,9 +6,10 @@ import pandas as pd
 import pytest
 
 from opsched.cost.aten import aten_kind
-from opsched.cost.conv_leaves import leaf_shapes
+from opsched.cost.conv_leaves import leaf_shapes, op_table_shapes
 from opsched.cost.data import read_table
 from opsched.cost.evaluate import predict_table
+from opsched.cost.fitdata import with_leaf_shapes
 from opsched.datasets import dataset_path
 
 DATA = "aten::cudnn_convolution_backward_input"
@@ -111,3 +112,58 @@ def test_the_v100_kernel_tables_backward_leaves_price_as_convolutions() -> None:
         assert sel.sum() > 1400
         p, t = pred["predicted_time_us"][sel].to_numpy(), df["kernel_dur_us"][sel].to_numpy(float)
         assert 0.8 < p.sum() / t.sum() < 1.25
+
+
+def _ops(rows: list[tuple[str, str, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["op", "input_dims", "gpu_time_us"])
+
+
+def test_a_per_op_row_takes_the_shape_of_the_instance_with_its_time() -> None:
+    # two convolutions share grad_output and weight dims in the per-op table's eyes
+    # (the data half records no input size): stride 1 at 40 us, stride 2 at 90 us
+    kern = _table([
+        (DATA, "1:2:100", "[[], [8, 32, 7, 7], [32, 32, 3, 3]]"),
+        (FILTER, "1:2:150", "[[], [8, 32, 7, 7], [8, 32, 7, 7]]"),
+        (DATA, "1:2:200", "[[], [8, 32, 7, 7], [32, 32, 3, 3]]"),
+        (FILTER, "1:2:250", "[[], [8, 32, 7, 7], [8, 32, 14, 14]]"),
+    ])  # fmt: skip
+    kern["kernel_dur_us"] = [40.0, 30.0, 90.0, 60.0]
+    ops = _ops([
+        (DATA, "[[], [8, 32, 7, 7], [32, 32, 3, 3]]", 90.0),
+        (DATA, "[[],[8,32,7,7],[32,32,3,3]]", 40.0),  # the same dims, spelt tighter
+        (DATA, "[[], [8, 32, 7, 7], [32, 32, 3, 3]]", 41.0),  # no instance took 41 us
+        (FILTER, "[[], [8, 32, 7, 7], [8, 32, 14, 14]]", 60.0),
+        ("aten::mm", "[[4, 4], [4, 4]]", 90.0),
+    ])  # fmt: skip
+    got = op_table_shapes(ops, kern)
+    assert got == {
+        0: "dy=[8,32,7,7] w=[32,32,3,3] x=[8,32,14,14] stride~2",
+        1: "dy=[8,32,7,7] w=[32,32,3,3] x=[8,32,7,7] stride~1",
+        3: "dy=[8,32,7,7] w=[32,32,3,3] x=[8,32,14,14] stride~2",
+    }
+    # instances of one time that pair differently leave the row as it was
+    kern.loc[2, "kernel_dur_us"] = 40.0
+    assert 1 not in op_table_shapes(ops, kern) and 0 not in op_table_shapes(ops, kern)
+
+
+def test_the_v100_op_tables_leaves_are_relabelled_from_the_kernel_table() -> None:
+    # the curated shape column reads 72 stride-2 data halves as stride 1 and 12 filter
+    # halves of 1x1 convolutions as 3x3; the fit reads them from the kernel table
+    base = dataset_path("kernel-timings")
+    ops = read_table(base / "kineto_resnet50_v100_ops.csv.gz")
+    got = op_table_shapes(ops, read_table(base / "kineto_resnet50_v100_kernels.csv.gz"))
+    leaves = ops["op"].isin([DATA, FILTER]).to_numpy()
+    assert len(got) == leaves.sum() - 12  # the first convolution's filter half has no pair
+    data = [t for p, t in got.items() if ops["op"].iat[p] == DATA]
+    assert sum(t.endswith("stride~2") for t in data) == 72
+    relabelled = [
+        p for p, t in got.items()
+        if ops["op"].iat[p] == FILTER and "w=[64,64,1,1]" in t and "3,3]" in ops["shape"].iat[p]
+    ]  # fmt: skip
+    assert len(relabelled) == 12
+    # the fit sees the same rows with the corrected shapes: 3x3 stride-2 data halves
+    fixed = with_leaf_shapes(ops, base / "kineto_resnet50_v100_ops.csv.gz")
+    kinds = [aten_kind(DATA, [], [], s) for s in fixed["shape"][leaves & (ops["op"] == DATA)]]
+    strided = [a for _, a in kinds if a["R"] == 3 and a["stride_h"] == 2]
+    assert len(strided) == 36  # 12 steps of the three 3x3 stride-2 convolutions
+    assert sorted({(a["C"], a["H"]) for a in strided}) == [(128, 56), (256, 28), (512, 14)]

@@ -36,13 +36,17 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from opsched.importers.trace.events import CpuOp, GpuActivity, RuntimeCall, Step, TraceData
 
 __all__ = [
+    "MAX_LAUNCHES",
     "Launch",
     "graph_frame",
     "is_wrapper",
+    "kept_launches",
+    "launch_name",
     "link_launches",
     "row_frame",
     "stack_of",
@@ -175,3 +179,39 @@ def step_of(steps: list[Step], ts: float) -> int | None:
     if i >= 0 and ts < steps[i].end:
         return steps[i].number
     return None
+
+
+def launch_name(name: str) -> str:
+    """A kernel's name up to the end of its template arguments (what a launch rule reads),
+    the parameter list dropped.
+
+    >>> launch_name("void k<4, f<float>, std::array<char*, 3ul> >(int, f<float>)")
+    'void k<4, f<float>, std::array<char*, 3ul> >'
+    >>> launch_name("volta_sgemm_128x32_nt")
+    'volta_sgemm_128x32_nt'
+    """
+    depth = 0
+    for i, c in enumerate(name):
+        if c == "<":
+            depth += 1
+        elif c == ">" and depth > 0 and name[i - 1] != "-":
+            depth -= 1
+            if depth == 0:
+                return name[: i + 1]
+    return name
+
+
+#: An op whose shapes give no kind keeps the launches (name, grid, block) of at most this
+#: many kernels: the graph's ``attrs["launches"]``, the timing rows' ``launches`` column.
+MAX_LAUNCHES = 64
+
+
+def kept_launches(acts: list[GpuActivity]) -> list[list[Any]] | None:
+    """What an op without a kind keeps of its GPU activities for pricing
+    (:mod:`opsched.cost.launch`): each kernel's ``[name, grid, block]``, the name cut by
+    :func:`launch_name`; None where it copies or sets memory, or launched none or more than
+    :data:`MAX_LAUNCHES` kernels."""
+    kernels = [g for g in acts if g.kind == "kernel"]
+    if not 0 < len(kernels) == len(acts) <= MAX_LAUNCHES:
+        return None
+    return [[launch_name(g.name), g.grid, g.block] for g in kernels]

@@ -10,7 +10,12 @@ annotation have no op and no row), over the whole trace. Columns, as in
 ``n_kernels``; ``gpu_time_us`` the sum of its kernels' durations; ``flops`` and
 ``bytes_min`` from :mod:`opsched.ir.kinds` when the shapes give a kind (else empty);
 ``achieved_tflops`` / ``achieved_gbps`` from those; ``kernels`` the kernel names (first 90
-characters each, `` | `` separated); ``source`` the trace.
+characters each, `` | `` separated); ``source`` the trace. One column more than those
+tables: ``launches``, for an op whose shapes give no kind and that only launched kernels,
+each kernel's ``[name, grid, block]`` as JSON (at most
+:data:`~opsched.importers.trace.link.MAX_LAUNCHES`; the name up to its template
+arguments), which :mod:`opsched.cost.launch` reads a size from (PyTorch's foreach and
+fused optimizer ops record no shapes); empty otherwise.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from opsched.importers.trace.events import TraceData
-from opsched.importers.trace.link import Launch, row_frame, top_frame
+from opsched.importers.trace.link import Launch, kept_launches, row_frame, top_frame
 from opsched.importers.trace.opkind import FrameKinds
 from opsched.importers.trace.shapes import shape_text
 from opsched.ir import kinds as K
@@ -45,6 +50,7 @@ ROW_COLUMNS = (
     "achieved_gbps",
     "kernels",
     "source",
+    "launches",
 )
 
 
@@ -70,11 +76,13 @@ def timing_rows(t: TraceData, launches: list[Launch], source: str | None = None)
     import pandas as pd
 
     groups: dict[int, list[Launch]] = {}
+    every: dict[int, list[Launch]] = {}  # copies and memsets too
     for la in launches:
-        if la.gpu.kind != "kernel":
-            continue
         f = row_frame(t, la.leaf)
-        if f >= 0:
+        if f < 0:
+            continue
+        every.setdefault(f, []).append(la)
+        if la.gpu.kind == "kernel":
             groups.setdefault(f, []).append(la)
     fk = FrameKinds(t)
     rows: list[dict[str, Any]] = []
@@ -85,6 +93,7 @@ def timing_rows(t: TraceData, launches: list[Launch], source: str | None = None)
         fl = float(K.flops(kind, attrs)) if kind else math.nan
         by = float(K.bytes_min(kind, attrs)) if kind else math.nan
         top = top_frame(t, f)
+        kept = kept_launches([la.gpu for la in every[f]]) if not kind else None
         rows.append(
             {
                 "gpu": t.device_name(ls[0].gpu.device),
@@ -101,6 +110,7 @@ def timing_rows(t: TraceData, launches: list[Launch], source: str | None = None)
                 "achieved_gbps": round(by / (gpu_time * 1e3), 1) if gpu_time > 0 else math.nan,
                 "kernels": " | ".join(la.gpu.name[:90] for la in ls),
                 "source": source or t.source,
+                "launches": json.dumps(kept) if kept else "",
             }
         )
     return pd.DataFrame(rows, columns=list(ROW_COLUMNS))

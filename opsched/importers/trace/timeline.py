@@ -39,7 +39,14 @@ from typing import Any
 
 from opsched.errors import InputError
 from opsched.importers.trace.events import TraceData
-from opsched.importers.trace.link import Launch, graph_frame, is_wrapper, stack_of, step_of
+from opsched.importers.trace.link import (
+    Launch,
+    graph_frame,
+    is_wrapper,
+    kept_launches,
+    stack_of,
+    step_of,
+)
 from opsched.importers.trace.opkind import FrameKinds
 from opsched.ir import kinds as K
 from opsched.ir.graph import Op, OpGraph
@@ -303,31 +310,6 @@ def _reaches(runs: list[_Run], src: int, dst: int) -> bool:
     return False
 
 
-def launch_name(name: str) -> str:
-    """A kernel's name up to the end of its template arguments (what a launch rule reads),
-    the parameter list dropped.
-
-    >>> launch_name("void k<4, f<float>, std::array<char*, 3ul> >(int, f<float>)")
-    'void k<4, f<float>, std::array<char*, 3ul> >'
-    >>> launch_name("volta_sgemm_128x32_nt")
-    'volta_sgemm_128x32_nt'
-    """
-    depth = 0
-    for i, c in enumerate(name):
-        if c == "<":
-            depth += 1
-        elif c == ">" and depth > 0 and name[i - 1] != "-":
-            depth -= 1
-            if depth == 0:
-                return name[: i + 1]
-    return name
-
-
-#: An op whose shapes give no kind keeps the launches (name, grid, block) of at most this
-#: many kernels, in ``attrs["launches"]``.
-MAX_LAUNCHES = 64
-
-
 def _ops(t: TraceData, runs: list[_Run], origin: float) -> list[Op]:
     fk = FrameKinds(t)
     ops = []
@@ -366,11 +348,11 @@ def _ops(t: TraceData, runs: list[_Run], origin: float) -> list[Op]:
             kind, shape = fk.kind(r.key, leaves)
             if kind is not None:
                 out_bytes = K.output_numel(kind, shape) * K.dtype_bytes(shape)
-        kernels = [g for g in acts if g.kind == "kernel"]
-        if kind is None and 0 < len(kernels) == len(acts) <= MAX_LAUNCHES:
+        kept = kept_launches(acts) if kind is None else None
+        if kept is not None:
             # no shapes give its kind and it copies nothing: keep each kernel's launch, which
             # prices the kernels whose grid follows their size (opsched.cost.launch)
-            attrs["launches"] = [[launch_name(g.name), g.grid, g.block] for g in kernels]
+            attrs["launches"] = kept
         attrs["dep_kinds"] = {runs[p].name: k for p, k in sorted(r.deps.items())}
         ops.append(
             Op(

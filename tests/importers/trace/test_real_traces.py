@@ -14,6 +14,7 @@ from collections import Counter
 
 import pytest
 
+from opsched.cost.evaluate import predict_table
 from opsched.datasets import dataset_path
 from opsched.errors import InputError
 from opsched.importers.trace import ImportedTrace, build_step, import_trace
@@ -252,3 +253,12 @@ def test_foreach_optimizer_ops_are_priced_from_their_launches() -> None:
     priced = sum(out[op.name].duration for op in ops)
     assert all(out[op.name].kind in ("elementwise", "fused") for op in ops)
     assert 0.75 < priced / measured < 1.25
+    # the timing rows carry the same launches, so `cost predict` on them agrees
+    rows = g.rows[g.rows["op"].str.startswith("aten::_foreach")]
+    assert len(rows) == 8 and (rows["launches"].str.len() > 0).all()
+    pred = predict_table(rows, None, "transformer rows")
+    assert set(pred.attrs["_opsched"]["family"]) == {"fused"}
+    ratio = pred["predicted_time_us"].sum() / rows["gpu_time_us"].sum()
+    assert 0.75 < ratio < 1.25
+    # a row of a shaped op keeps no launches
+    assert (g.rows[g.rows["op"] == "aten::mm"]["launches"] == "").all()
