@@ -14,7 +14,7 @@ Three tables:
    (each row on its own GPU's profile) with and without their ``launches`` column: the rows
    whose price changes, as in table 2.
 
-Reproduce (2 cores, about 10 s): ``python benchmarks/bench_launch.py``.
+Reproduce (2 cores, about 15 s): ``python benchmarks/bench_launch.py``.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def timing_rows() -> None:
             new = predict_table(rows, None, name)["predicted_time_us"].to_numpy(float)
             old = predict_table(rows.assign(launches=""), None, name)
         o = old["predicted_time_us"].to_numpy(float)
-        ch = np.nonzero(np.abs(o - new) > 1e-9)[0]
+        ch = np.nonzero(~np.isclose(o, new, rtol=0, atol=1e-9, equal_nan=True))[0]
         if not ch.size:
             print(f"| {name} | 0 | - | - | - |")
             continue

@@ -38,6 +38,7 @@ __all__ = [
     "UNARY_FNS",
     "aten_dtype",
     "aten_kind",
+    "inductor_kind",
     "input_bytes",
 ]
 
@@ -328,6 +329,34 @@ def _broadcast(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
     return out[::-1]
 
 
+def inductor_kind(op: str, ts: list[list[int]], dtype: str) -> tuple[str, dict[str, Any]] | None:
+    """Kind of a TorchInductor Triton kernel recorded as an op of its own, by the kind its
+    name states, or None.
+
+    Inductor names its generated kernels ``triton_<kind>_fused_<ops>_<n>`` and the profiler
+    records them as ops with the dims of their tensor arguments (inputs and outputs;
+    scalars empty). ``poi`` (pointwise) kernels are elementwise over the largest tensor,
+    reading the others' share of it (``arity`` = total elements over the largest, less the
+    one written, at least 1). ``red`` (reduction) and ``per`` (persistent reduction) kernels
+    reduce the largest tensor into the smallest. Template kernels (``tem``: GEMMs and
+    convolutions) and others have no rule.
+
+    >>> inductor_kind("triton_poi_fused_gelu_view_0", [[1024, 1024], [16, 64, 1024]], "float32")
+    ('elementwise', {'numel': 1048576, 'arity': 1, 'dtype': 'float32'})
+    >>> inductor_kind("triton_red_fused_sum_view_0", [[16, 64, 256], [1, 256, 8]], "float32")
+    ('reduce', {'numel': 262144, 'out_numel': 2048, 'dtype': 'float32'})
+    """
+    m = re.match(r"^triton_(poi|red|per)_", op)
+    sizes = [_prod(t) for t in ts if t]
+    if m is None or not sizes:
+        return None
+    big = max(sizes)
+    if m.group(1) == "poi":
+        arity = max(1, round(sum(sizes) / big) - 1)
+        return "elementwise", {"numel": big, "arity": arity, "dtype": dtype}
+    return "reduce", {"numel": big, "out_numel": min(sizes), "dtype": dtype}
+
+
 def aten_kind(
     op: str, dims: list[Any], types: list[Any], shape_text: str = "", kernel_names: str = ""
 ) -> tuple[str, dict[str, Any]] | None:
@@ -437,6 +466,8 @@ def aten_kind(
             numel = max((_prod(t) for t in ts), default=1)
             return "elementwise", {"numel": numel, "arity": _elementwise_arity(name, ts),
                                    "fn": name, "dtype": dtype}  # fmt: skip
+        if op.startswith("triton_"):  # a TorchInductor kernel recorded as its own op
+            return inductor_kind(op, ts, dtype)
     except OpschedError:  # already names the problem (and is a ValueError)
         raise
     except (IndexError, TypeError, ValueError, ZeroDivisionError):

@@ -36,6 +36,7 @@ Examples
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -134,6 +135,17 @@ def _dims_key(cell: Any) -> str | None:
         return None
 
 
+def _sources(df: Any, use: bool) -> list[str | None]:
+    """Each row's ``source``, blank cells as None; all None unless ``use``."""
+    if not use:
+        return [None] * len(df)
+    out: list[str | None] = []
+    for s in df["source"].tolist():
+        text = "" if s is None or (isinstance(s, float) and math.isnan(s)) else str(s).strip()
+        out.append(text or None)
+    return out
+
+
 def op_table_shapes(ops: Any, kernels: Any) -> dict[int, str]:
     """Row position -> shape text for the backward leaves of a per-op table (``ops``,
     schema ``profiler_ops``), read from the kernel-level table of the same traces.
@@ -144,9 +156,11 @@ def op_table_shapes(ops: Any, kernels: Any) -> dict[int, str]:
     text: in ``kineto_resnet50_v100_ops.csv.gz`` the stride-2 data halves read as stride 1
     (72 rows), and 12 filter halves of a 1x1 convolution read as 3x3. The kernel table
     has the instances, which :func:`leaf_shapes` pairs. Each per-op row is matched to an
-    instance of the kernel table with the same source, op, recorded dims and GPU time
-    (the sum of the instance's kernel times, to 0.001 us); a row takes the paired text
-    only when every instance it could match has the same one, else it keeps its own.
+    instance of the kernel table with the same source (where both tables have one; blank
+    cells alike), op, recorded dims and GPU time (the sum of the instance's kernel times,
+    rounded to 0.001 us on both sides, so both must come from the same recorded times; an
+    instance with a kernel of no time matches nothing); a row takes the paired text only
+    when every instance it could match has the same one, else it keeps its own.
 
     >>> import pandas as pd
     >>> kern = pd.DataFrame({
@@ -165,23 +179,26 @@ def op_table_shapes(ops: Any, kernels: Any) -> dict[int, str]:
     if not (need_k <= set(kernels.columns) and {"op", "input_dims", "gpu_time_us"}
             <= set(ops.columns)):  # fmt: skip
         return {}
+    if not ops["op"].isin(list(LEAVES)).any():
+        return {}
     texts = leaf_shapes(kernels)
-    k_src = kernels["source"].tolist() if "source" in kernels.columns else [None] * len(kernels)
+    both = "source" in kernels.columns and "source" in ops.columns
+    k_src = _sources(kernels, both)
     inst: dict[Any, list[Any]] = {}  # (source, instance) -> [op, dims, time, text]
     cols = (kernels[c] for c in ("op", "op_instance", "op_input_dims", "kernel_dur_us"))
     for pos, (op, name, dims, dur) in enumerate(zip(*cols, strict=True)):
         if op not in LEAVES or not isinstance(name, str):
             continue
-        try:
-            t = float(dur)
-        except (TypeError, ValueError):
-            continue
         got = inst.setdefault((k_src[pos], name), [op, _dims_key(dims), 0.0, texts.get(pos)])
-        got[2] += t
+        try:
+            got[2] += float(dur)
+        except (TypeError, ValueError):  # a kernel without a time: the sum is unknown
+            got[2] = math.nan
     seen: dict[tuple[Any, ...], set[str | None]] = {}
     for (src, _), (op, dims, t, text) in inst.items():
-        seen.setdefault((src, op, dims, round(t, 3)), set()).add(text)
-    o_src = ops["source"].tolist() if "source" in ops.columns else [None] * len(ops)
+        if math.isfinite(t):
+            seen.setdefault((src, op, dims, round(t, 3)), set()).add(text)
+    o_src = _sources(ops, both)
     out: dict[int, str] = {}
     for pos, (op, dims, t) in enumerate(
         zip(ops["op"], ops["input_dims"], ops["gpu_time_us"], strict=True)

@@ -271,9 +271,14 @@ def canonical_rows(
     gpu: str | None = None,
     timed: bool = True,
     skipped: list[Skipped] | None = None,
+    launches: bool = True,
 ) -> list[dict[str, Any]]:
     """One record per timing of a table in ``schema`` (``timed=False``: also a table without
     its timing column, one record per target of :func:`priced_targets`, time NaN).
+    ``launches``: a ``profiler_ops`` row no shape rule reads takes the kind its ``launches``
+    cell gives (:func:`row_launches_kind`) before ``opaque``, and a kernel row no op
+    launched the kind of its launch; the fit turns this off, so no curve is fitted on sizes
+    a launch only estimates.
 
     Each record has ``row`` (index into ``df``), ``target`` (``""``; for DeepBench convs the
     conv kind; :data:`KERNEL_TARGET` for a collected row's kernel-only time), ``gpu``
@@ -351,12 +356,13 @@ def canonical_rows(
                     continue
             elif schema == "profiler_ops":
                 base = profiler_op(r, "input_dims", "input_types")
-                if base[0] == "opaque":  # no shape rule: the launches the importer kept
+                if launches and base[0] == "opaque":  # the launches the importer kept
                     base = row_launches_kind(getattr(r, "launches", None)) or base
                 dtype = base[1].get("dtype", "float32")
             elif blank_cell(r.op):  # a kernel no recorded op launched: its launch's shape
-                launched = launch_kind(r.kernel, getattr(r, "grid", None),
-                                       getattr(r, "block", None))  # fmt: skip
+                launched = (launch_kind(r.kernel, getattr(r, "grid", None),
+                                        getattr(r, "block", None))
+                            if launches else None)  # fmt: skip
                 if launched is None:
                     _skip(skipped, pos, "op", NO_OP)
                     continue

@@ -158,7 +158,7 @@ def load_fit_data(
         if schema == "profiler_ops":
             df = with_leaf_shapes(df, base / name)
         try:
-            records = canonical_rows(df, schema)
+            records = canonical_rows(df, schema, launches=False)
         except InputError as e:
             raise e.located(str(base / name)) from None
         if progress is not None:

@@ -28,11 +28,13 @@ __all__ = [
     "CONV_PADS",
     "GEMM_PADS",
     "GEMM_PAD_BELOW",
+    "OPAQUE_PADS",
     "PADDED_FAMILIES",
     "ROW_PADS",
     "ROW_PAD_BELOW",
     "conv_paddings",
     "gemm_paddings",
+    "opaque_paddings",
     "paddings",
     "row_paddings",
 ]
@@ -64,9 +66,16 @@ ROW_PAD_BELOW = 2**20
 #: (batch 1) at 2,173 us on the H200 and 274 us on the A100-SXM4-80GB, its 128-channel version
 #: at 20 and 18 us.
 CONV_PADS = (64, 128, 256)
+#: An ``opaque`` op (a profiled op no shape rule reads, priced by its FLOP and byte counts)
+#: moving fewer bytes than each of these is priced at most as the same op moving that many
+#: (:func:`opaque_paddings`). The catch-all's curve is fitted on a mixed bag (fbgemm
+#: lookups, NCCL calls, ``cat`` rows without shapes), whose zero-byte rows hold both 9 us
+#: concatenations and 700 us collectives, and it climbed again below its data: 112 us for a
+#: 640-byte op on the H200, 1,380 us for a 64-byte one on the V100-SXM2.
+OPAQUE_PADS = (2**16, 2**20, 2**24)
 #: The families :func:`paddings` bounds; each gives three paddings.
 PADDED_FAMILIES = frozenset({"matmul", "bmm", "layernorm", "rmsnorm", "conv2d",
-                             "conv2d_bwd_data", "conv2d_bwd_filter"})  # fmt: skip
+                             "conv2d_bwd_data", "conv2d_bwd_filter", "opaque"})  # fmt: skip
 
 
 def _resized(attrs: Mapping[str, Any], **shape: int) -> dict[str, Any]:
@@ -142,6 +151,21 @@ def conv_paddings(attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
     return out
 
 
+def opaque_paddings(attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
+    """Per size of :data:`OPAQUE_PADS`, the ``opaque`` op moving at least that many bytes
+    (its elements, of its dtype's size, raised with them; its FLOPs kept), or None where it
+    moves as many already.
+
+    >>> opaque_paddings({"flops": 0, "bytes": 640, "numel": 160, "dtype": "float32"})[0]
+    {'flops': 0, 'bytes': 65536, 'numel': 16384, 'dtype': 'float32'}
+    """
+    moved, per = int(attrs.get("bytes", 0)), kinds.dtype_bytes(attrs)
+    return [
+        None if moved >= size else dict(attrs) | {"bytes": size, "numel": size // per}
+        for size in OPAQUE_PADS
+    ]
+
+
 def paddings(family: str, attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
     """The larger ops whose least price bounds a small op of ``family`` (three entries, None
     where none applies; empty for a family outside :data:`PADDED_FAMILIES`)."""
@@ -149,6 +173,8 @@ def paddings(family: str, attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | 
         return gemm_paddings(attrs)
     if family.startswith("conv2d"):
         return conv_paddings(attrs)
+    if family == "opaque":
+        return opaque_paddings(attrs)
     if family in PADDED_FAMILIES:
         return row_paddings(attrs)
     return []

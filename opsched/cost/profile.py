@@ -23,9 +23,10 @@ True
 >>> p.kernel_floor <= tiny <= pad + 1e-9  # the bound is priced in a batch: equal up to rounding
 True
 
-A small GEMM, norm or convolution is priced at most as its paddings
+A small GEMM, norm, convolution or ``opaque`` op is priced at most as its paddings
 (:mod:`opsched.cost.paddings`): a tiny GEMM costs what a 64 x 64 x 64 one does at most, a
-one-row layernorm what a 64-row one does, a depthwise convolution what the dense one does.
+one-row layernorm what a 64-row one does, a depthwise convolution what the dense one does,
+an opaque op moving 640 bytes what one moving 64 KiB does.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -142,8 +144,55 @@ def test_a_per_op_row_takes_the_shape_of_the_instance_with_its_time() -> None:
         3: "dy=[8,32,7,7] w=[32,32,3,3] x=[8,32,14,14] stride~2",
     }
     # instances of one time that pair differently leave the row as it was
-    kern.loc[2, "kernel_dur_us"] = 40.0
-    assert 1 not in op_table_shapes(ops, kern) and 0 not in op_table_shapes(ops, kern)
+    both = kern.copy()
+    both.loc[2, "kernel_dur_us"] = 40.0
+    assert 1 not in op_table_shapes(ops, both)
+    # a kernel without a time leaves its instance unmatched, not matched by a partial sum
+    gap = kern.copy()
+    gap["kernel_dur_us"] = gap["kernel_dur_us"].astype(object)
+    gap.loc[0, "kernel_dur_us"] = ""
+    assert 1 not in op_table_shapes(ops, gap) and 0 in op_table_shapes(ops, gap)
+
+
+def test_per_op_rows_match_instances_of_their_own_source_only() -> None:
+    kern = _table([
+        (DATA, "1:2:100", "[[], [8, 32, 7, 7], [32, 32, 3, 3]]"),
+        (FILTER, "1:2:150", "[[], [8, 32, 7, 7], [8, 32, 14, 14]]"),
+    ])  # fmt: skip
+    kern["kernel_dur_us"] = [90.0, 60.0]
+    kern["source"] = ["a.json", "a.json"]
+    ops = _ops([(DATA, "[[], [8, 32, 7, 7], [32, 32, 3, 3]]", 90.0)] * 3)
+    ops["source"] = ["a.json", "b.json", " a.json "]
+    assert sorted(op_table_shapes(ops, kern)) == [0, 2]  # spaces around a source ignored
+    # blank sources on both sides match each other (pandas reads an empty column as NaN)
+    kern["source"], ops["source"] = float("nan"), float("nan")
+    assert sorted(op_table_shapes(ops, kern)) == [0, 1, 2]
+    # a source on one side only is not compared
+    assert sorted(op_table_shapes(ops.drop(columns="source"), kern)) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("shape", ["missing", "float", "text"])
+def test_with_leaf_shapes_reads_the_kernel_table_beside_the_op_table(
+    tmp_path: Path, shape: str
+) -> None:
+    kern = _table([
+        (DATA, "1:2:100", "[[], [8, 32, 7, 7], [32, 32, 3, 3]]"),
+        (FILTER, "1:2:150", "[[], [8, 32, 7, 7], [8, 32, 14, 14]]"),
+    ])  # fmt: skip
+    kern["kernel_dur_us"] = [90.0, 60.0]
+    kern.to_csv(tmp_path / "x_kernels.csv", index=False)
+    ops = _ops([("aten::mm", "[[4, 4], [4, 4]]", 1.0),
+                (DATA, "[[], [8, 32, 7, 7], [32, 32, 3, 3]]", 90.0)])  # fmt: skip
+    if shape == "float":
+        ops["shape"] = float("nan")
+    elif shape == "text":
+        ops["shape"] = ["M=4 N=4 K=4", "dy=[8,32,7,7] w=[32,32,3,3] (dgrad)"]
+    ops.index = [10, 20]  # positions, not labels
+    got = with_leaf_shapes(ops, tmp_path / "x_ops.csv")
+    assert got["shape"].iloc[1] == "dy=[8,32,7,7] w=[32,32,3,3] x=[8,32,14,14] stride~2"
+    assert shape != "text" or got["shape"].iloc[0] == "M=4 N=4 K=4"
+    # no kernel table beside it: the table as it is
+    assert with_leaf_shapes(ops, tmp_path / "y_ops.csv") is ops
 
 
 def test_the_v100_op_tables_leaves_are_relabelled_from_the_kernel_table() -> None:
