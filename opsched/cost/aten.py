@@ -109,6 +109,12 @@ def _elementwise_arity(name: str, ts: list[list[int]]) -> int:
 _POOL = {"max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
          "_adaptive_avg_pool2d", "adaptive_max_pool2d"}  # fmt: skip
 
+#: Average pooling's backward: an elementwise write of the input's gradient, each element
+#: its window's share of the output gradient (max pooling's backward scatters through its
+#: indices, with atomics, and has no rule).
+_AVG_POOL_BACKWARD = {"adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward",
+                      "avg_pool2d_backward"}  # fmt: skip
+
 #: Reductions, with the position of their ``dim`` argument (whose type tells a full
 #: reduction from one over some axes).
 _REDUCE = {
@@ -329,32 +335,59 @@ def _broadcast(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
     return out[::-1]
 
 
-def inductor_kind(op: str, ts: list[list[int]], dtype: str) -> tuple[str, dict[str, Any]] | None:
+#: TorchInductor's generated kernels: ``triton_<kind>_<fused ops>_<n>``.
+_INDUCTOR = re.compile(r"^triton_(poi|red|per)_\w+_\d+$")
+
+
+def inductor_kind(op: str, dims: list[Any], types: list[Any]) -> tuple[str, dict[str, Any]] | None:
     """Kind of a TorchInductor Triton kernel recorded as an op of its own, by the kind its
     name states, or None.
 
-    Inductor names its generated kernels ``triton_<kind>_fused_<ops>_<n>`` and the profiler
-    records them as ops with the dims of their tensor arguments (inputs and outputs;
-    scalars empty). ``poi`` (pointwise) kernels are elementwise over the largest tensor,
-    reading the others' share of it (``arity`` = total elements over the largest, less the
-    one written, at least 1). ``red`` (reduction) and ``per`` (persistent reduction) kernels
-    reduce the largest tensor into the smallest. Template kernels (``tem``: GEMMs and
-    convolutions) and others have no rule.
+    Inductor names its generated kernels ``triton_<kind>_fused_<ops>_<n>``, and the profiler
+    records them as ops with their arguments' dims and types (tensors, inputs and outputs
+    alike; scalars ``[]`` of a scalar type, a 0-d tensor ``[]`` of a tensor type). The
+    dtype is the largest tensor's. ``poi`` (pointwise) kernels are elementwise over the
+    largest tensor, reading the others' share of it (``arity`` = all tensors' elements over
+    the largest, less one for the output, at least 1; a kernel updating a buffer in place
+    reads it too, and is priced one read short). ``red`` (reduction) and ``per``
+    (persistent reduction) kernels reduce the largest tensor into the smallest (one value
+    where a 0-d tensor is among them). A tensor whose size does not divide the largest one's
+    is not a broadcast operand (a lookup table, an index), and the kernel has no rule; nor
+    have template kernels (``tem``: GEMMs and convolutions) and hand-written ones.
 
-    >>> inductor_kind("triton_poi_fused_gelu_view_0", [[1024, 1024], [16, 64, 1024]], "float32")
+    >>> inductor_kind("triton_poi_fused_gelu_view_0", [[1024, 1024], [16, 64, 1024], []],
+    ...               ["float", "float", "Scalar"])
     ('elementwise', {'numel': 1048576, 'arity': 1, 'dtype': 'float32'})
-    >>> inductor_kind("triton_red_fused_sum_view_0", [[16, 64, 256], [1, 256, 8]], "float32")
+    >>> inductor_kind("triton_red_fused_sum_view_0", [[16, 64, 256], [1, 256, 8]],
+    ...               ["float", "float"])
     ('reduce', {'numel': 262144, 'out_numel': 2048, 'dtype': 'float32'})
+    >>> inductor_kind("triton_poi_fused_embedding_0", [[16, 64], [50257, 768], [16, 64, 768]],
+    ...               ["long int", "float", "float"]) is None  # a lookup: the table's rows
+    True
     """
-    m = re.match(r"^triton_(poi|red|per)_", op)
-    sizes = [_prod(t) for t in ts if t]
-    if m is None or not sizes:
+    m = _INDUCTOR.match(op)
+    if m is None:
         return None
-    big = max(sizes)
+    sized: list[tuple[int, str]] = []  # (elements, dtype) per tensor with dims
+    zero_dim = False
+    for i, d in enumerate(dims):
+        t = str(types[i]).lower() if i < len(types) else ""
+        if not isinstance(d, list):
+            continue
+        if d and all(isinstance(x, int) for x in d):
+            sized.append((_prod(d), _TYPES.get(t, "float32")))
+        elif not d and t in _TYPES:
+            zero_dim = True
+    if not sized:
+        return None
+    big, dtype = max(sized, key=lambda v: v[0])
+    if big == 0 or any(n == 0 or big % n for n, _ in sized):
+        return None
     if m.group(1) == "poi":
-        arity = max(1, round(sum(sizes) / big) - 1)
+        arity = max(1, round(sum(n for n, _ in sized) / big) - 1)
         return "elementwise", {"numel": big, "arity": arity, "dtype": dtype}
-    return "reduce", {"numel": big, "out_numel": min(sizes), "dtype": dtype}
+    out = 1 if zero_dim or len(sized) == 1 else min(n for n, _ in sized)
+    return "reduce", {"numel": big, "out_numel": out, "dtype": dtype}
 
 
 def aten_kind(
@@ -450,6 +483,13 @@ def aten_kind(
             return "reduce", {"numel": _prod(ts[0]), "out_numel": out, "dtype": dtype}
         if name == "nll_loss_forward" and len(ts) >= 2:  # picks one value per target
             return "reduce", {"numel": _prod(ts[1]), "out_numel": 1, "dtype": dtype}
+        if name == "nll_loss_backward" and ts:
+            # (grad_output, self, target, ...): writes the gradient of self, zero but for
+            # one value per target
+            return "elementwise", {"numel": _prod(ts[0]), "arity": 1, "dtype": dtype}
+        if name in _AVG_POOL_BACKWARD and len(ts) >= 2:
+            # (grad_output, self, ...): each input element is its window's gradient share
+            return "elementwise", {"numel": _prod(ts[1]), "arity": 1, "dtype": dtype}
         if name in _POOL and ts and len(ts[0]) == 4:
             return "pool", _pool_attrs(name, ts[0]) | {"dtype": dtype}
         if name == "cudnn_batch_norm_backward" and ts:
@@ -467,7 +507,7 @@ def aten_kind(
             return "elementwise", {"numel": numel, "arity": _elementwise_arity(name, ts),
                                    "fn": name, "dtype": dtype}  # fmt: skip
         if op.startswith("triton_"):  # a TorchInductor kernel recorded as its own op
-            return inductor_kind(op, ts, dtype)
+            return inductor_kind(op, dims, types)
     except OpschedError:  # already names the problem (and is a ValueError)
         raise
     except (IndexError, TypeError, ValueError, ZeroDivisionError):

@@ -153,15 +153,21 @@ def conv_paddings(attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
 
 def opaque_paddings(attrs: Mapping[str, Any]) -> list[Mapping[str, Any] | None]:
     """Per size of :data:`OPAQUE_PADS`, the ``opaque`` op moving at least that many bytes
-    (its elements, of its dtype's size, raised with them; its FLOPs kept), or None where it
-    moves as many already.
+    (its elements raised with them, four bytes each as the fitted rows count them; its FLOPs
+    kept), or None where it moves as many already. An op of no bytes is one whose size the
+    profiler did not record (an NCCL collective, a ``cat`` without shapes), not a small one:
+    it has no paddings.
 
     >>> opaque_paddings({"flops": 0, "bytes": 640, "numel": 160, "dtype": "float32"})[0]
     {'flops': 0, 'bytes': 65536, 'numel': 16384, 'dtype': 'float32'}
     """
-    moved, per = int(attrs.get("bytes", 0)), kinds.dtype_bytes(attrs)
+    moved = int(attrs.get("bytes", 0))
+    if moved <= 0:  # nothing recorded of its size (collectives, ops without shapes): unknown
+        return [None] * len(OPAQUE_PADS)
+    # elements counted as the fitted rows count them, four bytes each whatever the dtype
+    # (opsched.cost.sources.profiled_kind): the curve has a term in them
     return [
-        None if moved >= size else dict(attrs) | {"bytes": size, "numel": size // per}
+        None if moved >= size else dict(attrs) | {"bytes": size, "numel": size // 4}
         for size in OPAQUE_PADS
     ]
 

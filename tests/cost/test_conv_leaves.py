@@ -147,11 +147,19 @@ def test_a_per_op_row_takes_the_shape_of_the_instance_with_its_time() -> None:
     both = kern.copy()
     both.loc[2, "kernel_dur_us"] = 40.0
     assert 1 not in op_table_shapes(ops, both)
-    # a kernel without a time leaves its instance unmatched, not matched by a partial sum
+    # a kernel without a time leaves its instance unmatched, not matched by the rest's sum:
+    # the stride-2 data half in two kernels (50 + 40 us), one without a time, would
+    # otherwise match the 40 us row and give it stride 2
     gap = kern.copy()
     gap["kernel_dur_us"] = gap["kernel_dur_us"].astype(object)
-    gap.loc[0, "kernel_dur_us"] = ""
-    assert 1 not in op_table_shapes(ops, gap) and 0 in op_table_shapes(ops, gap)
+    gap.loc[0, "kernel_dur_us"] = 41.0  # the stride-1 instance no longer takes 40 us
+    split = pd.concat([gap.iloc[[2]], gap.iloc[[2]], gap.iloc[[3]]], ignore_index=True)
+    split.loc[[0, 1], "kernel_dur_us"] = ["", 40.0]
+    both_parts = pd.concat([gap.iloc[[0, 1]], split], ignore_index=True)
+    assert 1 not in op_table_shapes(ops, both_parts)
+    split.loc[0, "kernel_dur_us"] = 50.0
+    assert op_table_shapes(ops, pd.concat([gap.iloc[[0, 1]], split], ignore_index=True))[0] == (
+        "dy=[8,32,7,7] w=[32,32,3,3] x=[8,32,14,14] stride~2")  # fmt: skip
 
 
 def test_per_op_rows_match_instances_of_their_own_source_only() -> None:
