@@ -112,8 +112,7 @@ _POOL = {"max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "adaptive_avg_po
 #: Average pooling's backward: an elementwise write of the input's gradient, each element
 #: its window's share of the output gradient (max pooling's backward scatters through its
 #: indices, with atomics, and has no rule).
-_AVG_POOL_BACKWARD = {"adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward",
-                      "avg_pool2d_backward"}  # fmt: skip
+_AVG_POOL_BACKWARD = {"_adaptive_avg_pool2d_backward", "avg_pool2d_backward"}
 
 #: Reductions, with the position of their ``dim`` argument (whose type tells a full
 #: reduction from one over some axes).
@@ -335,8 +334,9 @@ def _broadcast(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
     return out[::-1]
 
 
-#: TorchInductor's generated kernels: ``triton_<kind>_<fused ops>_<n>``.
-_INDUCTOR = re.compile(r"^triton_(poi|red|per)_\w+_\d+$")
+#: TorchInductor's generated kernels: ``triton_<kind>_<fused ops>_<n>`` (the ops' names
+#: left out, ``triton_poi__0``, where its descriptive names are off).
+_INDUCTOR = re.compile(r"^triton_(poi|red|per)_\w*_\d+$")
 
 
 def inductor_kind(op: str, dims: list[Any], types: list[Any]) -> tuple[str, dict[str, Any]] | None:
@@ -376,7 +376,7 @@ def inductor_kind(op: str, dims: list[Any], types: list[Any]) -> tuple[str, dict
             continue
         if d and all(isinstance(x, int) for x in d):
             sized.append((_prod(d), _TYPES.get(t, "float32")))
-        elif not d and t in _TYPES:
+        elif not d and _tensor_arg(dims, types, i):  # a 0-d tensor, not a scalar
             zero_dim = True
     if not sized:
         return None
@@ -483,10 +483,10 @@ def aten_kind(
             return "reduce", {"numel": _prod(ts[0]), "out_numel": out, "dtype": dtype}
         if name == "nll_loss_forward" and len(ts) >= 2:  # picks one value per target
             return "reduce", {"numel": _prod(ts[1]), "out_numel": 1, "dtype": dtype}
-        if name == "nll_loss_backward" and ts:
-            # (grad_output, self, target, ...): writes the gradient of self, zero but for
-            # one value per target
-            return "elementwise", {"numel": _prod(ts[0]), "arity": 1, "dtype": dtype}
+        if name == "nll_loss_backward" and len(dims) >= 3 and isinstance(dims[2], list):
+            # (grad_output, self, target, ...): writes one value of self's gradient per
+            # target (zeroing that gradient is a fill_ op of its own in the traces)
+            return "elementwise", {"numel": max(1, _prod(dims[2])), "arity": 1, "dtype": dtype}
         if name in _AVG_POOL_BACKWARD and len(ts) >= 2:
             # (grad_output, self, ...): each input element is its window's gradient share
             return "elementwise", {"numel": _prod(ts[1]), "arity": 1, "dtype": dtype}

@@ -62,6 +62,12 @@ def test_inductor_kernel_names() -> None:
     # a 0-d tensor output (its dims [] but a tensor type): one value
     full = inductor_kind("triton_per_fused_sum_0", [[4096], []], ["float", "float"])
     assert full is not None and full[1]["out_numel"] == 1
+    # scalar arguments (typed Int / Scalar, dims []) are not 0-d tensors
+    rows = inductor_kind("triton_red_fused_sum_0", [[16, 64, 256], [16, 64], [], []],
+                         ["float", "float", "Int", "Scalar"])  # fmt: skip
+    assert rows is not None and rows[1]["out_numel"] == 1024
+    # Inductor's names without the fused ops' names
+    assert inductor_kind("triton_poi__0", [[8], [8]], ["float"] * 2) is not None
     # an int64 index first does not make the data int64; a table lookup has no rule
     mask = inductor_kind("triton_poi_fused_where_2", [[64], [64, 128], [64, 128]],
                          ["long int", "c10::BFloat16", "c10::BFloat16"])  # fmt: skip
@@ -94,9 +100,13 @@ def test_the_compiled_models_triton_kernels_are_priced_as_their_kinds() -> None:
 
 
 def test_loss_and_average_pooling_backward_are_elementwise_writes() -> None:
-    nll = aten_kind("aten::nll_loss_backward", [[], [32, 1000], [32], [], [], [], []],
-                    ["float", "float", "long int", "", "Int", "Int", "float"])  # fmt: skip
-    assert nll == ("elementwise", {"numel": 32000, "arity": 1, "dtype": "float32"})
+    # one value of the gradient per target (the zeroing is a fill_ of its own), whether
+    # the loss was reduced (a 0-d grad_output) or not (one per sample)
+    types = ["float", "float", "long int", "", "Int", "Int", "float"]
+    for grad in ([], [32]):
+        nll = aten_kind("aten::nll_loss_backward", [grad, [32, 1000], [32], [], [], [], []],
+                        types)  # fmt: skip
+        assert nll == ("elementwise", {"numel": 32, "arity": 1, "dtype": "float32"})
     pool = aten_kind("aten::_adaptive_avg_pool2d_backward", [[16, 64, 1, 1], [16, 64, 7, 7]],
                      ["c10::Half", "c10::Half"])  # fmt: skip
     assert pool == ("elementwise", {"numel": 16 * 64 * 49, "arity": 1, "dtype": "float16"})
