@@ -28,7 +28,7 @@ from opsched.cost.apply import apply
 from opsched.cost.data import read_table
 from opsched.cost.evaluate import predict_table
 from opsched.datasets import dataset_path
-from opsched.importers.trace import import_trace
+from opsched.importers.trace import ImportedTrace, import_trace
 
 #: Op names of an optimizer's update: PyTorch 2's foreach ops, a fused step's annotation.
 OPTIMIZER = ("aten::_foreach", "Optimizer.step")
@@ -66,7 +66,7 @@ def kernel_rows() -> None:
           f"roofline median {p.roof_ape.median():.1f} %")  # fmt: skip
 
 
-def graph_ops() -> None:
+def graph_ops(traces: dict[str, ImportedTrace]) -> None:
     print("\nImported graphs, cost apply with and without the kernels' launches\n")
     print(
         "| trace | ops changed | measured us | before us (median %) | after us (median %) "
@@ -74,7 +74,7 @@ def graph_ops() -> None:
     )
     print("|---|---|---|---|---|---|")
     for name, gpu in TRACES:
-        g = import_trace(dataset_path("traces") / name).timeline.graph
+        g = traces[name].timeline.graph
         bare = g.replace_ops([
             replace(op, attrs={k: v for k, v in op.attrs.items() if k != "launches"})
             for op in g.ops
@@ -102,12 +102,12 @@ def graph_ops() -> None:
               f"{n.sum():,.0f} ({mn:.1f}) | {opt_cell} |")  # fmt: skip
 
 
-def timing_rows() -> None:
+def timing_rows(traces: dict[str, ImportedTrace]) -> None:
     print("\nTiming rows, cost predict with and without the launches column\n")
     print("| trace | rows changed | measured us | before us (median %) | after us (median %) |")
     print("|---|---|---|---|---|")
     for name, _ in TRACES:
-        rows = import_trace(dataset_path("traces") / name).rows
+        rows = traces[name].rows
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             new = predict_table(rows, None, name)["predicted_time_us"].to_numpy(float)
@@ -125,8 +125,9 @@ def timing_rows() -> None:
 
 def main() -> None:
     kernel_rows()
-    graph_ops()
-    timing_rows()
+    traces = {name: import_trace(dataset_path("traces") / name) for name, _ in TRACES}
+    graph_ops(traces)
+    timing_rows(traces)
     print("\npython benchmarks/bench_launch.py")
 
 

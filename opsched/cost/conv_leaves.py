@@ -137,13 +137,11 @@ def _dims_key(cell: Any) -> str | None:
 
 def _sources(df: Any, use: bool) -> list[str | None]:
     """Each row's ``source``, blank cells as None; all None unless ``use``."""
+    from opsched.cost.data import blank_cell  # data imports this module
+
     if not use:
         return [None] * len(df)
-    out: list[str | None] = []
-    for s in df["source"].tolist():
-        text = "" if s is None or (isinstance(s, float) and math.isnan(s)) else str(s).strip()
-        out.append(text or None)
-    return out
+    return [None if blank_cell(s) else str(s).strip() for s in df["source"].tolist()]
 
 
 def op_table_shapes(ops: Any, kernels: Any) -> dict[int, str]:

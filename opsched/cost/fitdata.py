@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.conv_leaves import op_table_shapes
+from opsched.cost.conv_leaves import LEAVES, op_table_shapes
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, fit_curve
 from opsched.cost.data import canonical_rows, detect_schema, read_table
 from opsched.cost.features import (
@@ -118,20 +118,15 @@ def with_leaf_shapes(df: Any, path: Path) -> Any:
     ``shape`` column cannot tell a data half's stride or, for some rows, a filter half's
     size. Without that table, ``df`` as it is."""
     sibling = path.with_name(path.name.replace("_ops.", "_kernels."))
-    if sibling == path or not sibling.is_file():
-        return df
+    if sibling == path or not sibling.is_file() or not df["op"].isin(list(LEAVES)).any():
+        return df  # no kernel table to read, or no leaf to read it for
     shapes = op_table_shapes(df, read_table(sibling))
     if not shapes:
         return df
-    df = df.copy()
-    col = df.columns.get_loc("shape") if "shape" in df.columns else None
-    if col is None:
-        df["shape"] = ""
-        col = df.columns.get_loc("shape")
-    df["shape"] = df["shape"].astype(object)
-    for pos, text in shapes.items():
-        df.iat[pos, col] = text
-    return df
+    text = df["shape"].astype(object).tolist() if "shape" in df.columns else [""] * len(df)
+    for pos, shape in shapes.items():
+        text[pos] = shape
+    return df.assign(shape=text)
 
 
 def load_fit_data(

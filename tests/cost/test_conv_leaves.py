@@ -162,12 +162,17 @@ def test_a_per_op_row_takes_the_shape_of_the_instance_with_its_time() -> None:
         "dy=[8,32,7,7] w=[32,32,3,3] x=[8,32,14,14] stride~2")  # fmt: skip
 
 
-def test_per_op_rows_match_instances_of_their_own_source_only() -> None:
+def _strided_pair() -> pd.DataFrame:
+    """A kernel table of one stride-2 3x3 convolution's two leaves: 90 us and 60 us."""
     kern = _table([
         (DATA, "1:2:100", "[[], [8, 32, 7, 7], [32, 32, 3, 3]]"),
         (FILTER, "1:2:150", "[[], [8, 32, 7, 7], [8, 32, 14, 14]]"),
     ])  # fmt: skip
-    kern["kernel_dur_us"] = [90.0, 60.0]
+    return kern.assign(kernel_dur_us=[90.0, 60.0])
+
+
+def test_per_op_rows_match_instances_of_their_own_source_only() -> None:
+    kern = _strided_pair()
     kern["source"] = ["a.json", "a.json"]
     ops = _ops([(DATA, "[[], [8, 32, 7, 7], [32, 32, 3, 3]]", 90.0)] * 3)
     ops["source"] = ["a.json", "b.json", " a.json "]
@@ -183,11 +188,7 @@ def test_per_op_rows_match_instances_of_their_own_source_only() -> None:
 def test_with_leaf_shapes_reads_the_kernel_table_beside_the_op_table(
     tmp_path: Path, shape: str
 ) -> None:
-    kern = _table([
-        (DATA, "1:2:100", "[[], [8, 32, 7, 7], [32, 32, 3, 3]]"),
-        (FILTER, "1:2:150", "[[], [8, 32, 7, 7], [8, 32, 14, 14]]"),
-    ])  # fmt: skip
-    kern["kernel_dur_us"] = [90.0, 60.0]
+    kern = _strided_pair()
     kern.to_csv(tmp_path / "x_kernels.csv", index=False)
     ops = _ops([("aten::mm", "[[4, 4], [4, 4]]", 1.0),
                 (DATA, "[[], [8, 32, 7, 7], [32, 32, 3, 3]]", 90.0)])  # fmt: skip

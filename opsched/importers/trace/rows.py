@@ -75,15 +75,13 @@ def timing_rows(t: TraceData, launches: list[Launch], source: str | None = None)
     """
     import pandas as pd
 
-    groups: dict[int, list[Launch]] = {}
-    every: dict[int, list[Launch]] = {}  # copies and memsets too
+    every: dict[int, list[Launch]] = {}  # per row frame, its copies and memsets too
     for la in launches:
         f = row_frame(t, la.leaf)
-        if f < 0:
-            continue
-        every.setdefault(f, []).append(la)
-        if la.gpu.kind == "kernel":
-            groups.setdefault(f, []).append(la)
+        if f >= 0:
+            every.setdefault(f, []).append(la)
+    groups = {f: ls for f, las in every.items()
+              if (ls := [la for la in las if la.gpu.kind == "kernel"])}  # fmt: skip
     fk = FrameKinds(t)
     rows: list[dict[str, Any]] = []
     for f in sorted(groups, key=lambda i: (t.cpu_ops[i].ts, i)):
