@@ -182,6 +182,11 @@ def input_bytes(dims: list[Any], types: list[Any]) -> int:
     return total
 
 
+def _channels(x: list[int]) -> int:
+    """Channels of a batch norm's input (dim 1 of ``N, C, ...``; 0: not known)."""
+    return int(x[1]) if len(x) >= 2 else 0
+
+
 def _prod(dims: list[int]) -> int:
     return math.prod(int(x) for x in dims) if dims else 1
 
@@ -463,7 +468,8 @@ def aten_kind(
             attrs = _conv_attrs(sh["x"], sh["w"], sh["dy"], stride)
             return "conv2d_bwd_filter", _strided(attrs, sh, sh["dy"]) | {"dtype": dtype}
         if name in ("cudnn_batch_norm", "native_batch_norm", "batch_norm") and ts:
-            return "batchnorm", {"numel": _prod(ts[0]), "dtype": dtype}
+            return "batchnorm", {"numel": _prod(ts[0]), "channels": _channels(ts[0]),
+                                 "dtype": dtype}  # fmt: skip
         if name in ("native_layer_norm", "layer_norm") and ts:
             x = ts[0]
             return "layernorm", {"rows": _prod(x[:-1]), "cols": x[-1], "dtype": dtype}
@@ -493,7 +499,8 @@ def aten_kind(
         if name in _POOL and ts and len(ts[0]) == 4:
             return "pool", _pool_attrs(name, ts[0]) | {"dtype": dtype}
         if name == "cudnn_batch_norm_backward" and ts:
-            return "batchnorm", {"numel": _prod(ts[0]), "fn": "backward", "dtype": dtype}
+            return "batchnorm", {"numel": _prod(ts[0]), "channels": _channels(ts[0]),
+                                 "fn": "backward", "dtype": dtype}  # fmt: skip
         if name == "native_layer_norm_backward" and ts:
             x = ts[0]
             return "layernorm", {"rows": _prod(x[:-1]), "cols": x[-1], "fn": "backward",

@@ -200,6 +200,30 @@ def _implicit_gemm(family: str, a: Mapping[str, Any], pq: int) -> list[float]:
     return [_ln(v) for v in dims]
 
 
+def _batchnorm_channels(a: Mapping[str, Any], sm: int) -> tuple[float, float]:
+    """Log elements per channel and log SM fill of a batch norm's per-channel kernels.
+
+    cuDNN's training batch norms (``bn_fw_tr_1C11_*``, ``bn_bw_1C11_*``, NCHW) run one thread
+    block per channel, so ``channels`` decides two things the element count does not: how
+    many SMs the kernel keeps busy (``min(channels / SMs, 1)``; 64 channels leave half of an
+    H200's 132 SMs idle), and how many elements each block streams (``numel / channels``: a
+    channel that fits in one block's registers is read once, a larger one twice). An op
+    without a channel count (``channels`` absent or 0) is taken to fill the GPU, four blocks
+    per SM.
+
+    >>> bn = {"numel": 32 * 64 * 56 * 56, "channels": 64}  # 100,352 elements per channel
+    >>> [round(v, 2) for v in _batchnorm_channels(bn, 132)]  # on an H200
+    [11.52, -0.72]
+    >>> [round(v, 2) for v in _batchnorm_channels({"numel": 1 << 20}, 80)]
+    [8.09, 0.0]
+    """
+    numel = max(int(a.get("numel", 1)), 1)
+    channels = int(a.get("channels", 0) or 0)
+    if channels <= 0:
+        channels = 4 * sm
+    return math.log(max(numel / channels, 1.0)), math.log(min(channels / sm, 1.0))
+
+
 def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
     g = lambda k, d=1: int(a.get(k, d))  # noqa: E731
     if family in ("matmul", "bmm"):
@@ -228,7 +252,8 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
         # a softmax's rows are at least sm (feature_matrix), so its fill term is 0
         return [_ln(rows), _ln(cols), math.log(min(max(rows, 1) / sm, 1.0)), backward]
     if family == "batchnorm":
-        return [_ln(g("numel")), backward]
+        per_channel, fill = _batchnorm_channels(a, sm)
+        return [_ln(g("numel")), backward, per_channel, fill, per_channel * backward]
     if family == "pool":
         return [_ln(kinds.output_numel("pool", a)), _ln(g("R") * g("S"))]
     if family == "attention":
@@ -255,7 +280,8 @@ def feature_matrix(
     channels per group for convolutions, the log dims of the implicit GEMM each convolution
     direction lowers to and tensor-core alignment of C and K to 8, tile wave quantisation and
     SM fill, a backward flag
-    for norms and softmax (``fn == "backward"``), window size for pooling, output size and an
+    for norms and softmax (``fn == "backward"``), elements per channel and SM fill for batch
+    norms (:func:`_batchnorm_channels`), window size for pooling, output size and an
     integer-input flag for reductions, log dims, a causal flag and the wave quantisation of
     128-query blocks for fused attention).
 

@@ -17,7 +17,9 @@ Conventions
 - ``elementwise``: ``numel`` elements, ``arity`` inputs (1 unary, 2 binary; default 1),
   ``fn`` (``"relu"``, ``"add"``...). One FLOP per element and input.
 - ``softmax``, ``layernorm``, ``rmsnorm``: ``rows x cols``, normalised along ``cols``.
-- ``batchnorm``: ``numel`` elements (inference form: one read, one write).
+- ``batchnorm``: ``numel`` elements (inference form: one read, one write), optional
+  ``channels`` (``C`` of an ``N, C, ...`` input; its per-channel kernels' parallelism, read by
+  the cost model).
 - ``pool``: like ``conv2d`` without ``K`` (channels kept), ``mode`` ``"max"`` or ``"avg"``;
   ``R = H, S = W`` is global pooling.
 - ``reduce``: ``numel`` in, ``out_numel`` out (sum / mean over some axes).

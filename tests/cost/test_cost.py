@@ -292,7 +292,7 @@ def test_aten_mapping_pool_reduce_and_conv_padding_from_output():
     # an unpadded ("valid") 3x3 conv: 10 - 3 + 1 = 8 needs p = 0; the (R-1)/2 rule said 1
     assert c["pad_h"] == 0 and kinds.conv_out_hw(c) == (8, 8)
     _, b = aten_kind("aten::cudnn_batch_norm_backward", [[4, 8, 2, 2], [4, 8, 2, 2]], ["float"])
-    assert b == {"numel": 128, "fn": "backward", "dtype": "float32"}
+    assert b == {"numel": 128, "channels": 8, "fn": "backward", "dtype": "float32"}
 
 
 def test_plain_elementwise_ops_are_not_opaque():

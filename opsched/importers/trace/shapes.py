@@ -231,7 +231,7 @@ def _infer(
         cols = x[-1]
         return kind, {"rows": numel(x) // max(cols, 1) if cols else 0, "cols": cols}
     if n in _BATCHNORM:
-        return "batchnorm", {"numel": numel(x)}
+        return "batchnorm", {"numel": numel(x), "channels": x[1] if len(x) >= 2 else 0}
     if n in _UNARY | _BINARY:
         return "elementwise", {"numel": max(numel(t) for t in ts), "arity": len(ts), "fn": n}
     if n in _COPY:

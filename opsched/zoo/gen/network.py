@@ -72,7 +72,7 @@ class _Builder:
         return self.add(name, "elementwise", deps, numel=self.numel, arity=len(deps), fn=fn)
 
     def bn(self, name: str, x: str) -> str:
-        return self.add(name, "batchnorm", [x], numel=self.numel)
+        return self.add(name, "batchnorm", [x], numel=self.numel, channels=self.c)
 
     def gemm(self, name: str, x: str) -> str:
         m = self.n * self.hw * self.hw

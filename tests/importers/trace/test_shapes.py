@@ -75,7 +75,7 @@ def test_norms_softmax_elementwise_copy() -> None:
     kind, a = infer_kind("aten::add_", [[32, 256, 56, 56], [32, 256, 56, 56], []])
     assert (kind, a["numel"], a["arity"]) == ("elementwise", 32 * 256 * 56 * 56, 2)
     kind, a = infer_kind("aten::cudnn_batch_norm", [[32, 64, 112, 112], [64], [64]])
-    assert (kind, a["numel"]) == ("batchnorm", 32 * 64 * 112 * 112)
+    assert (kind, a["numel"], a["channels"]) == ("batchnorm", 32 * 64 * 112 * 112, 64)
     kind, a = infer_kind("aten::copy_", [[951, 1024], [951, 1024], []], ["int", "int", "Bool"])
     assert (kind, a["numel"], a["dtype"]) == ("copy", 951 * 1024, "int32")
     kind, a = infer_kind(
