@@ -468,8 +468,10 @@ def aten_kind(
             attrs = _conv_attrs(sh["x"], sh["w"], sh["dy"], stride)
             return "conv2d_bwd_filter", _strided(attrs, sh, sh["dy"]) | {"dtype": dtype}
         if name in ("cudnn_batch_norm", "native_batch_norm", "batch_norm") and ts:
+            # the training flag's value is not recorded: cuDNN's inference kernel names it
+            training = 0 if "bn_fw_inf" in kernel_names else 1
             return "batchnorm", {"numel": _prod(ts[0]), "channels": _channels(ts[0]),
-                                 "dtype": dtype}  # fmt: skip
+                                 "training": training, "dtype": dtype}  # fmt: skip
         if name in ("native_layer_norm", "layer_norm") and ts:
             x = ts[0]
             return "layernorm", {"rows": _prod(x[:-1]), "cols": x[-1], "dtype": dtype}

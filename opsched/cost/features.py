@@ -207,11 +207,13 @@ def _batchnorm_channels(a: Mapping[str, Any], sm: int) -> tuple[float, float]:
     block per channel, so ``channels`` decides two things the element count does not: how
     many SMs the kernel keeps busy (``min(channels / SMs, 1)``; 64 channels leave half of an
     H200's 132 SMs idle), and how many elements each block streams (``numel / channels``: a
-    channel that fits in one block's registers is read once, a larger one twice). An op
-    without a channel count (``channels`` absent or 0) is taken to fill the GPU, four blocks
+    channel that fits in one block's registers is read once, a larger one twice). Only the
+    training form (``training`` set, or ``fn = "backward"``) computes per-channel statistics;
+    an inference batch norm is elementwise (``y = x * scale[c] + shift[c]``) and, like one
+    without a channel count (``channels`` absent or 0), is taken to fill the GPU, four blocks
     per SM.
 
-    >>> bn = {"numel": 32 * 64 * 56 * 56, "channels": 64}  # 100,352 elements per channel
+    >>> bn = {"numel": 32 * 64 * 56 * 56, "channels": 64, "training": 1}  # 100,352 per channel
     >>> [round(v, 2) for v in _batchnorm_channels(bn, 132)]  # on an H200
     [11.52, -0.72]
     >>> [round(v, 2) for v in _batchnorm_channels({"numel": 1 << 20}, 80)]
@@ -219,7 +221,7 @@ def _batchnorm_channels(a: Mapping[str, Any], sm: int) -> tuple[float, float]:
     """
     numel = max(int(a.get("numel", 1)), 1)
     channels = int(a.get("channels", 0) or 0)
-    if channels <= 0:
+    if channels <= 0 or not (a.get("training") or a.get("fn") == "backward"):
         channels = 4 * sm
     return math.log(max(numel / channels, 1.0)), math.log(min(channels / sm, 1.0))
 

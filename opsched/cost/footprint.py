@@ -2,7 +2,8 @@
 
 A GEMM or convolution is cut into 128 x 128 output tiles (one thread block each); a
 row-wise op (softmax, layernorm, rmsnorm) runs a block per row; fused attention a block per
-(batch x head, 128 queries); anything else a block per 1,024 output elements. The count is
+(batch x head, 128 queries); a training batch norm with a channel count a block per channel;
+anything else a block per 1,024 output elements. The count is
 held between 1 and the GPU's SM count (0 for ops that launch no kernel). It is what
 :func:`opsched.cost.apply` writes as each op's ``sm`` demand (docs/cost-model.md, "apply:
 footprint rule and limits").
@@ -41,6 +42,12 @@ def sm_footprint(kind: str, attrs: Mapping[str, Any], sm_count: int) -> int:
         blocks = g("rows")
     elif kind == "attention":
         blocks = g("B") * math.ceil(g("Sq") / 128)
+    elif (
+        kind == "batchnorm"
+        and g("channels", 0) > 0
+        and (attrs.get("training") or attrs.get("fn") == "backward")
+    ):
+        blocks = g("channels")  # batch statistics: cuDNN runs a block per channel
     else:
         blocks = math.ceil(kinds.output_numel(kind, attrs) / 1024)
     return int(min(max(blocks, 1), sm_count))

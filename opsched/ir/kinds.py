@@ -18,8 +18,9 @@ Conventions
   ``fn`` (``"relu"``, ``"add"``...). One FLOP per element and input.
 - ``softmax``, ``layernorm``, ``rmsnorm``: ``rows x cols``, normalised along ``cols``.
 - ``batchnorm``: ``numel`` elements (inference form: one read, one write), optional
-  ``channels`` (``C`` of an ``N, C, ...`` input; its per-channel kernels' parallelism, read by
-  the cost model).
+  ``channels`` (``C`` of an ``N, C, ...`` input) and ``training`` (1: batch statistics, whose
+  kernels run one thread block per channel, read by the cost model; ``fn = "backward"``
+  implies it).
 - ``pool``: like ``conv2d`` without ``K`` (channels kept), ``mode`` ``"max"`` or ``"avg"``;
   ``R = H, S = W`` is global pooling.
 - ``reduce``: ``numel`` in, ``out_numel`` out (sum / mean over some axes).
@@ -169,7 +170,7 @@ def conv_out_hw(attrs: Mapping[str, Any], kind: str = "conv2d") -> tuple[int, in
 SIZE_ATTRS = frozenset({"B", "M", "N", "K", "C", "H", "W", "R", "S", "stride_h", "stride_w",
                         "pad_h", "pad_w", "dilation_h", "dilation_w", "groups", "numel",
                         "arity", "rows", "cols", "out_numel", "tokens", "dim", "vocab", "Sq",
-                        "Skv", "D", "flops", "bytes"})  # fmt: skip
+                        "Skv", "D", "flops", "bytes", "channels", "training"})  # fmt: skip
 
 
 def check_sizes(kind: str, attrs: Mapping[str, Any]) -> None:

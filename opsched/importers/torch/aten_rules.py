@@ -217,7 +217,10 @@ def _norm(name: str, a: Args, outs: list[TensorMeta]) -> Mapped:
     x = a.t(0, "input")
     if "batch_norm" in name:
         channels = x.shape[1] if len(x.shape) >= 2 else 0
-        return Mapped("batchnorm", {"numel": x.numel, "channels": channels})
+        training = "no_training" not in name and bool(a.get(5, "training", True))
+        return Mapped(
+            "batchnorm", {"numel": x.numel, "channels": channels, "training": int(training)}
+        )
     if "group_norm" in name:
         groups = int(a.get(1, "num_groups", 1)) if name == "group_norm" else int(a.get(6, "group"))
         return _rows_cols("layernorm", x, x.numel // max(1, x.shape[0] * groups))

@@ -231,7 +231,14 @@ def _infer(
         cols = x[-1]
         return kind, {"rows": numel(x) // max(cols, 1) if cols else 0, "cols": cols}
     if n in _BATCHNORM:
-        return "batchnorm", {"numel": numel(x), "channels": x[1] if len(x) >= 2 else 0}
+        attrs = {"numel": numel(x), "channels": x[1] if len(x) >= 2 else 0}
+        if n.endswith("_backward"):
+            return "batchnorm", attrs | {"fn": "backward"}
+        # argument 5 is the training flag in every forward form; a trace that does not
+        # record it is taken as training (batch statistics)
+        flag = _concrete(concrete, 5)
+        training = "no_training" not in n and (not isinstance(flag, bool) or flag)
+        return "batchnorm", attrs | {"training": int(training)}
     if n in _UNARY | _BINARY:
         return "elementwise", {"numel": max(numel(t) for t in ts), "arity": len(ts), "fn": n}
     if n in _COPY:
