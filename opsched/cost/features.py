@@ -220,9 +220,7 @@ def _batchnorm_channels(a: Mapping[str, Any], sm: int) -> tuple[float, float]:
     [8.09, 0.0]
     """
     numel = max(int(a.get("numel", 1)), 1)
-    channels = int(a.get("channels", 0) or 0)
-    if channels <= 0 or not (a.get("training") or a.get("fn") == "backward"):
-        channels = 4 * sm
+    channels = kinds.batchnorm_blocks(a) or 4 * sm
     return math.log(max(numel / channels, 1.0)), math.log(min(channels / sm, 1.0))
 
 

@@ -42,12 +42,8 @@ def sm_footprint(kind: str, attrs: Mapping[str, Any], sm_count: int) -> int:
         blocks = g("rows")
     elif kind == "attention":
         blocks = g("B") * math.ceil(g("Sq") / 128)
-    elif (
-        kind == "batchnorm"
-        and g("channels", 0) > 0
-        and (attrs.get("training") or attrs.get("fn") == "backward")
-    ):
-        blocks = g("channels")  # batch statistics: cuDNN runs a block per channel
+    elif kind == "batchnorm" and (per_channel := kinds.batchnorm_blocks(attrs)):
+        blocks = per_channel  # batch statistics: a block per channel
     else:
         blocks = math.ceil(kinds.output_numel(kind, attrs) / 1024)
     return int(min(max(blocks, 1), sm_count))

@@ -65,6 +65,7 @@ __all__ = [
     "MAX_SIZE",
     "SIZE_ATTRS",
     "attention_pairs",
+    "batchnorm_blocks",
     "bytes_min",
     "check_sizes",
     "conv_out_hw",
@@ -272,6 +273,22 @@ def attention_pairs(attrs: Mapping[str, Any]) -> int:
         return sq * skv
     full = min(sq, skv)  # queries 0..full-1 see i + 1 keys, the rest all skv
     return full * (full + 1) // 2 + (sq - full) * skv
+
+
+def batchnorm_blocks(attrs: Mapping[str, Any]) -> int:
+    """Thread blocks of a training batch norm's per-channel kernels: its ``channels`` where
+    it computes batch statistics (``training`` set, or ``fn = "backward"``); 0 for an
+    inference batch norm (elementwise) or one without a channel count.
+
+    >>> batchnorm_blocks({"numel": 4096, "channels": 64, "training": 1})
+    64
+    >>> batchnorm_blocks({"numel": 4096, "channels": 64})  # inference form
+    0
+    """
+    channels = int(attrs.get("channels", 0) or 0)
+    if attrs.get("training") or attrs.get("fn") == "backward":
+        return max(channels, 0)
+    return 0
 
 
 def _causal(attrs: Mapping[str, Any]) -> int:
