@@ -265,8 +265,26 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
     if family == "reduce":
         integer = float(str(a.get("dtype", "")).startswith("int"))
         return [_ln(g("numel")), _ln(g("out_numel")), integer]
-    numel = kinds.output_numel(family, a) if family != "opaque" else g("numel")
-    return [_ln(numel)]
+    if family == "opaque":
+        return _opaque_terms(a)
+    return [_ln(kinds.output_numel(family, a))]
+
+
+def _opaque_terms(a: Mapping[str, Any]) -> list[float]:
+    """Shape terms of an ``opaque`` op (a profiled op no shape rule reads): log elements, an
+    *unsized* flag (neither FLOPs nor bytes recorded: a ``cat`` whose tensor list the
+    profiler did not record, a collective), log kernels launched (``n_kernels``, at least 1:
+    a compiled graph runs hundreds) and a *collective* flag (``comm``: NCCL, whose time waits
+    on the other ranks). Without the flag the zero-byte rows sat on the roofline's far end,
+    where the curve met them only by extrapolating from the sized ones (docs/cost-model.md,
+    thirty-eighth round).
+
+    >>> _opaque_terms({"flops": 0, "bytes": 0, "numel": 1, "n_kernels": 20, "comm": 0})
+    [0.0, 1.0, 2.995732273553991, 0.0]
+    """
+    unsized = int(a.get("bytes", 0)) <= 0 and int(a.get("flops", 0)) <= 0
+    return [_ln(int(a.get("numel", 1))), float(unsized), _ln(int(a.get("n_kernels", 1))),
+            float(bool(a.get("comm", 0)))]  # fmt: skip
 
 
 def feature_matrix(
@@ -283,7 +301,8 @@ def feature_matrix(
     for norms and softmax (``fn == "backward"``), elements per channel and SM fill for batch
     norms (:func:`_batchnorm_channels`), window size for pooling, output size and an
     integer-input flag for reductions, log dims, a causal flag and the wave quantisation of
-    128-query blocks for fused attention).
+    128-query blocks for fused attention, and for the ``opaque`` catch-all an unsized flag,
+    log kernels launched and a collective flag, :func:`_opaque_terms`).
 
     Every feature of an elementwise op counts at least :data:`MIN_ELEMENTWISE_NUMEL` elements,
     and every feature of a softmax (:data:`ROW_FAMILIES`) at least one row per SM: below that

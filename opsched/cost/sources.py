@@ -31,6 +31,7 @@ from opsched.cost.mathmode import FP16_FP32_MATH
 from opsched.ir import kinds
 
 __all__ = [
+    "COMM_PREFIXES",
     "DEEPBENCH_KERNEL_COLUMNS",
     "TORCH_DTYPES",
     "BadCell",
@@ -42,6 +43,9 @@ __all__ = [
     "size_cell",
     "vidur_op",
 ]
+
+#: Op names of collective communication (their time is the other ranks' as much as this GPU's).
+COMM_PREFIXES = ("record_param_comms", "c10d::", "nccl:", "nccl::")
 
 #: dtype column of DeepBench-schema tables; ``tf32`` and ``bf16`` appear only in the rows
 #: ``opsched cost collect`` times (:mod:`opsched.cost.collect_deepbench`): ``tf32`` is float32
@@ -211,7 +215,7 @@ def profiler_op(
         shape = getattr(r, "shape", "")
     return profiled_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "",
                          kern if isinstance(kern, str) else "", getattr(r, "flops", None),
-                         getattr(r, "bytes_min", None))  # fmt: skip
+                         getattr(r, "bytes_min", None), getattr(r, "n_kernels", None))  # fmt: skip
 
 
 def profiled_kind(
@@ -222,6 +226,7 @@ def profiled_kind(
     kernel_names: str = "",
     flops: Any = None,
     bytes_min: Any = None,
+    n_kernels: Any = None,
 ) -> tuple[str, dict[str, Any]]:
     """Kind and attrs of a profiled aten op, as the fit reads a profiler row: the shape rules
     of :func:`~opsched.cost.aten.aten_kind` where one applies, else ``opaque`` with the row's
@@ -229,10 +234,20 @@ def profiled_kind(
     (0 when it records none). Also prices the kind-less ops of an imported trace
     (:func:`opsched.cost.apply.apply`).
 
+    An ``opaque`` op also carries its name (``fn``, so the k-fold groups of the catch-all
+    are an op's shapes, not every op of the same byte count), the kernels it launched
+    (``n_kernels``: the row's count, else the names in ``kernel_names``; at least 1) and
+    ``comm``, 1 for a collective (an op named in :data:`COMM_PREFIXES`, or one that ran an
+    NCCL kernel): features of the catch-all's curve
+    (:func:`opsched.cost.features.feature_matrix`).
+
     >>> profiled_kind("aten::mm", [[64, 32], [32, 16]], ["float", "float"])[0]
     'matmul'
-    >>> profiled_kind("fbgemm::permute", [[300]], ["int"])
-    ('opaque', {'flops': 0, 'bytes': 1200, 'numel': 300, 'dtype': 'int32'})
+    >>> profiled_kind("fbgemm::permute", [[300]], ["int"])  # doctest: +NORMALIZE_WHITESPACE
+    ('opaque', {'flops': 0, 'bytes': 1200, 'numel': 300, 'dtype': 'int32',
+                'fn': 'fbgemm::permute', 'n_kernels': 1, 'comm': 0})
+    >>> profiled_kind("record_param_comms", [], [], "", "ncclKernel_AllReduce | x")[1]["comm"]
+    1
     """
     found = aten_kind(op, dims, types, shape_text, kernel_names)
     if found is not None:
@@ -240,5 +255,9 @@ def profiled_kind(
     known = lambda v: isinstance(v, int | float) and math.isfinite(v)  # noqa: E731
     fl = size_cell(flops) if known(flops) else 0
     by = size_cell(bytes_min) if known(bytes_min) else input_bytes(dims, types)
+    names = [k for k in kernel_names.split(" | ") if k.strip()]
+    count = size_cell(n_kernels) if known(n_kernels) else len(names)
+    comm = op.startswith(COMM_PREFIXES) or any("nccl" in k.lower() for k in names)
     return "opaque", {"flops": fl, "bytes": by, "numel": max(1, by // 4),
-                      "dtype": aten_dtype(types)}  # fmt: skip
+                      "dtype": aten_dtype(types), "fn": op, "n_kernels": max(1, count),
+                      "comm": int(comm)}  # fmt: skip

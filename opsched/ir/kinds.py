@@ -33,7 +33,9 @@ Conventions
 - ``input``: a graph input or weight load, ``numel`` of the tensor; no compute.
 - ``fused``: the result of the fusion pass, ``flops``, ``bytes`` and ``numel`` given directly.
 - ``opaque``: an op no shape rule covers (an unrecognised aten op in a profiler table, an
-  fbgemm or NCCL call): ``flops`` and ``bytes`` as recorded (or estimated), ``numel``.
+  fbgemm or NCCL call): ``flops`` and ``bytes`` as recorded (or estimated), ``numel``;
+  optionally its name ``fn``, the kernels it launched ``n_kernels`` and ``comm`` (1: a
+  collective), which the cost model prices by.
 
 Any op may also carry ``flops`` and ``bytes`` in ``attrs``; they then override the formulas.
 
@@ -171,7 +173,8 @@ def conv_out_hw(attrs: Mapping[str, Any], kind: str = "conv2d") -> tuple[int, in
 SIZE_ATTRS = frozenset({"B", "M", "N", "K", "C", "H", "W", "R", "S", "stride_h", "stride_w",
                         "pad_h", "pad_w", "dilation_h", "dilation_w", "groups", "numel",
                         "arity", "rows", "cols", "out_numel", "tokens", "dim", "vocab", "Sq",
-                        "Skv", "D", "flops", "bytes", "channels", "training"})  # fmt: skip
+                        "Skv", "D", "flops", "bytes", "channels", "training",
+                        "n_kernels", "comm"})  # fmt: skip
 
 
 def check_sizes(kind: str, attrs: Mapping[str, Any]) -> None:
