@@ -222,6 +222,11 @@ def _communication(op: Op) -> bool:
     )
 
 
+def _count_like(v: Any) -> bool:
+    """A kernel count as the importer writes it (a non-negative int, not a bool)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
 def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     """Kind and attrs of an op without a kind from what a profiler trace recorded of it (the
     importer keeps ``aten_op`` and, when shapes were recorded, ``input_dims``,
@@ -238,9 +243,17 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     found = None
     if isinstance(name, str) and isinstance(dims, list):
         kernels = a.get("kernels")
-        kernel_names = " | ".join(kernels) if isinstance(kernels, list) else ""
-        found = profiled_kind(name, dims, types if isinstance(types, list) else [], "",
-                              kernel_names)  # fmt: skip
+        kernel_names = " | ".join(map(str, kernels)) if isinstance(kernels, list) else ""
+        # the importer's own count: its kernels list keeps a few distinct names only
+        count = a.get("n_kernels")
+        found = profiled_kind(
+            name,
+            dims,
+            types if isinstance(types, list) else [],
+            "",
+            kernel_names,
+            n_kernels=count if _count_like(count) else None,
+        )
         if found[0] != "opaque":
             return found
     # no shape rule: the kernels' launches where every one has a rule, else the catch-all

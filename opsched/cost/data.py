@@ -265,6 +265,16 @@ def row_launches_kind(cell: Any) -> tuple[str, dict[str, Any]] | None:
         return None
 
 
+def _instance_sizes(df: Any) -> list[int | None] | None:
+    """Per row of a kernel table, the kernel rows its op instance (``op_instance``) holds;
+    None per row without an instance, or for a table without the column."""
+    if "op_instance" not in df.columns:
+        return None
+    inst = df["op_instance"]
+    sizes = inst.map(inst.value_counts())
+    return [None if blank_cell(i) else int(n) for i, n in zip(inst, sizes, strict=True)]
+
+
 def canonical_rows(
     df: Any,
     schema: str,
@@ -309,6 +319,8 @@ def canonical_rows(
     cache: dict[str, str] = {} if gpu is None else {gpu: resolve_gpu(gpu)}
     # the cuDNN backward leaves of a kernel table: shapes from their paired halves
     leaves = leaf_shapes(df) if schema == "profiler_kernels" else {}
+    # a kernel table's op launched the kernel rows of its instance (an opaque op's count)
+    per_op = _instance_sizes(df) if schema == "profiler_kernels" else None
     for pos, r in enumerate(df.itertuples(index=False)):
         if gpu is None and blank_cell(r.gpu):
             continue
@@ -369,7 +381,8 @@ def canonical_rows(
                 base = launched
                 dtype = base[1]["dtype"]
             else:
-                base = profiler_op(r, "op_input_dims", "op_input_types", leaves.get(pos))
+                base = profiler_op(r, "op_input_dims", "op_input_types", leaves.get(pos),
+                                   None if per_op is None else per_op[pos])  # fmt: skip
                 dtype = base[1].get("dtype", "float32")
         except OpschedError:  # already names the problem (and is a ValueError)
             raise

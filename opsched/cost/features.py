@@ -273,17 +273,21 @@ def _extra(family: str, a: Mapping[str, Any], sm: int) -> list[float]:
 def _opaque_terms(a: Mapping[str, Any]) -> list[float]:
     """Shape terms of an ``opaque`` op (a profiled op no shape rule reads): log elements, an
     *unsized* flag (neither FLOPs nor bytes recorded: a ``cat`` whose tensor list the
-    profiler did not record, a collective), log kernels launched (``n_kernels``, at least 1:
-    a compiled graph runs hundreds) and a *collective* flag (``comm``: NCCL, whose time waits
-    on the other ranks). Without the flag the zero-byte rows sat on the roofline's far end,
-    where the curve met them only by extrapolating from the sized ones (docs/cost-model.md,
-    thirty-eighth round).
+    profiler did not record, a collective), log kernels launched (``n_kernels``, at least 1)
+    twice, once for an unsized op and once for a sized one, and a *collective* flag
+    (``comm``: NCCL, whose time waits on the other ranks).
+
+    The two kernel-count slopes: an unsized op's kernels are all that tells its work (a
+    compiled graph of 429 Triton kernels took 28 ms), a sized op's bytes tell it already. One
+    slope for both, fitted on the unsized graphs, had priced a sized 315-kernel compiled graph
+    over 506 MB at 359 ms, measured 15.9 ms (docs/cost-model.md, thirty-eighth round).
 
     >>> _opaque_terms({"flops": 0, "bytes": 0, "numel": 1, "n_kernels": 20, "comm": 0})
-    [0.0, 1.0, 2.995732273553991, 0.0]
+    [0.0, 1.0, 2.995732273553991, 0.0, 0.0]
     """
-    unsized = int(a.get("bytes", 0)) <= 0 and int(a.get("flops", 0)) <= 0
-    return [_ln(int(a.get("numel", 1))), float(unsized), _ln(int(a.get("n_kernels", 1))),
+    unsized = float(int(a.get("bytes", 0)) <= 0 and int(a.get("flops", 0)) <= 0)
+    kernels = _ln(int(a.get("n_kernels", 1)))
+    return [_ln(int(a.get("numel", 1))), unsized, kernels * unsized, kernels * (1.0 - unsized),
             float(bool(a.get("comm", 0)))]  # fmt: skip
 
 
@@ -302,7 +306,8 @@ def feature_matrix(
     norms (:func:`_batchnorm_channels`), window size for pooling, output size and an
     integer-input flag for reductions, log dims, a causal flag and the wave quantisation of
     128-query blocks for fused attention, and for the ``opaque`` catch-all an unsized flag,
-    log kernels launched and a collective flag, :func:`_opaque_terms`).
+    log kernels launched (a slope each for unsized and sized ops) and a collective flag,
+    :func:`_opaque_terms`).
 
     Every feature of an elementwise op counts at least :data:`MIN_ELEMENTWISE_NUMEL` elements,
     and every feature of a softmax (:data:`ROW_FAMILIES`) at least one row per SM: below that

@@ -204,18 +204,49 @@ def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:
 
 
 def profiler_op(
-    r: Any, dims_col: str, types_col: str, shape: str | None = None
+    r: Any, dims_col: str, types_col: str, shape: str | None = None, n_kernels: Any = None
 ) -> tuple[str, dict[str, Any]]:
     """Kind and attrs of a profiler row; ``shape``, when given, is read in place of the row's
-    own ``shape`` cell (a kernel table's paired backward leaves, which have none)."""
+    own ``shape`` cell (a kernel table's paired backward leaves, which have none), and
+    ``n_kernels`` in place of its ``n_kernels`` cell (a kernel table has none: the kernel
+    rows of the op's instance)."""
     dims = json.loads(getattr(r, dims_col)) if isinstance(getattr(r, dims_col), str) else []
     types = json.loads(getattr(r, types_col)) if isinstance(getattr(r, types_col), str) else []
     kern = getattr(r, "kernels", "")
     if shape is None:
         shape = getattr(r, "shape", "")
-    return profiled_kind(str(r.op), dims, types, shape if isinstance(shape, str) else "",
-                         kern if isinstance(kern, str) else "", getattr(r, "flops", None),
-                         getattr(r, "bytes_min", None), getattr(r, "n_kernels", None))  # fmt: skip
+    return profiled_kind(
+        str(r.op),
+        dims,
+        types,
+        shape if isinstance(shape, str) else "",
+        kern if isinstance(kern, str) else "",
+        getattr(r, "flops", None),
+        getattr(r, "bytes_min", None),
+        getattr(r, "n_kernels", None) if n_kernels is None else n_kernels,
+    )
+
+
+def _kernel_count(cell: Any, listed: int) -> int:
+    """An ``n_kernels`` cell as a count; a blank one (None, NaN, empty) gives ``listed``.
+
+    >>> _kernel_count(float("nan"), 3), _kernel_count("6", 3)
+    (3, 6)
+    >>> _kernel_count(2.5, 1)
+    Traceback (most recent call last):
+    opsched.cost.sources.BadCell: n_kernels 2.5 is not a count of kernels
+    """
+    if cell is None or (isinstance(cell, str) and not cell.strip()):
+        return listed
+    try:
+        f = float(cell)
+    except (TypeError, ValueError):
+        raise BadCell(f"n_kernels {cell!r} is not a count of kernels") from None
+    if math.isnan(f):
+        return listed
+    if not (0 <= f <= kinds.MAX_SIZE and f == int(f)) or isinstance(cell, bool):
+        raise BadCell(f"n_kernels {cell!r} is not a count of kernels")
+    return int(f)
 
 
 def profiled_kind(
@@ -256,7 +287,7 @@ def profiled_kind(
     fl = size_cell(flops) if known(flops) else 0
     by = size_cell(bytes_min) if known(bytes_min) else input_bytes(dims, types)
     names = [k for k in kernel_names.split(" | ") if k.strip()]
-    count = size_cell(n_kernels) if known(n_kernels) else len(names)
+    count = _kernel_count(n_kernels, len(names))
     comm = op.startswith(COMM_PREFIXES) or any("nccl" in k.lower() for k in names)
     return "opaque", {"flops": fl, "bytes": by, "numel": max(1, by // 4),
                       "dtype": aten_dtype(types), "fn": op, "n_kernels": max(1, count),

@@ -63,6 +63,7 @@ from opsched.ir.op import MAX_SIZE as OP_MAX_SIZE
 
 __all__ = [
     "DTYPE_BYTES",
+    "FLAG_ATTRS",
     "KINDS",
     "MAX_SIZE",
     "SIZE_ATTRS",
@@ -173,14 +174,17 @@ def conv_out_hw(attrs: Mapping[str, Any], kind: str = "conv2d") -> tuple[int, in
 SIZE_ATTRS = frozenset({"B", "M", "N", "K", "C", "H", "W", "R", "S", "stride_h", "stride_w",
                         "pad_h", "pad_w", "dilation_h", "dilation_w", "groups", "numel",
                         "arity", "rows", "cols", "out_numel", "tokens", "dim", "vocab", "Sq",
-                        "Skv", "D", "flops", "bytes", "channels", "training",
-                        "n_kernels", "comm"})  # fmt: skip
+                        "Skv", "D", "flops", "bytes", "channels", "n_kernels"})  # fmt: skip
+
+#: Attrs that are flags wherever they appear: 0 / 1 or a bool (a batch norm's ``training``,
+#: an opaque op's ``comm``: a collective; ``causal`` is an attention op's, :func:`_causal`).
+FLAG_ATTRS = frozenset({"training", "comm"})
 
 
 def check_sizes(kind: str, attrs: Mapping[str, Any]) -> None:
     """Raise :class:`GraphError` naming the first size attr (:data:`SIZE_ATTRS`) of ``attrs``
-    that is not a non-negative integer, a ``causal`` flag that is not 0 / 1, or a
-    convolution's ``groups`` that does not divide its channel counts.
+    that is not a non-negative integer, a flag (``causal``, :data:`FLAG_ATTRS`) that is not
+    0 / 1 or a bool, or a convolution's ``groups`` that does not divide its channel counts.
 
     >>> check_sizes("matmul", {"M": 4, "N": 4.0, "K": 4, "fn": "x"})
     >>> check_sizes("elementwise", {"numel": None})  # doctest: +ELLIPSIS
@@ -190,11 +194,19 @@ def check_sizes(kind: str, attrs: Mapping[str, Any]) -> None:
     >>> check_sizes("conv2d", {"C": 64, "K": 64, "groups": 7})
     Traceback (most recent call last):
     opsched.errors.GraphError: conv2d attrs groups = 7 does not divide C = 64
+    >>> check_sizes("opaque", {"comm": True, "n_kernels": 3})
+    >>> check_sizes("opaque", {"comm": 7})
+    Traceback (most recent call last):
+    opsched.errors.GraphError: opaque attrs['comm'] must be 0 or 1 (or a bool), got 7
     """
     for key in SIZE_ATTRS.intersection(attrs):
         v = attrs[key]
         if not (type(v) is int and 0 <= v <= MAX_SIZE) and not _size_like(v):
             raise GraphError(_not_a_size(kind, key, v))
+    for key in FLAG_ATTRS.intersection(attrs):
+        v = attrs[key]
+        if not (isinstance(v, bool) or (_size_like(v) and float(v) in (0.0, 1.0))):
+            raise GraphError(f"{kind} attrs[{key!r}] must be 0 or 1 (or a bool), got {v!r}")
     if "causal" in attrs:
         _causal(attrs)
     groups = attrs.get("groups")
