@@ -44,6 +44,7 @@ __all__ = [
     "LARGE_TREE_ROWS",
     "METHOD_CODES",
     "POOLED_TREE_FAMILIES",
+    "PROFILER_TREE_FAMILIES",
     "SMALL_TREE_PARAMS",
     "TREE_METHODS",
     "TREE_METHODS_BY_FAMILY",
@@ -51,6 +52,7 @@ __all__ = [
     "corrects",
     "fit_trees",
     "tree_features",
+    "tree_method",
     "tree_methods",
 ]
 
@@ -108,6 +110,39 @@ def tree_methods(family: str) -> frozenset[str]:
     (['events', 'kernel', 'wallclock'], True)
     """
     return TREE_METHODS_BY_FAMILY.get(family, TREE_METHODS)
+
+
+#: Families whose trees also correct a profiler (``cupti``) price where the curve behind it
+#: saw no profiler rows (:func:`tree_method`): the sweeps' corrections, read as kernel time.
+#: A held-out forward convolution of a traced step is priced by the GPU's curve alone
+#: otherwise, and curves fitted on the shape sweeps price a network's real layers too slowly
+#: (docs/cost-model.md, thirty-ninth round: the V100-SXM2 left out, its 636 traced
+#: convolutions among its rows, 23.7 -> 19.8 %; our H200's held-out ResNet-50 step, 48.6 ->
+#: 39.7 %). Widened to every family, no number of the benchmark moved (their pooled curves
+#: take no trees, and the traced GPUs' own curves are marked), so it stays where measured.
+PROFILER_TREE_FAMILIES = frozenset({"conv2d"})
+
+
+def tree_method(family: str, method: str, curve: Mapping[str, Any] | None) -> str | None:
+    """The timing method whose code the residual trees of ``family`` are read with for a
+    price of ``method`` from ``curve``, or None where the trees do not correct it.
+
+    :func:`tree_methods` are read as themselves. A profiler price of a
+    :data:`PROFILER_TREE_FAMILIES` family from a curve fitted on no profiler rows (not
+    ``curve["profiler"]``: a GPU that was never traced, a pooled or a sibling's curve) is
+    read as ``kernel`` (both are pure kernel time); one from a curve fitted on profiler rows
+    keeps the curve alone, as the profiler rows' trees did worse than none (fifth round).
+
+    >>> tree_method("conv2d", "wallclock", {}), tree_method("conv2d", "cupti", {})
+    ('wallclock', 'kernel')
+    >>> tree_method("conv2d", "cupti", {"profiler": True}), tree_method("matmul", "cupti", {})
+    (None, None)
+    """
+    if method in tree_methods(family):
+        return method
+    if method == "cupti" and family in PROFILER_TREE_FAMILIES and not (curve or {}).get("profiler"):
+        return "kernel"
+    return None
 
 
 #: Timing method -> feature code (kernel and cupti are both pure kernel time).

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.boost import corrects, fit_trees, tree_features, tree_methods
+from opsched.cost.boost import corrects, fit_trees, tree_features, tree_method, tree_methods
 from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
 from opsched.cost.donor import BORROWER_FAMILIES, borrower_curves, fit_donor
 from opsched.cost.drift import dedrift
@@ -341,6 +341,16 @@ def predict_family(
     return out
 
 
+def profiler_flagged(c: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``c`` with ``profiler`` set where it is a GPU's own curve (or a sibling's) fitted on
+    profiler (``cupti``) rows of that GPU, as a shipped curve states it
+    (:func:`opsched.cost.boost.tree_method`); a pooled curve never is, though its rows may
+    hold some GPU's profiler rows."""
+    if "profiler" in c or not c.get("shapes", {}).get("profiler"):
+        return c
+    return {**c, "profiler": True}
+
+
 def _twins(fd: FamilyData) -> FamilyData:
     """``fd`` with every row replaced by its float32 twin (meaningful on ``fd.twin`` rows)."""
     fp32 = np.full(len(fd.t), "fp32")
@@ -358,6 +368,7 @@ def _predict_rows(model: Model, fam: str, fd: FamilyData, idx: np.ndarray) -> np
         groups.setdefault(key, []).append(pos)
     plan = []  # (rows, beta, overhead) per (GPU, class, method) with a curve
     corrected = np.zeros(len(idx), bool)  # rows whose curve the trees correct
+    read_as = np.full(len(idx), "", dtype=object)  # the method the trees read (tree_method)
     for key in sorted(groups):
         gpu, cls, method = key
         c = model.curve(gpu, fam, cls, method)
@@ -367,8 +378,9 @@ def _predict_rows(model: Model, fam: str, fd: FamilyData, idx: np.ndarray) -> np
         o = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
         plan.append((rows, np.asarray(c["beta"]), o))
         corrected[rows] = corrects(fam, c.get("source"))
+        read_as[rows] = tree_method(fam, method, profiler_flagged(c)) or ""
     ens = model.trees.get(fam)
-    use = np.isin(fd.method[idx], list(tree_methods(fam))) & corrected
+    use = (read_as != "") & corrected
     best = np.full(len(idx), np.nan)
     for x in (fd.x, *fd.x_pads):
         out = np.full(len(idx), np.nan)
@@ -376,7 +388,7 @@ def _predict_rows(model: Model, fam: str, fd: FamilyData, idx: np.ndarray) -> np
             out[rows] = predict_curve(x[idx[rows]], beta, o)
         if ens is not None and use.any():
             j = idx[use]
-            feats = tree_features(x[j], fd.gpu[j], fd.tree_cls()[j], fd.method[j], _specs())
+            feats = tree_features(x[j], fd.gpu[j], fd.tree_cls()[j], read_as[use], _specs())
             out[use] *= np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
         best = np.fmin(best, out)
     return best

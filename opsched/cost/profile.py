@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from opsched.cost.batch import check_op, distinct_ops, gc_paused
-from opsched.cost.boost import corrects, tree_features, tree_methods
+from opsched.cost.boost import corrects, tree_features, tree_method
 from opsched.cost.composite import (
     bounded,
     fused_attention,
@@ -296,10 +296,11 @@ class Profile:
             x = feature_matrix(fam, attrs, self.spec)
             t = predict_curve(x, c["beta"], ovh)
             ens = self.trees.get(fam)
-            if ens is not None and method in tree_methods(fam) and corrects(fam, c.get("source")):
+            read_as = tree_method(fam, method, c)
+            if ens is not None and read_as is not None and corrects(fam, c.get("source")):
                 n = len(idx)
                 feats = tree_features(x, np.full(n, self.gpu), np.full(n, tree_class(dtype)),
-                                      np.full(n, method), {self.gpu: self.spec})  # fmt: skip
+                                      np.full(n, read_as), {self.gpu: self.spec})  # fmt: skip
                 t = t * np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
             kinds_of = [kind_list[i] for i in idx]
             t = bounded(self, fam, t, kinds_of, attrs, [attrs_list[i] for i in idx], method)
