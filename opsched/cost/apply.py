@@ -18,6 +18,8 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
+
 from opsched.cost.batch import distinct_ops
 from opsched.cost.profile import load_profile
 from opsched.errors import GraphError
@@ -222,9 +224,17 @@ def _communication(op: Op) -> bool:
     )
 
 
-def _count_like(v: Any) -> bool:
-    """A kernel count as the importer writes it (a non-negative int, not a bool)."""
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+def _kernel_count(op: Op) -> int | None:
+    """The op's own ``n_kernels`` (the importer's count), None where it has none; a value
+    that is no count raises :class:`GraphError` naming the op."""
+    v = op.attrs.get("n_kernels")
+    if v is None:
+        return None
+    if isinstance(v, np.integer):
+        v = int(v)
+    if not kinds._size_like(v):
+        raise GraphError(f"n_kernels must be a count of kernels, got {v!r}", f"op {op.name!r}")
+    return int(v)
 
 
 def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
@@ -245,14 +255,13 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
         kernels = a.get("kernels")
         kernel_names = " | ".join(map(str, kernels)) if isinstance(kernels, list) else ""
         # the importer's own count: its kernels list keeps a few distinct names only
-        count = a.get("n_kernels")
         found = profiled_kind(
             name,
             dims,
             types if isinstance(types, list) else [],
             "",
             kernel_names,
-            n_kernels=count if _count_like(count) else None,
+            n_kernels=_kernel_count(op),
         )
         if found[0] != "opaque":
             return found

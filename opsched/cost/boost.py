@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from opsched.cost.features import FAMILIES
 from opsched.cost.specs import GpuSpec
 from opsched.cost.trees import TreeEnsemble, from_sklearn
 
@@ -113,14 +114,14 @@ def tree_methods(family: str) -> frozenset[str]:
 
 
 #: Families whose trees also correct a profiler (``cupti``) price where the curve behind it
-#: saw no profiler rows (:func:`tree_method`): the sweeps' corrections, read as kernel time.
-#: A held-out forward convolution of a traced step is priced by the GPU's curve alone
-#: otherwise, and curves fitted on the shape sweeps price a network's real layers too slowly
-#: (docs/cost-model.md, thirty-ninth round: the V100-SXM2 left out, its 636 traced
-#: convolutions among its rows, 23.7 -> 19.8 %; our H200's held-out ResNet-50 step, 48.6 ->
-#: 39.7 %). Widened to every family, no number of the benchmark moved (their pooled curves
-#: take no trees, and the traced GPUs' own curves are marked), so it stays where measured.
-PROFILER_TREE_FAMILIES = frozenset({"conv2d"})
+#: saw no profiler rows of its GPU (:func:`tree_method`): the sweeps' corrections, read as
+#: kernel time. A traced op was priced by the curve alone otherwise, and curves fitted on the
+#: shape sweeps price a network's real layers less well (docs/cost-model.md, thirty-ninth
+#: round): the V100-SXM2 left out, its 636 traced convolutions among its rows, 23.7 -> 19.8 %;
+#: our H200's held-out steps, all ops 23.0 / 22.2 / 27.8 -> 24.2 / 20.8 / 24.5 % (ResNet-50,
+#: transformer, compiled model). Every family with trees; the backward convolutions read
+#: their own ``cupti`` trees first (:func:`tree_methods`).
+PROFILER_TREE_FAMILIES = frozenset(FAMILIES)
 
 
 def tree_method(family: str, method: str, curve: Mapping[str, Any] | None) -> str | None:
@@ -136,7 +137,7 @@ def tree_method(family: str, method: str, curve: Mapping[str, Any] | None) -> st
     >>> tree_method("conv2d", "wallclock", {}), tree_method("conv2d", "cupti", {})
     ('wallclock', 'kernel')
     >>> tree_method("conv2d", "cupti", {"profiler": True}), tree_method("matmul", "cupti", {})
-    (None, None)
+    (None, 'kernel')
     """
     if method in tree_methods(family):
         return method

@@ -95,6 +95,9 @@ def _check_curve(c: Any, width: int, at: str, where: str) -> None:
     overheads = c.get("overheads", {})
     if not isinstance(overheads, Mapping) or not all(map(_number, overheads.values())):
         raise InputError(f"{at} 'overheads' must map timing methods to non-negative us", where)
+    # fitted on the GPU's own traced rows (opsched.cost.boost.tree_method); absent: not
+    if not isinstance(c.get("profiler", False), bool):
+        raise InputError(f"{at} 'profiler' must be true or false, got {c['profiler']!r}", where)
 
 
 def _number(v: Any, signed: bool = False) -> bool:

@@ -3,6 +3,7 @@ collective, and prices by them (docs/cost-model.md, thirty-eighth round)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -142,3 +143,15 @@ def test_a_bad_kernel_count_cell_names_its_row(cell: object) -> None:
     # a blank cell counts the listed kernels
     df["n_kernels"] = [float("nan"), 3]
     assert [r["attrs"]["n_kernels"] for r in canonical_rows(df, "profiler_ops")] == [1, 3]
+
+
+def test_an_imported_op_count_of_any_integer_type_and_a_bad_one() -> None:
+    names = ["k0", "k1"]
+    base = {"aten_op": "fb::x", "input_dims": [[], []], "input_types": ["", ""],
+            "kernels": names}  # fmt: skip
+    for count in (315, 315.0, np.int64(315)):
+        op = Op("g", 0.0, attrs=base | {"n_kernels": count})
+        with pytest.warns(UserWarning, match="without a kind"):
+            assert apply(OpGraph([op]), "V100-SXM2").ops[0].attrs["n_kernels"] == 315
+    with pytest.raises(GraphError, match=r"op 'g'.*n_kernels must be a count"):
+        apply(OpGraph([Op("g", 0.0, attrs=base | {"n_kernels": 2.5})]), "V100-SXM2")

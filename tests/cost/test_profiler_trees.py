@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+import numpy as np
 import pytest
 
 from opsched.cost import load_profile
 from opsched.cost.boost import tree_method
-from opsched.cost.fit import profiler_flagged
+from opsched.cost.fit import fit_model, load_fit_data, predict_family, profiler_flagged
+from opsched.cost.heldout import leave_one_gpu_out
+from opsched.cost.profile import Profile
+from opsched.errors import InputError
 
 # ResNet-50's first layer in our H200's held-out step: 316.4 us measured (TF32)
 LAYER = {"N": 32, "C": 3, "H": 224, "W": 224, "K": 64, "R": 7, "S": 7, "pad_h": 3,
@@ -27,7 +31,8 @@ def test_the_rule() -> None:
     assert tree_method("conv2d", "cupti", {"source": "fitted"}) == "kernel"
     assert tree_method("conv2d", "cupti", {"profiler": True}) is None
     assert tree_method("conv2d", "events", {"profiler": True}) == "events"
-    assert tree_method("softmax", "cupti", {}) is None  # not measured there: curve alone
+    assert tree_method("softmax", "cupti", {}) == "kernel"
+    assert tree_method("softmax", "cupti", {"profiler": True}) is None
     # the backward directions fit their trees on traced rows too: read as themselves
     assert tree_method("conv2d_bwd_data", "cupti", {"profiler": True}) == "cupti"
 
@@ -52,3 +57,31 @@ def test_shipped_prices() -> None:
     assert v100.predict("conv2d", fp32, method="cupti") != pytest.approx(
         v100.predict("conv2d", fp32, method="kernel"), rel=1e-3
     )
+
+
+def test_the_fits_path_applies_the_rule_too() -> None:
+    # leave-one-GPU-out (fit._predict_rows): the V100-SXM2 left out is priced through the
+    # pooled convolution curve, unmarked, so its traced rows get the trees, read as kernel
+    # time; the curve alone (trees=False) differs on most of them
+    data = load_fit_data(files=["deepbench_conv.csv", "kineto_resnet50_v100_ops.csv.gz"])
+    fam = ("conv2d",)
+    trees = leave_one_gpu_out(data, ["V100-SXM2"], trees=True, families=fam)["V100-SXM2"]
+    bare = leave_one_gpu_out(data, ["V100-SXM2"], trees=False, families=fam)["V100-SXM2"]
+    fd = data.families["conv2d"]
+    traced = (fd.gpu == "V100-SXM2") & (fd.method == "cupti")
+    assert traced.sum() > 300
+    moved = np.abs(trees["conv2d"][traced] / bare["conv2d"][traced] - 1) > 1e-3
+    assert moved.mean() > 0.5
+    # kept in, the V100's own curve is marked and its traced rows keep the curve alone
+    model = fit_model(data, families=fam)
+    assert profiler_flagged(model.groups[("V100-SXM2", "conv2d", "fp32")])["profiler"]
+    with_trees = predict_family(model, "conv2d", fd, traced)
+    alone = predict_family(fit_model(data, trees=False, families=fam), "conv2d", fd, traced)
+    assert with_trees == pytest.approx(alone, rel=1e-9)
+
+
+def test_a_profile_flag_must_be_a_bool() -> None:
+    doc = json.loads((resources.files("opsched.cost") / "profiles" / "V100-SXM2.json").read_text())
+    doc["curves"]["conv2d"]["fp32"]["profiler"] = "false"
+    with pytest.raises(InputError, match="'profiler' must be true or false"):
+        Profile(doc)
