@@ -18,8 +18,6 @@ import math
 import warnings
 from typing import Any
 
-import numpy as np
-
 from opsched.cost.batch import distinct_ops
 from opsched.cost.profile import load_profile
 from opsched.errors import GraphError
@@ -224,19 +222,6 @@ def _communication(op: Op) -> bool:
     )
 
 
-def _kernel_count(op: Op) -> int | None:
-    """The op's own ``n_kernels`` (the importer's count), None where it has none; a value
-    that is no count raises :class:`GraphError` naming the op."""
-    v = op.attrs.get("n_kernels")
-    if v is None:
-        return None
-    if isinstance(v, np.integer):
-        v = int(v)
-    if not kinds._size_like(v):
-        raise GraphError(f"n_kernels must be a count of kernels, got {v!r}", f"op {op.name!r}")
-    return int(v)
-
-
 def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     """Kind and attrs of an op without a kind from what a profiler trace recorded of it (the
     importer keeps ``aten_op`` and, when shapes were recorded, ``input_dims``,
@@ -246,7 +231,7 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     ``opaque`` catch-all.
     None for an op with neither an ``aten_op`` nor launches that price it."""
     from opsched.cost.launch import launches_kind
-    from opsched.cost.sources import profiled_kind
+    from opsched.cost.sources import BadCell, profiled_kind
 
     a = op.attrs
     name, dims, types = a.get("aten_op"), a.get("input_dims", []), a.get("input_types")
@@ -254,15 +239,11 @@ def _recorded_kind(op: Op) -> tuple[str, dict[str, Any]] | None:
     if isinstance(name, str) and isinstance(dims, list):
         kernels = a.get("kernels")
         kernel_names = " | ".join(map(str, kernels)) if isinstance(kernels, list) else ""
-        # the importer's own count: its kernels list keeps a few distinct names only
-        found = profiled_kind(
-            name,
-            dims,
-            types if isinstance(types, list) else [],
-            "",
-            kernel_names,
-            n_kernels=_kernel_count(op),
-        )
+        try:  # the importer's own count: its kernels list keeps a few distinct names only
+            found = profiled_kind(name, dims, types if isinstance(types, list) else [], "",
+                                  kernel_names, n_kernels=a.get("n_kernels"))  # fmt: skip
+        except BadCell as e:
+            raise GraphError(str(e), f"op {op.name!r}") from None
         if found[0] != "opaque":
             return found
     # no shape rule: the kernels' launches where every one has a rule, else the catch-all

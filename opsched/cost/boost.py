@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from opsched.cost.features import FAMILIES
 from opsched.cost.specs import GpuSpec
 from opsched.cost.trees import TreeEnsemble, from_sklearn
 
@@ -45,7 +44,6 @@ __all__ = [
     "LARGE_TREE_ROWS",
     "METHOD_CODES",
     "POOLED_TREE_FAMILIES",
-    "PROFILER_TREE_FAMILIES",
     "SMALL_TREE_PARAMS",
     "TREE_METHODS",
     "TREE_METHODS_BY_FAMILY",
@@ -113,35 +111,29 @@ def tree_methods(family: str) -> frozenset[str]:
     return TREE_METHODS_BY_FAMILY.get(family, TREE_METHODS)
 
 
-#: Families whose trees also correct a profiler (``cupti``) price where the curve behind it
-#: saw no profiler rows of its GPU (:func:`tree_method`): the sweeps' corrections, read as
-#: kernel time. A traced op was priced by the curve alone otherwise, and curves fitted on the
-#: shape sweeps price a network's real layers less well (docs/cost-model.md, thirty-ninth
-#: round): the V100-SXM2 left out, its 636 traced convolutions among its rows, 23.7 -> 19.8 %;
-#: our H200's held-out steps, all ops 23.0 / 22.2 / 27.8 -> 24.2 / 20.8 / 24.5 % (ResNet-50,
-#: transformer, compiled model). Every family with trees; the backward convolutions read
-#: their own ``cupti`` trees first (:func:`tree_methods`).
-PROFILER_TREE_FAMILIES = frozenset(FAMILIES)
-
-
-def tree_method(family: str, method: str, curve: Mapping[str, Any] | None) -> str | None:
+def tree_method(family: str, method: str, traced: bool) -> str | None:
     """The timing method whose code the residual trees of ``family`` are read with for a
-    price of ``method`` from ``curve``, or None where the trees do not correct it.
+    price of ``method`` from a curve, or None where the trees do not correct it; ``traced``:
+    the curve was fitted on its GPU's own profiler rows (``"profiler": true`` in a profile).
 
-    :func:`tree_methods` are read as themselves. A profiler price of a
-    :data:`PROFILER_TREE_FAMILIES` family from a curve fitted on no profiler rows (not
-    ``curve["profiler"]``: a GPU that was never traced, a pooled or a sibling's curve) is
-    read as ``kernel`` (both are pure kernel time); one from a curve fitted on profiler rows
-    keeps the curve alone, as the profiler rows' trees did worse than none (fifth round).
+    :func:`tree_methods` are read as themselves. A profiler (``cupti``) price from a curve
+    that saw no such rows (a GPU never traced, a pooled or a sibling's curve) is read as
+    ``kernel``, both being pure kernel time, in every family whose trees read kernel time: a
+    traced op had been priced by the curve alone, and curves fitted on the shape sweeps price
+    a network's real layers less well (docs/cost-model.md, thirty-ninth round: the V100-SXM2
+    left out, its 636 traced convolutions among its rows, 23.7 -> 19.8 %; our H200's held-out
+    steps, all ops 23.2 / 22.2 / 27.8 -> 24.2 / 20.8 / 24.5 % against the rule on
+    convolutions alone). A curve fitted on traced rows keeps the curve alone, as trees fitted
+    on those rows did worse than none (fifth round).
 
-    >>> tree_method("conv2d", "wallclock", {}), tree_method("conv2d", "cupti", {})
+    >>> tree_method("conv2d", "wallclock", False), tree_method("conv2d", "cupti", False)
     ('wallclock', 'kernel')
-    >>> tree_method("conv2d", "cupti", {"profiler": True}), tree_method("matmul", "cupti", {})
-    (None, 'kernel')
+    >>> tree_method("conv2d", "cupti", True), tree_method("attention", "cupti", False)
+    (None, None)
     """
     if method in tree_methods(family):
         return method
-    if method == "cupti" and family in PROFILER_TREE_FAMILIES and not (curve or {}).get("profiler"):
+    if method == "cupti" and not traced and "kernel" in tree_methods(family):
         return "kernel"
     return None
 

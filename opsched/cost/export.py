@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from opsched.cost.fit import FIT_FILES, Model, fit_model, load_fit_data, profiler_flagged
+from opsched.cost.fit import FIT_FILES, Model, fit_model, fitted_on_traces, load_fit_data
 from opsched.cost.floor import floor_of
 from opsched.cost.sibling import pick_sibling
 from opsched.cost.specs import GpuSpec, load_specs
@@ -32,7 +32,7 @@ def _curve_doc(c: Mapping[str, Any]) -> dict[str, Any]:
     rows (:func:`opsched.cost.boost.tree_method` reads it)."""
     doc = {"rows": c["rows"], "beta": [round(float(b), 6) for b in c["beta"]],
            "overheads": {m: round(o, 3) for m, o in sorted(c["overheads"].items())}}  # fmt: skip
-    return doc | ({"profiler": True} if profiler_flagged(c).get("profiler") else {})
+    return doc | ({"profiler": True} if fitted_on_traces(c) else {})
 
 
 def profile_docs(model: Model, specs: Mapping[str, GpuSpec] | None = None) -> dict[str, Any]:

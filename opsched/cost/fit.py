@@ -341,14 +341,12 @@ def predict_family(
     return out
 
 
-def profiler_flagged(c: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``c`` with ``profiler`` set where it is a GPU's own curve (or a sibling's) fitted on
-    profiler (``cupti``) rows of that GPU, as a shipped curve states it
-    (:func:`opsched.cost.boost.tree_method`); a pooled curve never is, though its rows may
-    hold some GPU's profiler rows."""
-    if "profiler" in c or not c.get("shapes", {}).get("profiler"):
-        return c
-    return {**c, "profiler": True}
+def fitted_on_traces(c: Mapping[str, Any]) -> bool:
+    """Whether ``c`` is a GPU's own curve (or a sibling's) fitted on profiler (``cupti``)
+    rows of that GPU (its ``shapes``, or ``profiler`` as a shipped curve states it;
+    :func:`opsched.cost.boost.tree_method`). A pooled curve never is, though its rows may
+    hold some GPU's profiler rows: it records no shapes."""
+    return bool(c.get("profiler") or c.get("shapes", {}).get("profiler"))
 
 
 def _twins(fd: FamilyData) -> FamilyData:
@@ -378,7 +376,7 @@ def _predict_rows(model: Model, fam: str, fd: FamilyData, idx: np.ndarray) -> np
         o = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
         plan.append((rows, np.asarray(c["beta"]), o))
         corrected[rows] = corrects(fam, c.get("source"))
-        read_as[rows] = tree_method(fam, method, profiler_flagged(c)) or ""
+        read_as[rows] = tree_method(fam, method, fitted_on_traces(c)) or ""
     ens = model.trees.get(fam)
     use = (read_as != "") & corrected
     best = np.full(len(idx), np.nan)

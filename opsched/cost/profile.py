@@ -296,7 +296,7 @@ class Profile:
             x = feature_matrix(fam, attrs, self.spec)
             t = predict_curve(x, c["beta"], ovh)
             ens = self.trees.get(fam)
-            read_as = tree_method(fam, method, c)
+            read_as = tree_method(fam, method, bool(c.get("profiler")))
             if ens is not None and read_as is not None and corrects(fam, c.get("source")):
                 n = len(idx)
                 feats = tree_features(x, np.full(n, self.gpu), np.full(n, tree_class(dtype)),

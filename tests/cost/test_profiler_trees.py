@@ -12,7 +12,7 @@ import pytest
 
 from opsched.cost import load_profile
 from opsched.cost.boost import tree_method
-from opsched.cost.fit import fit_model, load_fit_data, predict_family, profiler_flagged
+from opsched.cost.fit import fit_model, fitted_on_traces, load_fit_data, predict_family
 from opsched.cost.heldout import leave_one_gpu_out
 from opsched.cost.profile import Profile
 from opsched.errors import InputError
@@ -28,19 +28,22 @@ def _curve(gpu: str) -> dict[str, object]:
 
 
 def test_the_rule() -> None:
-    assert tree_method("conv2d", "cupti", {"source": "fitted"}) == "kernel"
-    assert tree_method("conv2d", "cupti", {"profiler": True}) is None
-    assert tree_method("conv2d", "events", {"profiler": True}) == "events"
-    assert tree_method("softmax", "cupti", {}) == "kernel"
-    assert tree_method("softmax", "cupti", {"profiler": True}) is None
+    assert tree_method("conv2d", "cupti", False) == "kernel"
+    assert tree_method("conv2d", "cupti", True) is None
+    assert tree_method("conv2d", "events", True) == "events"
+    assert tree_method("softmax", "cupti", False) == "kernel"
+    assert tree_method("softmax", "cupti", True) is None
     # the backward directions fit their trees on traced rows too: read as themselves
-    assert tree_method("conv2d_bwd_data", "cupti", {"profiler": True}) == "cupti"
+    assert tree_method("conv2d_bwd_data", "cupti", True) == "cupti"
+    # no trees read kernel time there (fused attention has none): none read a traced price
+    assert tree_method("attention", "cupti", False) is None
 
 
 def test_only_a_gpus_own_curve_is_flagged_by_its_traced_rows() -> None:
-    assert profiler_flagged({"shapes": {"call": 90, "profiler": 19}})["profiler"] is True
-    assert "profiler" not in profiler_flagged({"shapes": {"call": 90}})
-    assert "profiler" not in profiler_flagged({"source": "pooled"})
+    assert fitted_on_traces({"shapes": {"call": 90, "profiler": 19}})
+    assert fitted_on_traces({"profiler": True})
+    assert not fitted_on_traces({"shapes": {"call": 90}})
+    assert not fitted_on_traces({"source": "pooled"})
     # the shipped profiles: the V100-SXM2 was traced (ResNet-50), the H200's own curve not
     assert _curve("V100-SXM2").get("profiler") is True
     assert "profiler" not in _curve("H200") and _curve("H200")["source"] == "fitted"
@@ -74,7 +77,7 @@ def test_the_fits_path_applies_the_rule_too() -> None:
     assert moved.mean() > 0.5
     # kept in, the V100's own curve is marked and its traced rows keep the curve alone
     model = fit_model(data, families=fam)
-    assert profiler_flagged(model.groups[("V100-SXM2", "conv2d", "fp32")])["profiler"]
+    assert fitted_on_traces(model.groups[("V100-SXM2", "conv2d", "fp32")])
     with_trees = predict_family(model, "conv2d", fd, traced)
     alone = predict_family(fit_model(data, trees=False, families=fam), "conv2d", fd, traced)
     assert with_trees == pytest.approx(alone, rel=1e-9)
