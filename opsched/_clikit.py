@@ -102,7 +102,9 @@ MAX_GENERATED_OPS = 50_000_000
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
-    click.echo(f"opsched: error: {message}", err=True)
+    # one line, whatever names it quotes: a line break in a file or op name is shown escaped
+    one_line = str(message).replace("\r", "\\r").replace("\n", "\\n")
+    click.echo(f"opsched: error: {one_line}", err=True)
     sys.exit(code)
 
 

@@ -452,3 +452,31 @@ def test_json_nested_too_deeply_names_the_file(tmp_path: Path) -> None:
     g = tmp_path / "deep.json"
     g.write_text("[" * 100_000 + "]" * 100_000)
     _refused(invoke("analyze", g), str(g), "nested too deeply")
+
+
+def test_names_with_line_breaks_stay_on_one_line(tmp_path: Path) -> None:
+    # a cycle through names holding a line break had printed a four-line error, and a file
+    # name with one a two-line error
+    g = tmp_path / "nl.json"
+    ops = [{"name": "a\nb", "duration": 1, "deps": ["c\nd"]},
+           {"name": "c\nd", "duration": 1, "deps": ["a\nb"]}]  # fmt: skip
+    g.write_text(json.dumps({"ops": ops}))
+    line = _refused(invoke("solve", g, "--time-limit", 1), "dependency cycle")
+    assert "'a\\nb'" in line and "'c\\nd'" in line
+    _refused(invoke("solve", tmp_path / "no\nfile.json"), "no\\nfile.json", "no such file")
+
+
+def test_cost_evaluate_names_rows_whose_measured_time_is_no_number(tmp_path: Path) -> None:
+    # such rows had been dropped from the scores without a word
+    import pandas as pd
+
+    d = pd.read_csv(dataset_path("kernel-timings/deepbench_gemm.csv")).head(5)
+    d["time_us"] = d["time_us"].astype(object)
+    d.loc[1, "time_us"], d.loc[3, "time_us"] = "-1", "abc"
+    f = tmp_path / "t.csv"
+    d.to_csv(f, index=False)
+    r = CliRunner().invoke(main, ["cost", "evaluate", str(f), "--json"])
+    assert r.exit_code == 0, r.output
+    assert sum(row["rows"] for row in json.loads(r.stdout)) == 3
+    assert "2 rows not scored, their measured time is not a positive number (data rows 2, 4)" \
+        in r.stderr  # fmt: skip

@@ -125,6 +125,11 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
     left = _left_out(pred.attrs["_opsched"]["skipped"])
     if left:
         click.echo(f"{file}: not scored: {left}", err=True)
+    bad = table.attrs.get("unmeasured", [])
+    if bad:
+        shown = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
+        click.echo(f"{file}: {len(bad)} rows not scored, their measured time is not a positive "
+                   f"number (data rows {shown})", err=True)  # fmt: skip
     if as_json:
         _emit_json(table.to_dict(orient="records"))
         return

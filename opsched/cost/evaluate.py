@@ -154,7 +154,9 @@ def errors(pred: Any) -> Any:
     """Absolute percentage errors per GPU and family: ours next to the plain roofline.
 
     Returns a DataFrame with ``gpu, family, rows, median_ape, mean_ape, roofline_median_ape,
-    roofline_mean_ape`` (percent). Rows measured at 0 us or without a prediction are skipped.
+    roofline_mean_ape`` (percent). Rows measured at 0 us or without a prediction are skipped;
+    ``attrs["unmeasured"]`` lists the data rows (from 1) that were priced but whose measured
+    time is not a positive number (empty, text, NaN, infinite, 0 or below).
     """
     import pandas as pd
 
@@ -166,6 +168,7 @@ def errors(pred: Any) -> Any:
             "(cost predict prices a table of shapes)"
         )
     parts = []
+    unmeasured: set[int] = set()  # data rows priced whose measured time is no positive number
     for target, col in timed.items():
         fam = meta["family"]
         if target == KERNEL_TARGET:  # the same op, timed without dispatch
@@ -175,6 +178,7 @@ def errors(pred: Any) -> Any:
         measured = pd.to_numeric(pred[col], errors="coerce").to_numpy(float)
         p = pred[_PRED[target]].to_numpy(float)
         ok = (measured > 0) & np.isfinite(p) & np.isfinite(measured)
+        unmeasured.update((np.flatnonzero(np.isfinite(p) & ~ok) + 1).tolist())
         parts.append(pd.DataFrame({
             "gpu": meta["gpu"][ok], "family": fam[ok],
             "ape": np.abs(p[ok] - measured[ok]) / measured[ok] * 100,
@@ -190,4 +194,6 @@ def errors(pred: Any) -> Any:
     res = g.agg(rows=("ape", "size"), median_ape=("ape", "median"), mean_ape=("ape", "mean"),
                 roofline_median_ape=("roof_ape", "median"),
                 roofline_mean_ape=("roof_ape", "mean")).reset_index()  # fmt: skip
-    return res.round(2)
+    res = res.round(2)
+    res.attrs["unmeasured"] = sorted(unmeasured)
+    return res

@@ -186,12 +186,20 @@ def _string(t: Mapping[str, Any], key: str, where: str, source: str, required: b
     return v
 
 
-def _int(t: Mapping[str, Any], key: str, where: str, source: str, default: int, lo: int) -> int:
+#: Most graphs one ``generate`` source may ask for: the runs of an experiment are listed
+#: before any starts, so a count of a trillion had filled memory instead of failing.
+MAX_COUNT = 1_000_000
+
+
+def _int(
+    t: Mapping[str, Any], key: str, where: str, source: str, default: int, lo: int,
+    hi: int = 2**40,  # far past any graph that fits in memory, and past C integers
+) -> int:  # fmt: skip
     v = t.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
         raise _err(source, where, f"must be an integer >= {lo}, got {v!r}")
-    if v > 2**40:  # far past any graph that fits in memory, and past C integers
-        raise _err(source, where, f"must be at most 2^40, got {v!r}")
+    if v > hi:
+        raise _err(source, where, f"must be at most {'2^40' if hi == 2**40 else hi}, got {v!r}")
     return v
 
 
@@ -226,7 +234,7 @@ def _graph(raw: Any, i: int, source: str) -> GraphSource:
             kind,
             value,
             ops=_int(raw, "ops", f"{where}.ops", source, 0, 1),
-            count=_int(raw, "count", f"{where}.count", source, 1, 1),
+            count=_int(raw, "count", f"{where}.count", source, 1, 1, MAX_COUNT),
             seed=_int(raw, "seed", f"{where}.seed", source, 0, 0),
             p=float(p),
             label=label,

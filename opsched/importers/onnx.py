@@ -222,6 +222,8 @@ def from_onnx(
             raise InputError(
                 f"not an ONNX model ({type(e).__name__}: {e})".splitlines()[0], where
             ) from None
+        if not model.HasField("graph"):  # an empty file parses as an empty model
+            raise InputError("holds no ONNX graph (an empty file, or not an ONNX model?)", where)
         name = name or p.stem
     if not isinstance(model, onnx.ModelProto):
         raise InputError(

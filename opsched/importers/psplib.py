@@ -82,6 +82,9 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
             sections[_SECTION_NAMES[re.sub(r"\s+", "", m.group(1)).lower()]] = i
         if _JOBS.match(line.strip()):
             njobs = _int(line.split(":")[-1].strip(), "job count", i + 1, where)
+            if njobs < 1:
+                raise InputError(f"line {i + 1}: the job count must be at least 1, got {njobs}",
+                                 where)  # fmt: skip
     for sec in ("PRECEDENCE RELATIONS", "REQUESTS/DURATIONS", "RESOURCEAVAILABILITIES"):
         if sec not in sections:
             raise InputError(
@@ -289,6 +292,13 @@ def parse_patterson(text: str, name: str = "rcp", where: str = "<rcp>") -> OpGra
     nres = take("resource count")
     if njobs < 1 or nres < 1:
         raise InputError(f"line 1: needs at least one job and one resource, got {njobs}, {nres}",
+                         where)  # fmt: skip
+    # each job takes a duration, a request per resource and a successor count: a header
+    # whose counts need more numbers than the file holds is refused before any list is built
+    need = 2 + nres + njobs * (nres + 2)
+    if need > len(toks):
+        raise InputError(f"line 1: {njobs} jobs and {nres} resources need at least {need} "
+                         f"numbers, the file has {len(toks)} (a wrong count, or truncated?)",
                          where)  # fmt: skip
     res_names = [f"R{r + 1}" for r in range(nres)]
     caps = [take(f"capacity of {r}") for r in res_names]

@@ -136,7 +136,8 @@ class OpGraph:
                      self.succ_idx)  # fmt: skip
         if len(order) < n:
             cycle = self._find_cycle()
-            shown = " -> ".join([*cycle, cycle[0]])
+            # names as they are, but quoted where they hold a line break or another control
+            shown = " -> ".join(c if c.isprintable() else repr(c) for c in [*cycle, cycle[0]])
             raise GraphError(f"dependency cycle: {shown}")
 
     def _check_totals(self) -> None:

@@ -44,6 +44,9 @@ def test_parses_every_field() -> None:
         ('names = ["greedy", "cpsat", "greedy"]', 'names = ["greedy", "nope"]',
          "schedulers.names[1]", "unknown scheduler 'nope'"),
         ("ops = 10", "ops = 0", "graphs[0].ops", "integer >= 1"),
+        # a trillion graphs had filled memory while the runs were listed
+        ("count = 2", "count = 999999999999", "graphs[0].count", "at most 1000000"),
+        ("ops = 10", "ops = 2199023255553", "graphs[0].ops", "at most 2^40"),
         ('generate = "layered"', 'generate = "tree"', "graphs[0].generate", "'layered' or 'gnp'"),
         ("memory_cap = [1.0, 0.8", "memory_cap = [-0.5, 0.8", "machines.memory_cap[0]",
          "(0, 10]"),

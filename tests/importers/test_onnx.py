@@ -123,6 +123,11 @@ def test_bad_files(tmp_path) -> None:
     assert res.exit_code == 2 and res.output.startswith("opsched: error: ") and not out.exists()
     with pytest.raises(InputError, match="no such file"):
         from_onnx(tmp_path / "missing.onnx")
+    # an empty file parses as an empty protobuf: it had been read as a graph of no ops
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    res = CliRunner().invoke(main, ["convert", str(empty), str(out)])
+    assert res.exit_code == 2 and "holds no ONNX graph" in res.output and not out.exists()
 
 
 def test_undefined_input_names_the_node() -> None:

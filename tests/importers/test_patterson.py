@@ -73,6 +73,10 @@ def test_windows_line_ends_and_blank_lines() -> None:
         (SMALL.rsplit("0 0 0 0", 1)[0], "ends after line 5 while reading duration of job 4"),
         (SMALL.replace("4 2\n", "x 2\n", 1), "line 1: job count must be an integer, got 'x'"),
         (SMALL.replace("4 2\n", "0 2\n", 1), "line 1: needs at least one job and one resource"),
+        # counts far beyond the file are refused at once, not allocated (a 20-digit count
+        # had built lists until memory ran out)
+        ("99999999999999999999 2\n5 3\n", "line 1: 99999999999999999999 jobs and 2 resources"),
+        ("4 99999999999999999\n5 3\n", "need at least 500000000000000005 numbers, the file"),
         (SMALL.replace("3 2\n", "3 -2\n", 1), "line 2: capacity of R2 must be >= 0, got -2"),
         (SMALL.replace("3 2 1 1 4", "3.5 2 1 1 4"), "line 4: duration of job 2 must be an"),
         (SMALL.replace("3 2 1 1 4", "3 2 1 1 9"), "line 4: job 2 has unknown successor 9"),

@@ -106,6 +106,7 @@ def _replace_line(text: str, old: str, new: str) -> str:
             "line 1: job count must be an integer, got 'x'",
         ),
         (SMALL.replace(":  4\n", ":  5\n"), "precedence table has 4 of 5 jobs (truncated?)"),
+        (SMALL.replace(":  4\n", ":  0\n"), "line 1: the job count must be at least 1, got 0"),
         (SMALL.rsplit("    3    2", 1)[0], "missing resource capacities (truncated file?)"),
         (SMALL.replace("    3    2", "    3"), "line 20: 1 capacities for resources ['R1', 'R2']"),
         (SMALL.replace("    3    2", "    3   -2"), "line 20: capacity must be >= 0, got -2"),

@@ -66,7 +66,9 @@ GPU_CATS: Mapping[str, str] = {
     "gpu_memset": "memset",
 }
 SYNC_CAT = "cuda_sync"
-_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+#: a step annotation; its number is read as an int, so at most 18 digits (a longer one is
+#: not a step number any profiler writes, and Python refuses to parse thousands of digits)
+_STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
 _TRITON_RE = re.compile(r"^triton_|^triton\b|^Triton")
 
 

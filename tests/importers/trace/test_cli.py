@@ -56,3 +56,18 @@ def test_import_trace_errors_write_nothing(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "no such file" in res.output and not g.exists()
     res = CliRunner().invoke(main, ["import-trace", str(tr), "-o", str(tmp_path / "g.txt")])
     assert res.exit_code == 2 and "must end with .json" in res.output
+
+
+def test_a_step_number_of_thousands_of_digits_is_no_step(tmp_path: Path) -> None:
+    # Python refuses to parse an int of over 4,300 digits: such an annotation had ended the
+    # import in an internal error; it is now not a step, so the trace has no step to take
+    b = TraceBuilder("GPU-CLI")
+    b.cpu("ProfilerStep#" + "9" * 5000, 0, 100, cat="user_annotation")
+    b.cpu("aten::mm", 0, 5, [[8, 4], [4, 2]])
+    b.launch("gemm", 1, 0, 10, stream=7)
+    tr, g = tmp_path / "t.pt.trace.json", tmp_path / "g.json"
+    tr.write_text(json.dumps(b.doc()))
+    res = CliRunner().invoke(main, ["import-trace", str(tr), "-o", str(g), "--step", "1"])
+    assert res.exit_code == 2, res.output
+    assert "no ProfilerStep annotations" in res.output and "internal" not in res.output
+    assert not g.exists()
