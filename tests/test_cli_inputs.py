@@ -480,3 +480,16 @@ def test_cost_evaluate_names_rows_whose_measured_time_is_no_number(tmp_path: Pat
     assert sum(row["rows"] for row in json.loads(r.stdout)) == 3
     assert "2 rows not scored, their measured time is not a positive number (data rows 2, 4)" \
         in r.stderr  # fmt: skip
+
+
+def test_pipeline_refuses_an_op_no_stage_can_hold(tmp_path: Path) -> None:
+    # the unrolled problem proves it impossible: bad input (exit 2 on stderr), as solve says
+    # it; the heuristic had printed it on stdout with exit 1, as a search that found nothing
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({"ops": [{"name": "a", "duration": 1, "demands": {"units": 2}},
+                                     {"name": "b", "duration": 2, "deps": ["a"]}]}))  # fmt: skip
+    out = tmp_path / "p.json"
+    for solver in ("heuristic", "cpsat"):
+        r = invoke("pipeline", g, "-s", 2, "-m", 2, "--solver", solver, "-o", out)
+        _refused(r, "no schedule exists: op 'a@0' demands 2 of 'stage0' but the capacity is 1")
+        assert not out.exists()

@@ -136,6 +136,13 @@ def register(main: click.Group) -> None:
                                  time_limit=time_limit, progress=say)  # fmt: skip
         else:
             res = pipeline_heuristic(problem, stages, microbatches)
+        # proven impossible, by the search or by the unrolled problem's own checks (an op
+        # demanding more of its stage than the stage has): bad input, as in solve
+        why = None if res.schedule.has_schedule else res.problem.infeasibility_reason()
+        if why is None and res.schedule.status.value == "INFEASIBLE":
+            why = res.schedule.info.get("reason", solver)
+        if why is not None:
+            raise ProblemError(f"no schedule exists: {why}", str(graph))
         report = validate(res.problem, res.schedule) if res.schedule.has_schedule else None
         misplaced = check_stages(res.problem, res.schedule)
         res.schedule.info = {
