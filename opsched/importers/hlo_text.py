@@ -183,6 +183,7 @@ def parse_computations(text: str, where: str) -> dict[str, Computation]:
     """
     comps: dict[str, Computation] = {}
     cur: Computation | None = None
+    names: dict[str, int] = {}  # the current computation's instructions: their lines
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("//"):
@@ -191,7 +192,12 @@ def parse_computations(text: str, where: str) -> dict[str, Computation]:
             m = _HEADER.match(line)
             if m and not line.startswith("HloModule"):
                 cur = Computation(m.group(2), bool(m.group(1)))
+                if cur.name in comps:
+                    raise InputError(f"line {n}: a second computation named {cur.name!r}", where)
+                if cur.entry and any(c.entry for c in comps.values()):
+                    raise InputError(f"line {n}: a second ENTRY computation ({cur.name!r})", where)
                 comps[cur.name] = cur
+                names = {}
             continue
         if line == "}":
             cur = None
@@ -199,6 +205,12 @@ def parse_computations(text: str, where: str) -> dict[str, Computation]:
         m = _INSTR.match(line)
         if m is None:
             raise InputError(f"line {n}: expected 'name = type opcode(operands)'", where)
+        if m.group(2) in names:
+            raise InputError(f"line {n}: instruction {m.group(2)!r} is defined again (first on "
+                             f"line {names[m.group(2)]})", where)  # fmt: skip
+        names[m.group(2)] = n
+        if m.group(1) and any(i.root for i in cur.instrs):
+            raise InputError(f"line {n}: a second ROOT in computation {cur.name!r}", where)
         try:
             cur.instrs.append(_parse_instr(m.group(3), bool(m.group(1)), m.group(2), n))
         except OpschedError:  # already names the problem (and is a ValueError)

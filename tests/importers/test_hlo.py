@@ -140,6 +140,13 @@ def test_parse_type() -> None:
          "line 4: unknown computation 'nope'"),
         ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  y = f32[2] add(x, x\n}\n",
          "line 4: unbalanced parentheses"),
+        # these three had been read without a word (the second ENTRY as an empty graph)
+        ("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  x = f32[2] add(x, x)\n}\n",
+         "line 4: instruction 'x' is defined again (first on line 3)"),
+        ("HloModule m\nENTRY x {\n}\nENTRY e {\n  x = f32[2] parameter(0)\n}\n",
+         "line 4: a second ENTRY computation ('e')"),
+        ("HloModule m\nENTRY e {\n  ROOT x = f32[2] parameter(0)\n"
+         "  ROOT y = f32[2] add(x, x)\n}\n", "line 4: a second ROOT in computation 'e'"),
     ],
 )  # fmt: skip
 def test_bad_hlo_one_line(text: str, message: str) -> None:

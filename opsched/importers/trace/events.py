@@ -229,6 +229,11 @@ def load_trace(path: str | os.PathLike[str]) -> TraceData:
         raise e.located(str(p)) from None
 
 
+#: Largest timestamp or duration read (microseconds): about 30,000 years; clocks count from
+#: boot or from 1970, so anything larger is a corrupt number, not a time.
+_MAX_US = 1e18
+
+
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
@@ -271,9 +276,13 @@ def parse_trace(doc: Any, source: str = "trace") -> TraceData:
         cat = e.get("cat")
         if not isinstance(cat, str):  # a category of another type is none of ours
             cat = None
+        # a GPU event's duration is its measurement: one without any is refused, not read as 0
+        untimed = cat in GPU_CATS and "dur" not in e
         ts, dur = _num(e.get("ts")), _num(e.get("dur", 0))
-        if ts is None or dur is None or dur < 0:
+        if ts is None or dur is None or dur < 0 or untimed:
             raise InputError(f"traceEvents[{i}] ({e.get('name')!r}): bad ts/dur")
+        if abs(ts) > _MAX_US or dur > _MAX_US:  # past any clock: a corrupt number
+            raise InputError(f"traceEvents[{i}] ({e.get('name')!r}): ts/dur past {_MAX_US:g} us")
         name = str(e.get("name", ""))
         args: Mapping[str, Any] = e["args"] if isinstance(e.get("args"), Mapping) else {}
         if cat == "Operator":

@@ -71,3 +71,21 @@ def test_a_step_number_of_thousands_of_digits_is_no_step(tmp_path: Path) -> None
     assert res.exit_code == 2, res.output
     assert "no ProfilerStep annotations" in res.output and "internal" not in res.output
     assert not g.exists()
+
+
+def test_a_kernel_without_a_duration_or_past_any_clock_is_refused(tmp_path: Path) -> None:
+    # a kernel without "dur" had been dropped without a word, and a ts of 1e300 had become
+    # the schedule's makespan
+    for key, value in (("dur", None), ("ts", 1e300), ("dur", 1e300)):
+        doc = json.loads(_trace(tmp_path).read_text())
+        kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
+        if value is None:
+            del kernel[key]
+        else:
+            kernel[key] = value
+        tr, g = tmp_path / "bad.json", tmp_path / "g.json"
+        tr.write_text(json.dumps(doc))
+        res = CliRunner().invoke(main, ["import-trace", str(tr), "-o", str(g)])
+        assert res.exit_code == 2 and "traceEvents[" in res.output, res.output
+        assert ("bad ts/dur" if value is None else "past 1e+18 us") in res.output
+        assert not g.exists()
