@@ -493,3 +493,20 @@ def test_pipeline_refuses_an_op_no_stage_can_hold(tmp_path: Path) -> None:
         r = invoke("pipeline", g, "-s", 2, "-m", 2, "--solver", solver, "-o", out)
         _refused(r, "no schedule exists: op 'a@0' demands 2 of 'stage0' but the capacity is 1")
         assert not out.exists()
+
+
+def test_cost_predict_refuses_a_size_with_a_fraction(tmp_path: Path) -> None:
+    # M = 2.5 had been priced as a GEMM of M = 2 without a word; 64.0 is still 64
+    import pandas as pd
+
+    d = pd.read_csv(dataset_path("kernel-timings/deepbench_gemm.csv")).head(4)
+    d["M"] = d["M"].astype(float)
+    f, out = tmp_path / "t.csv", tmp_path / "p.csv"
+    d.to_csv(f, index=False)
+    assert invoke("cost", "predict", "--input", f, "--output", out).exit_code == 0
+    out.unlink()
+    d.loc[1, "M"] = 2.5
+    d.to_csv(f, index=False)
+    r = invoke("cost", "predict", "--input", f, "--output", out)
+    _refused(r, "data row 2: size 2.5 is not an integer")
+    assert not out.exists()

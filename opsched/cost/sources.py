@@ -75,11 +75,11 @@ class BadCell(Exception):
 
 def size_cell(v: Any) -> int:
     """A size cell as an integer: NaN raises ``ValueError`` (the row is left out), a number
-    outside ``[0, 2**62]`` :class:`BadCell`."""
+    outside ``[0, 2**62]`` or with a fraction (2.5; 2.0 is 2) :class:`BadCell`."""
     f = float(v)
     if math.isnan(f):
         raise ValueError(f"bad size {v!r}")
-    if not 0 <= f <= kinds.MAX_SIZE:
+    if not 0 <= f <= kinds.MAX_SIZE or not f.is_integer():
         raise BadCell(f"size {v!r} is not an integer in [0, 2**62]")
     return round(f)
 
@@ -284,8 +284,9 @@ def profiled_kind(
     if found is not None:
         return found
     known = lambda v: isinstance(v, int | float) and math.isfinite(v)  # noqa: E731
-    fl = size_cell(flops) if known(flops) else 0
-    by = size_cell(bytes_min) if known(bytes_min) else input_bytes(dims, types)
+    # counts, not sizes: a fraction (a table's averaged FLOPs) is rounded, not refused
+    fl = size_cell(round(flops)) if known(flops) else 0
+    by = size_cell(round(bytes_min)) if known(bytes_min) else input_bytes(dims, types)
     names = [k for k in kernel_names.split(" | ") if k.strip()]
     count = _kernel_count(n_kernels, len(names))
     comm = op.startswith(COMM_PREFIXES) or any("nccl" in k.lower() for k in names)
