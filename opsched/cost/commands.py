@@ -128,8 +128,8 @@ def evaluate(file: Path, gpu: str | None, as_json: bool) -> None:
     bad = table.attrs.get("unmeasured", [])
     if bad:
         shown = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
-        click.echo(f"{file}: {len(bad)} rows not scored, their measured time is not a positive "
-                   f"number (data rows {shown})", err=True)  # fmt: skip
+        click.echo(f"{file}: {len(bad)} rows not scored, their measured time is no time (text, "
+                   f"infinite or below 0; data rows {shown})", err=True)  # fmt: skip
     if as_json:
         _emit_json(table.to_dict(orient="records"))
         return

@@ -154,9 +154,10 @@ def errors(pred: Any) -> Any:
     """Absolute percentage errors per GPU and family: ours next to the plain roofline.
 
     Returns a DataFrame with ``gpu, family, rows, median_ape, mean_ape, roofline_median_ape,
-    roofline_mean_ape`` (percent). Rows measured at 0 us or without a prediction are skipped;
-    ``attrs["unmeasured"]`` lists the data rows (from 1) that were priced but whose measured
-    time is not a positive number (empty, text, NaN, infinite, 0 or below).
+    roofline_mean_ape`` (percent). Rows measured at 0 us, without a measured time (an empty
+    cell: a timing column a row may leave blank) or without a prediction are skipped;
+    ``attrs["unmeasured"]`` lists the priced data rows (from 1) whose measured time is written
+    but is no time (text, infinite or below 0), which are skipped too.
     """
     import pandas as pd
 
@@ -168,7 +169,7 @@ def errors(pred: Any) -> Any:
             "(cost predict prices a table of shapes)"
         )
     parts = []
-    unmeasured: set[int] = set()  # data rows priced whose measured time is no positive number
+    unmeasured: set[int] = set()  # priced data rows whose measured time is written but no time
     for target, col in timed.items():
         fam = meta["family"]
         if target == KERNEL_TARGET:  # the same op, timed without dispatch
@@ -178,7 +179,9 @@ def errors(pred: Any) -> Any:
         measured = pd.to_numeric(pred[col], errors="coerce").to_numpy(float)
         p = pred[_PRED[target]].to_numpy(float)
         ok = (measured > 0) & np.isfinite(p) & np.isfinite(measured)
-        unmeasured.update((np.flatnonzero(np.isfinite(p) & ~ok) + 1).tolist())
+        written = (pred[col].notna() & (pred[col].astype(str).str.strip() != "")).to_numpy()
+        no_time = written & ~(np.isfinite(measured) & (measured >= 0))
+        unmeasured.update((np.flatnonzero(np.isfinite(p) & no_time) + 1).tolist())
         parts.append(pd.DataFrame({
             "gpu": meta["gpu"][ok], "family": fam[ok],
             "ape": np.abs(p[ok] - measured[ok]) / measured[ok] * 100,
