@@ -5,16 +5,25 @@ command reads are noted (:func:`note_input`), and an output that would replace o
 or that the command already wrote, is refused before it is written: ``opsched results
 db.sqlite -o db.sqlite`` would otherwise turn the database into a CSV. From Python nothing is
 tracked (reading a graph and writing it back to its file is a normal thing to do there).
+
+Inside a command, files are also *staged*: each output is written in full to a temporary file
+next to it, and the temporaries are renamed into place only when the command ends well (it
+returns, or exits with status 0 or 1, the "no schedule" / "invalid" verdicts). A command that
+fails after writing one output, say on a disk that fills up while it writes its second, so
+leaves none of its files written or replaced. A device or a pipe (``/dev/stdout``) cannot be
+staged and is written at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Collection, Iterator
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from opsched.errors import InputError
 
@@ -24,6 +33,7 @@ __all__ = [
     "note_input",
     "parse_count",
     "read_text",
+    "refuse_lone_surrogates",
     "write_bytes_atomic",
     "write_text_atomic",
 ]
@@ -31,16 +41,64 @@ __all__ = [
 
 #: inside a command: (the inputs it read, the outputs it wrote), as resolved paths
 _GUARD: ContextVar[tuple[set[str], set[str]] | None] = ContextVar("opsched_files", default=None)
+#: inside a command: the outputs written so far, as (temporary file, final path)
+_STAGED: ContextVar[list[tuple[Path, Path]] | None] = ContextVar("opsched_staged", default=None)
 
 
 @contextlib.contextmanager
 def guarding_outputs() -> Iterator[None]:
-    """Refuse, until the block ends, outputs that replace an input or an earlier output."""
+    """Refuse, until the block ends, outputs that replace an input or an earlier output, and
+    stage the outputs written inside it: they are put in place when the block ends without an
+    error (or with ``SystemExit`` of status 0 or 1), and dropped otherwise.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> try:
+    ...     with guarding_outputs():
+    ...         write_text_atomic("a", d / "a.txt")
+    ...         raise InputError("the second output failed")
+    ... except InputError:
+    ...     pass
+    >>> sorted(p.name for p in d.iterdir())  # neither a.txt nor its temporary is left
+    []
+    >>> with guarding_outputs():
+    ...     write_text_atomic("a", d / "a.txt")
+    ...     (d / "a.txt").exists()  # staged until the block ends
+    False
+    >>> (d / "a.txt").read_text()
+    'a'
+    """
     token = _GUARD.set((set(), set()))
+    staged: list[tuple[Path, Path]] = []
+    stage_token = _STAGED.set(staged)
+    ok = False
     try:
         yield
+        ok = True
+    except SystemExit as e:
+        ok = e.code in (None, 0, 1)  # a verdict, not a failure: what it wrote stands
+        raise
     finally:
+        _STAGED.reset(stage_token)
         _GUARD.reset(token)
+        if ok:
+            _commit(staged)
+        else:
+            for tmp, _ in staged:
+                tmp.unlink(missing_ok=True)
+
+
+def _commit(staged: list[tuple[Path, Path]]) -> None:
+    """Rename each staged temporary onto its path; on a failure drop the ones not yet moved."""
+    for i, (tmp, final) in enumerate(staged):
+        try:
+            os.replace(tmp, final)
+        except OSError as e:
+            for t, _ in staged[i:]:
+                t.unlink(missing_ok=True)
+            raise InputError(f"cannot write: {e.strerror or e}", str(final)) from None
 
 
 def _key(path: str | os.PathLike[str]) -> str:
@@ -122,6 +180,7 @@ def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename.
 
     Readers never see a half-written file, and on an error nothing is left at ``path``.
+    Inside a command the file is put in place when the command ends (:func:`guarding_outputs`).
     """
     write_bytes_atomic(text.encode("utf-8"), path)
 
@@ -149,9 +208,13 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
                 raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
             return
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    staged = _STAGED.get()
     try:
         tmp.write_bytes(data)
-        os.replace(tmp, p)
+        if staged is None:
+            os.replace(tmp, p)
+        else:
+            staged.append((tmp, p))
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise InputError(f"cannot write: {e.strerror or e}", str(p)) from None
@@ -166,3 +229,44 @@ def parse_count(tok: str, what: str, lineno: int, where: str) -> int:
     if v < 0:
         raise InputError(f"line {lineno}: {what} must be >= 0, got {v}", where)
     return v
+
+
+#: a JSON escape of a UTF-16 surrogate (``\ud800``-``\udfff``): only these can put one in a string
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def refuse_lone_surrogates(doc: Any, raw: str | bytes, where: str) -> None:
+    r"""Raise if a string of the parsed JSON ``doc`` holds a lone UTF-16 surrogate.
+
+    JSON's ``\ud800`` escapes parse to such strings, which are no Unicode text: every later
+    write of the name (a schedule, a table, the terminal) would fail. ``raw`` is the text the
+    document was parsed from: without a surrogate escape in it, nothing is walked.
+
+    >>> import json
+    >>> pair = '["\\ud83d\\ude00"]'  # a pair of surrogates: one character (an emoji)
+    >>> refuse_lone_surrogates(json.loads(pair), pair, "f.json")
+    >>> lone = '{"a\\ud800": 1}'
+    >>> refuse_lone_surrogates(json.loads(lone), lone, "f.json")
+    Traceback (most recent call last):
+    opsched.errors.InputError: f.json: invalid JSON: the string 'a\ud800' holds a lone UTF-16 ...
+    """
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if _SURROGATE_ESCAPE.search(data) is None:
+        return
+    stack = [doc]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(
+                    f"invalid JSON: the string {x[:60]!r} holds a lone UTF-16 surrogate,"
+                    " which is no Unicode character",
+                    where,
+                ) from None

@@ -89,6 +89,33 @@ def test_import_trace_writes_nothing_when_a_later_output_cannot_be_written(tmp_p
     assert graph.exists() and (tmp_path / bad.name).exists()
 
 
+@pytest.mark.skipif(not Path("/dev/full").is_char_device(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("args", "first", "second"),
+    [
+        (("import-trace", TRACE), "-o", "--rows"),
+        (("import-trace", TRACE), "-o", "--schedule"),
+        (("generate", "planted", "--ops", 20), "-o", "--schedule"),
+    ],
+)  # fmt: skip  (each command writes the first of the two before the second)
+def test_an_output_failing_as_it_is_written_leaves_the_earlier_ones_unwritten(
+    tmp_path: Path, args: tuple[object, ...], first: str, second: str
+) -> None:
+    # the second output is a link to /dev/full: it passes every check made before writing and
+    # fails only as it is written, after the first output was written in full
+    old = tmp_path / "old.json"
+    old.write_text("kept")
+    suffix = ".csv" if second == "--rows" else ".json"
+    full = tmp_path / f"full{suffix}"
+    full.symlink_to("/dev/full")
+    _refused(invoke(*args, first, old, second, full), "cannot write", str(full))
+    assert old.read_text() == "kept"  # not replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == [full.name, "old.json"]  # no temporary
+    ok = invoke(*args, first, old, second, tmp_path / f"second{suffix}")
+    assert ok.exit_code == 0, ok.output
+    assert old.read_text() != "kept" and (tmp_path / f"second{suffix}").stat().st_size > 0
+
+
 def _layered(tmp_path: Path, n: int = 12) -> Path:
     from opsched.zoo import layered
 
@@ -516,3 +543,32 @@ def test_cost_predict_refuses_a_size_with_a_fraction(tmp_path: Path) -> None:
     r = invoke("cost", "predict", "--input", f, "--output", out)
     _refused(r, "data row 2: size 2.5 is not an integer")
     assert not out.exists()
+
+
+def test_a_lone_surrogate_in_a_json_string_is_refused_naming_it(tmp_path: Path) -> None:
+    # "\ud800" parses to no Unicode text: every later write of the name would fail (exit 3)
+    graph = tmp_path / "g.json"
+    graph.write_text('{"ops": [{"name": "a\\ud800", "duration": 1}]}')
+    for args in (("solve", graph, "--units", 2), ("analyze", graph)):
+        _refused(invoke(*args), str(graph), "the string 'a\\ud800' holds a lone UTF-16 surrogate")
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": [{"ph": "X", "name": "k\\udc00", "ts": 1, "dur": 2}]}')
+    _refused(invoke("import-trace", trace, "-o", tmp_path / "o.json"), "'k\\udc00' holds a lone")
+    assert not (tmp_path / "o.json").exists()
+    # a pair of surrogates is one character, read as such
+    graph.write_text('{"ops": [{"name": "a\\ud83d\\ude00", "duration": 1}]}')
+    r = invoke("solve", graph, "--units", 1, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["ops"][0]["name"] == "a\U0001f600"
+
+
+def test_a_graph_giving_a_unit_count_is_refused(tmp_path: Path) -> None:
+    # the machine's unit count (--units, or unlimited) would override it without a word
+    doc = {"resources": {"units": 1}, "ops": [{"name": n, "duration": 1} for n in "abc"]}
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps(doc))
+    _refused(invoke("solve", graph), str(graph), "'units' is the machine's unit count")
+    doc["resources"] = {"dma": 1}
+    graph.write_text(json.dumps(doc))
+    r = invoke("solve", graph, "--json")  # other capacities are the graph's to give
+    assert r.exit_code == 0 and json.loads(r.stdout)["machine"]["resources"] == {"dma": 1}

@@ -102,6 +102,11 @@ class OpGraph:
         for r in self.resources:
             if not isinstance(r, str) or not r:
                 raise GraphError(f"resource names must be non-empty strings, got {r!r}")
+            if r == "units":  # a graph giving it would be overridden by the machine unseen
+                raise GraphError(
+                    "resources: 'units' is the machine's unit count, given with --units or"
+                    " Machine(units=...), not by the graph"
+                )
         object.__setattr__(
             self,
             "resources",

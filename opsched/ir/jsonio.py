@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, cast
 
-from opsched._files import read_text, write_text_atomic
+from opsched._files import read_text, refuse_lone_surrogates, write_text_atomic
 from opsched.errors import GraphError, InputError
 from opsched.ir.graph import Op, OpGraph
 from opsched.ir.program import derive_dependencies
@@ -208,13 +208,15 @@ def load_json_file(path: str | os.PathLike[str]) -> Any:
     text = read_text(path)
     try:
         # NaN and Infinity parse as floats; the graph checks then reject them naming the op
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        doc = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON: {e.msg}", f"{path}:{e.lineno}:{e.colno}") from None
     except ValueError as e:
         raise InputError(f"invalid JSON: {e}", str(path)) from None
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply", str(path)) from None
+    refuse_lone_surrogates(doc, text, str(path))
+    return doc
 
 
 def read_graph_json(path: str | os.PathLike[str]) -> OpGraph:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opsched._files import note_input
+from opsched._files import note_input, refuse_lone_surrogates
 from opsched.errors import InputError
 
 __all__ = [
@@ -223,6 +223,7 @@ def load_trace(path: str | os.PathLike[str]) -> TraceData:
         raise InputError(f"invalid JSON: {e.msg}", f"{p}:{e.lineno}:{e.colno}") from None
     except (UnicodeDecodeError, ValueError) as e:
         raise InputError(f"invalid JSON: {e}", str(p)) from None
+    refuse_lone_surrogates(doc, raw, str(p))
     try:
         return parse_trace(doc, p.name)
     except InputError as e:
