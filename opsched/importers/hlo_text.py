@@ -109,6 +109,10 @@ def parse_type(text: str, i: int = 0) -> tuple[Any, int]:
         raise ValueError(f"expected a type at {text[i : i + 20]!r}")
     prim, dims = m.group(1), m.group(2)
     shape = [int(d.replace("<=", "")) for d in dims.split(",") if d.strip()]
+    neg = next((d for d in shape if d < 0), None)
+    if neg is not None:  # a tuple's element shapes are parsed here too
+        written = m.group(0) if len(m.group(0)) <= 40 else m.group(0)[:37] + "..."
+        raise ValueError(f"negative dimension {neg} in {written}")
     end = m.end()
     if end < len(text) and text[end] == "{":
         end = _match(text, end, "{", "}")

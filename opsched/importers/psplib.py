@@ -39,6 +39,11 @@ _SECTION_NAMES = {
     "resourceavailabilities": "RESOURCEAVAILABILITIES",
 }
 _JOBS = re.compile(r"^jobs\s*\(\s*incl", re.IGNORECASE)
+#: A header line giving how many resources of one kind there are: ``- renewable : 4 R``.
+_KIND_COUNT = re.compile(
+    r"^-\s*(renewable|nonrenewable|doubly\s+constrained)\s*:(.*)$", re.IGNORECASE
+)
+_KIND_LETTER = {"renewable": "R", "nonrenewable": "N", "doublyconstrained": "D"}
 
 
 def _next_filled(lines: list[str], i: int) -> int:
@@ -76,10 +81,17 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
     lines = text.splitlines()
     sections: dict[str, int] = {}
     njobs = None
+    declared: dict[str, tuple[int, int, str]] = {}  # letter -> (count, line, kind as written)
     for i, line in enumerate(lines):
         m = _SECTION.match(line.strip())
         if m:
             sections[_SECTION_NAMES[re.sub(r"\s+", "", m.group(1)).lower()]] = i
+        k = _KIND_COUNT.match(line.strip())
+        if k:
+            kind = re.sub(r"\s+", " ", k.group(1).lower())
+            tok = (k.group(2).split() or [""])[0]
+            count = _int(tok, f"{kind} resource count", i + 1, where)
+            declared[_KIND_LETTER[kind.replace(" ", "")]] = (count, i + 1, kind)
         if _JOBS.match(line.strip()):
             njobs = _int(line.split(":")[-1].strip(), "job count", i + 1, where)
             if njobs < 1:
@@ -112,6 +124,13 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
         raise InputError(
             f"line {cap_line + 1}: {len(caps)} capacities for resources {res_names}", where
         )
+    # the header's counts must be the tables' (the request columns are checked against these
+    # same names below); a file without those header lines is read by its tables alone
+    for letter, (count, lineno, kind) in declared.items():
+        listed = [r for r in res_names if r[0].upper() == letter]
+        if len(listed) != count:
+            raise InputError(f"line {lineno}: {count} {kind} resources, but "
+                             f"RESOURCEAVAILABILITIES lists {listed}", where)  # fmt: skip
 
     deps: dict[int, list[str]] = {j: [] for j in range(1, njobs + 1)}
     for lineno, tok in succ:

@@ -147,6 +147,18 @@ def test_parse_type() -> None:
          "line 4: a second ENTRY computation ('e')"),
         ("HloModule m\nENTRY e {\n  ROOT x = f32[2] parameter(0)\n"
          "  ROOT y = f32[2] add(x, x)\n}\n", "line 4: a second ROOT in computation 'e'"),
+        # a negative dimension in a tuple's element had been accepted (its numel summed with
+        # the other elements' could still come out >= 0), as had f32[-2,-3] (numel 6)
+        ("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n"
+         "  ROOT y = (f32[2,-3], f32[4]) custom-call(x)\n}\n",
+         "line 4: negative dimension -3 in f32[2,-3]"),
+        ("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n"
+         "  ROOT y = ((f32[4]{0}, s32[-1]), f32[4]) tuple(x)\n}\n",
+         "line 4: negative dimension -1 in s32[-1]"),
+        ("HloModule m\nENTRY e {\n  x = f32[-2,-3] parameter(0)\n}\n",
+         "line 3: negative dimension -2 in f32[-2,-3]"),
+        ("HloModule m\nENTRY e {\n  x = f32[2,<=-3] parameter(0)\n}\n",
+         "line 3: negative dimension -3 in f32[2,<=-3]"),
     ],
 )  # fmt: skip
 def test_bad_hlo_one_line(text: str, message: str) -> None:

@@ -257,3 +257,49 @@ def test_more_jobs_than_the_header_counts_is_an_error() -> None:
     text = SMALL.replace("supersource/sink ):  4", "supersource/sink ):  3")
     with pytest.raises(InputError, match=r"line 8: the precedence table lists more jobs than"):
         parse_psplib(text)
+
+
+HEADED = SMALL.replace(
+    "jobs (incl. supersource/sink ):  4\n",
+    "jobs (incl. supersource/sink ):  4\nRESOURCES\n  - renewable                 :  2   R\n"
+    "  - nonrenewable              :  0   N\n  - doubly constrained        :  0   D\n",
+)
+
+
+def test_the_header_resource_counts_agree_with_the_tables() -> None:
+    assert dict(parse_psplib(HEADED).resources) == {"R1": 3, "R2": 2}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # these counts had not been read: a header of 4 renewable resources over tables of 2
+        # had been read as 2 without a word
+        (":  2   R", ":  4   R", "line 3: 4 renewable resources, but RESOURCEAVAILABILITIES "
+         "lists ['R1', 'R2']"),
+        (":  0   N", ":  2   N", "line 4: 2 nonrenewable resources, but RESOURCEAVAILABILITIES "
+         "lists []"),
+        (":  0   D", ":  1   D", "line 5: 1 doubly constrained resources, but "
+         "RESOURCEAVAILABILITIES lists []"),
+        (":  2   R", ":  x   R", "line 3: renewable resource count must be an integer, got 'x'"),
+        (":  2   R", ":", "line 3: renewable resource count must be an integer, got ''"),
+    ],
+)  # fmt: skip
+def test_a_header_resource_count_the_tables_disagree_with_is_refused(
+    old: str, new: str, message: str
+) -> None:
+    with pytest.raises(InputError) as exc:
+        parse_psplib(_replace_line(HEADED, old, new), where="f.sm")
+    assert str(exc.value) == f"f.sm: {message}"
+
+
+def test_a_nonrenewable_resource_the_header_counts_is_read() -> None:
+    text = _with_nonrenewable((4, 5), 9)
+    header = (
+        "RESOURCES\n  - renewable : 2 R\n  - nonrenewable : 1 N\n  - doubly constrained : 0 D\n"
+    )
+    text = text.replace("jobs (incl. supersource/sink ):  4\n",
+                        "jobs (incl. supersource/sink ):  4\n" + header)  # fmt: skip
+    assert dict(parse_psplib(text).resources) == {"R1": 3, "R2": 2}
+    with pytest.raises(InputError, match=r"line 4: 0 nonrenewable resources, but .* \['N1'\]$"):
+        parse_psplib(text.replace(": 1 N", ": 0 N"))

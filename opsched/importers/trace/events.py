@@ -255,6 +255,15 @@ def _int(v: Any) -> int | None:
     return None
 
 
+def _id(v: Any) -> int | None:
+    """A device or stream id written in ``args``: a whole number >= 0 (a digit string too)."""
+    if isinstance(v, str):
+        v = v.strip()
+        return int(v) if v.isascii() and v.isdigit() and len(v) <= 18 else None
+    n = _int(v)
+    return n if n is not None and n >= 0 else None
+
+
 def parse_trace(doc: Any, source: str = "trace") -> TraceData:
     """Normalise a parsed chrome-trace document (see the module docstring)."""
     if isinstance(doc, list):
@@ -284,12 +293,21 @@ def parse_trace(doc: Any, source: str = "trace") -> TraceData:
             raise InputError(f"traceEvents[{i}] ({e.get('name')!r}): bad ts/dur")
         if abs(ts) > _MAX_US or dur > _MAX_US:  # past any clock: a corrupt number
             raise InputError(f"traceEvents[{i}] ({e.get('name')!r}): ts/dur past {_MAX_US:g} us")
-        name = str(e.get("name", ""))
+        if cat not in CPU_CATS and cat not in RUNTIME_CATS and cat not in GPU_CATS \
+                and cat != SYNC_CAT:  # fmt: skip
+            continue  # an event of another category is none of ours, whatever its fields
+        name = e.get("name")
+        if not isinstance(name, str):
+            raw = "no name" if "name" not in e else f"name {_short(name)} is not a string"
+            raise InputError(f"traceEvents[{i}] at ts {e['ts']}: {raw}")
+        where = f"traceEvents[{i}] ({name[:60]!r} at ts {e['ts']})"
         args: Mapping[str, Any] = e["args"] if isinstance(e.get("args"), Mapping) else {}
         if cat == "Operator":
             t.schema = "legacy"
         if cat in CPU_CATS:
             m = _STEP_RE.match(name)
+            if m is None and name.startswith("ProfilerStep#"):
+                raise InputError(f"{where}: no step number after 'ProfilerStep#' (1-18 digits)")
             if m and int(m.group(1)) not in seen_steps:
                 seen_steps.add(int(m.group(1)))
                 t.steps.append(Step(int(m.group(1)), ts, dur))
@@ -320,12 +338,18 @@ def parse_trace(doc: Any, source: str = "trace") -> TraceData:
             )
         elif cat in GPU_CATS:
             corr = _int(args.get("correlation"))
-            stream = _int(args.get("stream", e.get("tid")))
+            # the stream and device are read from args; without them from tid and pid, where
+            # Kineto writes them too (legacy tids read "stream 7")
+            if "stream" in args and _id(args["stream"]) is None:
+                raise InputError(f"{where}: args.stream {_short(args['stream'])} is no stream id")
+            if "device" in args and _id(args["device"]) is None:
+                raise InputError(f"{where}: args.device {_short(args['device'])} is no device id")
+            stream = _id(args["stream"]) if "stream" in args else _int(e.get("tid"))
             if corr is None or stream is None:
                 raise InputError(
                     f"traceEvents[{i}] ({name[:60]!r}): GPU event without correlation or stream"
                 )
-            device = _int(args.get("device", e.get("pid")))
+            device = _id(args["device"]) if "device" in args else _int(e.get("pid"))
             t.gpu.append(
                 GpuActivity(
                     name,
@@ -364,6 +388,12 @@ def parse_trace(doc: Any, source: str = "trace") -> TraceData:
     t.steps.sort(key=lambda s: s.ts)
     _link_parents(t.cpu_ops)
     return t
+
+
+def _short(v: Any) -> str:
+    """``repr`` of a field's value for an error line, cut at 40 characters."""
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
 
 
 def _list(v: Any) -> list[Any] | None:
