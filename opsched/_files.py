@@ -11,7 +11,8 @@ next to it, and the temporaries are renamed into place only when the command end
 returns, or exits with status 0 or 1, the "no schedule" / "invalid" verdicts). A command that
 fails after writing one output, say on a disk that fills up while it writes its second, so
 leaves none of its files written or replaced. A device or a pipe (``/dev/stdout``) cannot be
-staged and is written at once.
+staged and is written at once. A command whose standard output is closed under it (``| head``)
+keeps its files; one stopped with Ctrl-C leaves none.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def guarding_outputs() -> Iterator[None]:
         ok = True
     except SystemExit as e:
         ok = e.code in (None, 0, 1)  # a verdict, not a failure: what it wrote stands
+        raise
+    except BrokenPipeError:  # only the reader of stdout went away (`| head`): the files stand
+        ok = True
         raise
     finally:
         _STAGED.reset(stage_token)
@@ -232,15 +236,16 @@ def parse_count(tok: str, what: str, lineno: int, where: str) -> int:
 
 
 #: a JSON escape of a UTF-16 surrogate (``\ud800``-``\udfff``): only these can put one in a string
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def refuse_lone_surrogates(doc: Any, raw: str | bytes, where: str) -> None:
+def refuse_lone_surrogates(doc: Any, raw: str, where: str) -> None:
     r"""Raise if a string of the parsed JSON ``doc`` holds a lone UTF-16 surrogate.
 
     JSON's ``\ud800`` escapes parse to such strings, which are no Unicode text: every later
     write of the name (a schedule, a table, the terminal) would fail. ``raw`` is the text the
-    document was parsed from: without a surrogate escape in it, nothing is walked.
+    document was parsed from, decoded strictly (so it holds no surrogate itself): without a
+    surrogate escape in it, nothing is walked.
 
     >>> import json
     >>> pair = '["\\ud83d\\ude00"]'  # a pair of surrogates: one character (an emoji)
@@ -250,8 +255,7 @@ def refuse_lone_surrogates(doc: Any, raw: str | bytes, where: str) -> None:
     Traceback (most recent call last):
     opsched.errors.InputError: f.json: invalid JSON: the string 'a\ud800' holds a lone UTF-16 ...
     """
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    if _SURROGATE_ESCAPE.search(data) is None:
+    if _SURROGATE_ESCAPE.search(raw) is None:
         return
     stack = [doc]
     while stack:

@@ -572,3 +572,26 @@ def test_a_graph_giving_a_unit_count_is_refused(tmp_path: Path) -> None:
     graph.write_text(json.dumps(doc))
     r = invoke("solve", graph, "--json")  # other capacities are the graph's to give
     assert r.exit_code == 0 and json.loads(r.stdout)["machine"]["resources"] == {"dma": 1}
+
+
+def test_outputs_stand_when_only_stdout_is_closed(tmp_path: Path) -> None:
+    # `opsched solve ... -o s.json | head -1`: the reader of stdout going away is no failure of
+    # the command, so the file it wrote in full stays (exit 141)
+    from opsched._files import guarding_outputs, write_text_atomic
+
+    path = tmp_path / "s.json"
+    with pytest.raises(BrokenPipeError), guarding_outputs():
+        write_text_atomic("done", path)
+        raise BrokenPipeError
+    assert path.read_text() == "done"
+    with pytest.raises(KeyboardInterrupt), guarding_outputs():  # Ctrl-C: an abort, none stays
+        write_text_atomic("half", tmp_path / "t.json")
+        raise KeyboardInterrupt
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]
+
+
+def test_a_trace_with_surrogates_coded_as_utf8_bytes_is_no_utf8(tmp_path: Path) -> None:
+    # b"\xed\xb0\x80" is a lone surrogate written as UTF-8: a strict reader refuses it
+    trace = tmp_path / "t.json"
+    trace.write_bytes(b'{"traceEvents": [{"ph": "X", "name": "k\xed\xb0\x80", "ts": 1, "dur": 2}]}')
+    _refused(invoke("import-trace", trace, "-o", tmp_path / "o.json"), "not UTF-8 text (byte 39)")

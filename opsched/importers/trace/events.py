@@ -217,13 +217,18 @@ def load_trace(path: str | os.PathLike[str]) -> TraceData:
             raise InputError(f"truncated or corrupt gzip data ({e})", str(p)) from None
     if not raw.strip():
         raise InputError("file is empty", str(p))
+    try:  # strictly: json.loads(bytes) would let UTF-8-coded surrogates through
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (byte {e.start})", str(p)) from None
+    del raw
     try:
-        doc = json.loads(raw)
+        doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON: {e.msg}", f"{p}:{e.lineno}:{e.colno}") from None
-    except (UnicodeDecodeError, ValueError) as e:
+    except ValueError as e:
         raise InputError(f"invalid JSON: {e}", str(p)) from None
-    refuse_lone_surrogates(doc, raw, str(p))
+    refuse_lone_surrogates(doc, text, str(p))
     try:
         return parse_trace(doc, p.name)
     except InputError as e:
