@@ -516,3 +516,33 @@ def test_cost_predict_refuses_a_size_with_a_fraction(tmp_path: Path) -> None:
     r = invoke("cost", "predict", "--input", f, "--output", out)
     _refused(r, "data row 2: size 2.5 is not an integer")
     assert not out.exists()
+
+
+def test_cost_predict_refuses_a_row_cut_short_or_too_long(tmp_path: Path) -> None:
+    # a table cut off mid-row had been priced up to the cut without a word (pandas pads
+    # the short last row with blanks); a long first row had shifted every cell of its row
+    import gzip
+
+    head = "gpu,dtype,B,H,Sq,Skv,D,causal,time_us\n"
+    row = "NVIDIA H200,float16,1,8,128,128,64,0,5.6\n"
+    f, out = tmp_path / "t.csv", tmp_path / "p.csv"
+    f.write_text(head + row * 3 + "NVIDIA H200,float16,1,8,51")
+    r = invoke("cost", "predict", "-i", f, "-o", out)
+    _refused(r, str(f), "data row 4 has 5 cells where the header has 9", "looks cut short")
+    assert not out.exists()
+    f.write_text(head + row.replace("\n", ",7\n") + row)
+    _refused(invoke("cost", "predict", "-i", f, "-o", out), "data row 1 has 10 cells")
+    f.write_text(head + row + "NVIDIA H200,float16,1\n" + row)  # not the last: not cut short
+    line = _refused(invoke("cost", "predict", "-i", f, "-o", out), "data row 2 has 3 cells")
+    assert "cut short" not in line
+    f.write_text(head + row + row.replace("\n", ",7,8\n"))
+    _refused(invoke("cost", "predict", "-i", f, "-o", out), "data row 2 has 11 cells")
+    # the same cut in a .csv.gz, and a .csv.gz cut mid-stream: each one line
+    gz = tmp_path / "t.csv.gz"
+    gz.write_bytes(gzip.compress((head + row * 3 + "NVIDIA H200,float16,1").encode()))
+    _refused(invoke("cost", "predict", "-i", gz, "-o", out), str(gz), "data row 4 has 3 cells")
+    gz.write_bytes(gzip.compress((head + row * 200).encode())[:-30])
+    _refused(invoke("cost", "predict", "-i", gz, "-o", out), str(gz), "truncated")
+    # blank trailing cells of a complete row stay readable
+    f.write_text(head + row + "NVIDIA H200,float16,1,8,128,128,64,0,\n")
+    assert invoke("cost", "predict", "-i", f, "-o", out).exit_code == 0
