@@ -546,3 +546,19 @@ def test_cost_predict_refuses_a_row_cut_short_or_too_long(tmp_path: Path) -> Non
     # blank trailing cells of a complete row stay readable
     f.write_text(head + row + "NVIDIA H200,float16,1,8,128,128,64,0,\n")
     assert invoke("cost", "predict", "-i", f, "-o", out).exit_code == 0
+
+
+@pytest.mark.parametrize("value", [-5, float("nan"), "lots"])
+@pytest.mark.parametrize("key", ["flops", "bytes"])
+def test_fuse_refuses_bad_flops_or_bytes_as_cost_apply_does(tmp_path, key, value):
+    # fuse had left such an op out of every group without a word (NaN: an internal error)
+    attrs = {"numel": 4, "fn": "relu", key: value}
+    ops = [{"name": "a", "duration": 1, "kind": "elementwise", "attrs": attrs},
+           {"name": "b", "duration": 1, "deps": ["a"], "kind": "elementwise",
+            "attrs": {"numel": 4, "fn": "relu"}}]  # fmt: skip
+    path, out = tmp_path / "g.json", tmp_path / "o.json"
+    path.write_text(json.dumps({"ops": ops}))
+    phrase = f"elementwise attrs[{key!r}] must be a non-negative integer"
+    _refused(invoke("fuse", path, "-o", out), str(path), "op 'a'", phrase)
+    assert not out.exists()
+    _refused(invoke("cost", "apply", path, "--gpu", "H100-SXM5", "-o", out), "op 'a'", phrase)
