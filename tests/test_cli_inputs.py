@@ -562,3 +562,32 @@ def test_fuse_refuses_bad_flops_or_bytes_as_cost_apply_does(tmp_path, key, value
     _refused(invoke("fuse", path, "-o", out), str(path), "op 'a'", phrase)
     assert not out.exists()
     _refused(invoke("cost", "apply", path, "--gpu", "H100-SXM5", "-o", out), "op 'a'", phrase)
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["gnp", "--ops", 20_000_000], "--ops 20,000,000: a gnp graph of about 40,000,000 edges"),
+        (["gnp", "--ops", 1_000_000, "--p", 0.5], "--ops 1,000,000 with --p 0.5: a gnp graph"),
+        (["planted", "--ops", 1_000_000, "--avg-deps", 1000], "with --avg-deps 1000: a planted"),
+        (["network", "--ops", 5_000_000], "needs about 20 GiB of memory, past the 16 GiB allowed"),
+    ],
+)
+def test_generate_refuses_a_graph_past_its_memory_bound_up_front(tmp_path, args, phrase):
+    # these ran for minutes and then said no more than "out of memory"
+    out = tmp_path / "g.json"
+    _refused(invoke("generate", *args, "-o", out), phrase)
+    assert not out.exists()
+
+
+def test_simulate_bounds_its_runs_by_the_durations_they_draw(tmp_path: Path) -> None:
+    from opsched.zoo.generators import gnp
+
+    path, sched = tmp_path / "g.json", tmp_path / "s.json"
+    path.write_text(json.dumps(gnp(1000, 0.002).to_dict()))
+    assert invoke("solve", path, "-k", 2, "--solver", "greedy", "-o", sched).exit_code == 0
+    _refused(invoke("simulate", path, sched, "--runs", 300_000), str(path),
+             "--runs 300,000: 300,000 runs of the 1,000 ops draw more than the 250,000,000",
+             "at most --runs 250,000 here")  # fmt: skip
+    _refused(invoke("simulate", path, sched, "--runs", 2_000_000), "--runs", "1<=x<=1000000")
+    assert invoke("simulate", path, sched, "--runs", 2).exit_code == 0
