@@ -100,6 +100,20 @@ def _emit_json(doc: Any) -> None:
 #: graph this machine's memory holds; larger sizes ran for minutes without a word.
 MAX_GENERATED_OPS = 50_000_000
 
+#: The most memory ``generate`` may need for its graph, as estimated up front from
+#: :data:`GRAPH_OP_BYTES` and :data:`GRAPH_EDGE_BYTES` (a 24 GiB machine, with room for the
+#: rest): a larger graph is refused naming the option, where it had run for minutes and then
+#: said no more than "out of memory".
+GENERATE_MEMORY_BYTES = 16 * 2**30
+#: Bytes of memory per op (``network``'s ops carry shapes: 4 KB) and per edge of a generated
+#: graph, measured as the peak size of ``opsched generate`` at 100,000 - 1,000,000 ops.
+GRAPH_OP_BYTES, NETWORK_OP_BYTES, GRAPH_EDGE_BYTES = 2_000, 4_000, 150
+
+#: The most runs of ``simulate --runs``, and the most durations it draws (runs x ops): the
+#: draws are one float matrix, 24 B per duration at the peak of drawing (6 GB at the bound).
+MAX_SIMULATED_RUNS = 1_000_000
+MAX_SIMULATED_DURATIONS = 250_000_000
+
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     # one line, whatever names it quotes: a line break in a file or op name is shown escaped

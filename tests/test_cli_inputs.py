@@ -595,3 +595,78 @@ def test_a_trace_with_surrogates_coded_as_utf8_bytes_is_no_utf8(tmp_path: Path) 
     trace = tmp_path / "t.json"
     trace.write_bytes(b'{"traceEvents": [{"ph": "X", "name": "k\xed\xb0\x80", "ts": 1, "dur": 2}]}')
     _refused(invoke("import-trace", trace, "-o", tmp_path / "o.json"), "not UTF-8 text (byte 39)")
+
+
+def test_cost_predict_refuses_a_row_cut_short_or_too_long(tmp_path: Path) -> None:
+    # a table cut off mid-row had been priced up to the cut without a word (pandas pads
+    # the short last row with blanks); a long first row had shifted every cell of its row
+    import gzip
+
+    head = "gpu,dtype,B,H,Sq,Skv,D,causal,time_us\n"
+    row = "NVIDIA H200,float16,1,8,128,128,64,0,5.6\n"
+    f, out = tmp_path / "t.csv", tmp_path / "p.csv"
+    f.write_text(head + row * 3 + "NVIDIA H200,float16,1,8,51")
+    r = invoke("cost", "predict", "-i", f, "-o", out)
+    _refused(r, str(f), "data row 4 has 5 cells where the header has 9", "looks cut short")
+    assert not out.exists()
+    f.write_text(head + row.replace("\n", ",7\n") + row)
+    _refused(invoke("cost", "predict", "-i", f, "-o", out), "data row 1 has 10 cells")
+    f.write_text(head + row + "NVIDIA H200,float16,1\n" + row)  # not the last: not cut short
+    line = _refused(invoke("cost", "predict", "-i", f, "-o", out), "data row 2 has 3 cells")
+    assert "cut short" not in line
+    f.write_text(head + row + row.replace("\n", ",7,8\n"))
+    _refused(invoke("cost", "predict", "-i", f, "-o", out), "data row 2 has 11 cells")
+    # the same cut in a .csv.gz, and a .csv.gz cut mid-stream: each one line
+    gz = tmp_path / "t.csv.gz"
+    gz.write_bytes(gzip.compress((head + row * 3 + "NVIDIA H200,float16,1").encode()))
+    _refused(invoke("cost", "predict", "-i", gz, "-o", out), str(gz), "data row 4 has 3 cells")
+    gz.write_bytes(gzip.compress((head + row * 200).encode())[:-30])
+    _refused(invoke("cost", "predict", "-i", gz, "-o", out), str(gz), "truncated")
+    # blank trailing cells of a complete row stay readable
+    f.write_text(head + row + "NVIDIA H200,float16,1,8,128,128,64,0,\n")
+    assert invoke("cost", "predict", "-i", f, "-o", out).exit_code == 0
+
+
+@pytest.mark.parametrize("value", [-5, float("nan"), "lots"])
+@pytest.mark.parametrize("key", ["flops", "bytes"])
+def test_fuse_refuses_bad_flops_or_bytes_as_cost_apply_does(tmp_path, key, value):
+    # fuse had left such an op out of every group without a word (NaN: an internal error)
+    attrs = {"numel": 4, "fn": "relu", key: value}
+    ops = [{"name": "a", "duration": 1, "kind": "elementwise", "attrs": attrs},
+           {"name": "b", "duration": 1, "deps": ["a"], "kind": "elementwise",
+            "attrs": {"numel": 4, "fn": "relu"}}]  # fmt: skip
+    path, out = tmp_path / "g.json", tmp_path / "o.json"
+    path.write_text(json.dumps({"ops": ops}))
+    phrase = f"elementwise attrs[{key!r}] must be a non-negative integer"
+    _refused(invoke("fuse", path, "-o", out), str(path), "op 'a'", phrase)
+    assert not out.exists()
+    _refused(invoke("cost", "apply", path, "--gpu", "H100-SXM5", "-o", out), "op 'a'", phrase)
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["gnp", "--ops", 20_000_000], "--ops 20,000,000: a gnp graph of about 40,000,000 edges"),
+        (["gnp", "--ops", 1_000_000, "--p", 0.5], "--ops 1,000,000 with --p 0.5: a gnp graph"),
+        (["planted", "--ops", 1_000_000, "--avg-deps", 1000], "with --avg-deps 1000: a planted"),
+        (["network", "--ops", 5_000_000], "needs about 20 GiB of memory, past the 16 GiB allowed"),
+    ],
+)
+def test_generate_refuses_a_graph_past_its_memory_bound_up_front(tmp_path, args, phrase):
+    # these ran for minutes and then said no more than "out of memory"
+    out = tmp_path / "g.json"
+    _refused(invoke("generate", *args, "-o", out), phrase)
+    assert not out.exists()
+
+
+def test_simulate_bounds_its_runs_by_the_durations_they_draw(tmp_path: Path) -> None:
+    from opsched.zoo.generators import gnp
+
+    path, sched = tmp_path / "g.json", tmp_path / "s.json"
+    path.write_text(json.dumps(gnp(1000, 0.002).to_dict()))
+    assert invoke("solve", path, "-k", 2, "--solver", "greedy", "-o", sched).exit_code == 0
+    _refused(invoke("simulate", path, sched, "--runs", 300_000), str(path),
+             "--runs 300,000: 300,000 runs of the 1,000 ops draw more than the 250,000,000",
+             "at most --runs 250,000 here")  # fmt: skip
+    _refused(invoke("simulate", path, sched, "--runs", 2_000_000), "--runs", "1<=x<=1000000")
+    assert invoke("simulate", path, sched, "--runs", 2).exit_code == 0

@@ -27,8 +27,13 @@ Examples
 
 from __future__ import annotations
 
+import bz2
+import csv
+import gzip
 import json
+import lzma
 import math
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -184,11 +189,50 @@ def read_table(path: str | Path) -> Any:
         raise InputError("no such file", str(p))
     note_input(p)
     try:
-        return pd.read_csv(p, low_memory=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
+        df = pd.read_csv(p, low_memory=False)
+    except pd.errors.ParserError as e:
+        _check_row_lengths(p)  # names the ragged row, if that is the trouble
+        raise InputError(f"not a readable CSV table ({str(e).splitlines()[0]})", str(p)) from None
+    except (pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
         raise InputError(f"not a readable CSV table ({str(e).splitlines()[0]})", str(p)) from None
     except EOFError:
         raise InputError("truncated compressed file", str(p)) from None
+    # pandas pads a short row with blanks and reads a long first row's extra cell as an index:
+    # either leaves a blank in the last column or an index of labels, so only then is a table
+    # read again to count each row's cells
+    if len(df.columns) and (
+        not isinstance(df.index, pd.RangeIndex) or bool(df.iloc[:, -1].isna().any())
+    ):
+        _check_row_lengths(p)
+    return df
+
+
+#: Openers of the compressed tables pandas reads, by suffix; others are not scanned again.
+_OPENERS: dict[str, Any] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+def _check_row_lengths(p: Path) -> None:
+    """Refuse a row of ``p`` with more or fewer cells than its header (a cut-off last row)."""
+    suffix = p.suffix.lower()
+    if suffix in (".zip", ".zst", ".tar"):
+        return
+    opener = _OPENERS.get(suffix, open)
+    try:
+        with opener(p, "rt", encoding="utf-8", newline="") as f:
+            rows = (row for row in csv.reader(f) if row)  # pandas skips blank lines too
+            width = len(next(rows, []))
+            bad, last = None, 0
+            for last, row in enumerate(rows, 1):
+                if len(row) != width and bad is None:
+                    bad = (last, len(row))
+        if bad is not None:
+            n, k = bad
+            cut = "; the file looks cut short" if n == last and k < width else ""
+            raise InputError(f"data row {n} has {k} cells where the header has {width}{cut}")
+    except InputError as e:
+        raise e.located(str(p)) from None
+    except (csv.Error, UnicodeDecodeError, OSError, EOFError, zlib.error, lzma.LZMAError):
+        return  # pandas' own error, if any, says what is wrong
 
 
 def detect_schema(columns: Iterable[str], where: str = "table", timed: bool = True) -> str:

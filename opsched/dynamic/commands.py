@@ -28,7 +28,14 @@ __all__ = ["register"]
 
 def register(main: click.Group) -> None:
     """Add the ``simulate`` command to the ``opsched`` command line."""
-    from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
+    from opsched._clikit import (
+        MAX_SIMULATED_DURATIONS,
+        MAX_SIMULATED_RUNS,
+        FiniteFloat,
+        _emit_json,
+        handle_errors,
+        json_option,
+    )
     from opsched.dynamic.noise import MAX_SPREAD
 
     @main.command()
@@ -49,7 +56,12 @@ def register(main: click.Group) -> None:
         show_default=True,
         help="Noise model.",
     )
-    @click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True)
+    @click.option(
+        "--runs", type=click.IntRange(min=1, max=MAX_SIMULATED_RUNS), default=100,
+        show_default=True,
+        help=f"Sampled executions: at most {MAX_SIMULATED_RUNS:,}, and runs x ops at most "
+        f"{MAX_SIMULATED_DURATIONS:,} (the draws take 24 B each in memory, 6 GB at that).",
+    )  # fmt: skip
     @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
     @click.option(
         "--online", is_flag=True, help="Also run online list scheduling (b-level of the estimates)."
@@ -89,6 +101,13 @@ def register(main: click.Group) -> None:
         from opsched.validate import validate
 
         g = read_graph(graph)
+        if runs * g.num_ops > MAX_SIMULATED_DURATIONS:
+            raise ProblemError(
+                f"--runs {runs:,}: {runs:,} runs of the {g.num_ops:,} ops draw more than the "
+                f"{MAX_SIMULATED_DURATIONS:,} durations allowed (24 B each in memory); "
+                f"at most --runs {MAX_SIMULATED_DURATIONS // g.num_ops:,} here",
+                str(graph),
+            )
         doc_in = load_json_file(schedule)  # its errors already name the file
         try:
             sched = Schedule.from_dict(doc_in)

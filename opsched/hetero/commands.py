@@ -25,8 +25,15 @@ HETERO_SOLVERS = ("cpsat", "heft", "cpop")
 
 
 def _problem(
-    graph: Path, devices: str, bandwidth: float | None, latency: float, links: Any = None
+    graph: Path,
+    devices: str,
+    bandwidth: float | None,
+    latency: float,
+    links: Any = None,
+    schedule: Path | None = None,
 ) -> Any:
+    """The problem of GRAPH on the machine of the options. ``links``: the per-pair links the
+    file ``schedule`` records (already checked by its reader against its own devices)."""
     from dataclasses import replace
 
     from opsched.hetero.model import HeteroMachine, HeteroProblem, Link
@@ -34,14 +41,6 @@ def _problem(
 
     try:
         machine = HeteroMachine.parse(devices, bandwidth, latency)
-        if links:  # per-pair links a schedule file records ({"between": [a, b], ...})
-            pairs = {}
-            for rec in links:
-                if not isinstance(rec, dict) or len(rec.get("between") or ()) != 2:
-                    raise ProblemError(f"the schedule's machine.links: bad entry {rec!r}")
-                a, b = rec["between"]
-                pairs[(str(a), str(b))] = Link(rec.get("bandwidth"), rec.get("latency", 0.0))
-            machine = replace(machine, links=pairs)
     except ProblemError as e:
         msg = e.message
         if not msg.startswith("--"):
@@ -49,6 +48,14 @@ def _problem(
             flag = next((f for w, f in flags if w in msg), "--devices")
             msg = f"{flag}: {msg}"
         raise ProblemError(msg) from None
+    if links:  # per-pair links a schedule file records ({"between": [a, b], ...})
+        pairs = {(str(r["between"][0]), str(r["between"][1])):
+                 Link(r.get("bandwidth"), r.get("latency", 0.0)) for r in links}  # fmt: skip
+        try:
+            machine = replace(machine, links=pairs)
+        except ProblemError as e:  # a type the file's machine has but --devices has not
+            raise ProblemError(f"{e.message} of --devices {devices}",
+                               f"{schedule}: machine.links") from None  # fmt: skip
     g = read_graph(graph)
     try:
         return HeteroProblem(g, machine)
@@ -179,7 +186,7 @@ def register(main: click.Group) -> None:
         # the per-pair links the file records hold unless the link is given on the command line
         given = link_bandwidth is not None or link_latency is not None
         pairs = None if given or not isinstance(rec.get("links"), list) else rec["links"]
-        problem = _problem(graph, devices, bw, lat, pairs)
+        problem = _problem(graph, devices, bw, lat, pairs, schedule)
         report = validate_hetero(problem, sched)
         if as_json:
             emit_json(report.to_dict())

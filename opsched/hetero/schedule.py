@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from opsched.errors import ScheduleFormatError
+from opsched.errors import OpschedError, ScheduleFormatError
 from opsched.schedule import Status
 
 if TYPE_CHECKING:
@@ -39,6 +39,67 @@ if TYPE_CHECKING:
 __all__ = ["HETERO_SCHEDULE_FORMAT", "HeteroSchedule", "PlacedOp"]
 
 HETERO_SCHEDULE_FORMAT = "opsched-hetero-schedule/1"
+# the fields each part of a document may have: any other (a misspelt one) is refused, as the
+# homogeneous reader refuses it (opsched.schedule), not dropped without a word
+_KEYS = ("format", "graph", "solver", "status", "makespan", "lower_bound", "machine",
+         "wall_time_s", "info", "ops")  # fmt: skip
+_OP_KEYS = ("name", "start", "end", "device", "instance")
+_MACHINE_KEYS = ("devices", "link", "links")
+_LINK_KEYS = ("bandwidth", "latency")
+
+
+def _check_keys(rec: Mapping[str, Any], known: Sequence[str], where: str | None) -> None:
+    unknown = set(rec) - set(known)
+    if unknown:
+        raise ScheduleFormatError(
+            f"unknown field(s) {sorted(map(str, unknown))}; known: {', '.join(known)}", where
+        )
+
+
+def _check_machine(rec: Any) -> None:
+    """Refuse a recorded machine that is not one: unknown fields, device counts that are not
+    integers >= 1, a link with a bandwidth <= 0, a per-pair link of an unknown type (each
+    error names the field; :class:`~opsched.hetero.model.HeteroMachine` says what is wrong)."""
+    from opsched.hetero.model import DeviceType, HeteroMachine, Link
+
+    if not isinstance(rec, Mapping):
+        raise ScheduleFormatError(f"'machine' must be an object, got {rec!r}")
+    _check_keys(rec, _MACHINE_KEYS, "machine")
+    where = "machine.devices"
+    try:
+        counts = rec.get("devices")
+        if counts is None:
+            return  # none recorded: hetero validate then needs --devices
+        if not isinstance(counts, Mapping):
+            raise ScheduleFormatError(f"must be an object of type -> count, got {counts!r}")
+        devices = [DeviceType(t, c) for t, c in counts.items()]
+        where = "machine.link"
+        link = rec.get("link") or {}
+        if not isinstance(link, Mapping):
+            raise ScheduleFormatError(f"must be an object, got {link!r}")
+        _check_keys(link, _LINK_KEYS, None)
+        Link(link.get("bandwidth"), link.get("latency", 0.0))
+        pairs = {}
+        links = rec.get("links") or []
+        if not isinstance(links, list):
+            raise ScheduleFormatError(f"must be a list, got {links!r}", "machine.links")
+        for i, lk in enumerate(links):
+            where = f"machine.links[{i}]"
+            between = lk.get("between") if isinstance(lk, Mapping) else None
+            if not isinstance(between, list) or len(between) != 2:
+                raise ScheduleFormatError(f"needs 'between': [type, type], got {lk!r}")
+            _check_keys(lk, ("between", *_LINK_KEYS), None)
+            for t in between:
+                if t not in counts:
+                    raise ScheduleFormatError(f"names unknown device type {t!r}; the machine "
+                                              f"has {', '.join(counts)}")  # fmt: skip
+            pairs[(str(between[0]), str(between[1]))] = Link(
+                lk.get("bandwidth"), lk.get("latency", 0.0)
+            )
+        where = "machine"
+        HeteroMachine(tuple(devices), links=pairs)
+    except OpschedError as e:  # a ProblemError of the model: still this document's fault
+        raise ScheduleFormatError(e.message, where) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +228,14 @@ class HeteroSchedule:
         raw = data.get("ops")
         if not isinstance(raw, list):
             raise ScheduleFormatError("missing list 'ops'")
+        _check_keys(data, _KEYS, None)
         ops = []
         for i, rec in enumerate(raw):
             where = f"ops[{i}]"
             if not isinstance(rec, Mapping) or not isinstance(rec.get("name"), str):
                 raise ScheduleFormatError("each entry needs a string 'name'", where)
             where = f"op {rec['name']!r} ({where})"
+            _check_keys(rec, _OP_KEYS, where)
             vals = []
             for key in ("start", "end"):
                 v = rec.get(key)
@@ -189,9 +252,10 @@ class HeteroSchedule:
             status = Status(data.get("status", "FEASIBLE"))
         except ValueError:
             raise ScheduleFormatError(f"unknown status {data.get('status')!r}") from None
-        for key in ("machine", "info"):
-            if data.get(key) is not None and not isinstance(data[key], Mapping):
-                raise ScheduleFormatError(f"'{key}' must be an object")
+        if data.get("info") is not None and not isinstance(data["info"], Mapping):
+            raise ScheduleFormatError("'info' must be an object")
+        if data.get("machine") is not None:
+            _check_machine(data["machine"])
         lb = data.get("lower_bound")
         return cls(
             graph=str(data.get("graph", "graph")),

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from opsched._clikit import _emit_json, handle_errors, json_option
-from opsched.errors import OpschedError
+from opsched.errors import GraphError, OpschedError
 
 __all__ = ["register"]
 
@@ -49,7 +49,11 @@ def register(main: click.Group) -> None:
             raise OpschedError("the fused graph is written as opsched-graph/1 JSON (.json)",
                                str(output))  # fmt: skip
         g = read_graph(graph)
-        fused, report = fuse(g, max_ops=max_ops, max_bytes=max_bytes, new_inputs=not no_new_inputs)
+        try:
+            fused, report = fuse(g, max_ops=max_ops, max_bytes=max_bytes,
+                                 new_inputs=not no_new_inputs)  # fmt: skip
+        except GraphError as e:  # an op's attrs are wrong: say which file it is in
+            raise e.located(str(graph)) from None
         write_graph_json(fused, output)
         if as_json:
             _emit_json({"output": str(output), "graph": g.name} | report.to_dict())

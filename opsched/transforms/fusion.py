@@ -181,6 +181,11 @@ def fuse(
         The fused graph (ops in the original order, each fused op where its last member
         was) and the report.
 
+    Raises
+    ------
+    GraphError
+        An op of a known kind whose attrs are wrong (``flops`` of -1, NaN or text), naming it.
+
     Examples
     --------
     Conv -> BN -> ReLU on a 1x8x4x4 float32 tensor: the conv output and the BN output

@@ -60,10 +60,21 @@ class OpCost:
 
 
 def op_cost(op: Op) -> OpCost | None:
-    """Flops, bytes and output size of ``op`` from the kinds vocabulary, or None if unknown."""
+    """Flops, bytes and output size of ``op`` from the kinds vocabulary, or None if unknown
+    (no kind, or an attr its kind needs missing).
+
+    Raises
+    ------
+    GraphError
+        An attr given but wrong (``flops`` of -1, NaN or text), as ``cost apply`` refuses it.
+    """
     kind = op.kind
     if kind is None or kind not in kinds.KINDS:
         return None
+    try:
+        kinds.check_sizes(kind, op.attrs)
+    except GraphError as e:
+        raise GraphError(e.message, f"op {op.name!r}") from None
     try:
         return OpCost(
             kinds.flops(kind, op.attrs),

@@ -8,7 +8,11 @@ from typing import Any
 import click
 
 from opsched._clikit import (
+    GENERATE_MEMORY_BYTES,
+    GRAPH_EDGE_BYTES,
+    GRAPH_OP_BYTES,
     MAX_GENERATED_OPS,
+    NETWORK_OP_BYTES,
     FiniteFloat,
     _emit_json,
     handle_errors,
@@ -82,6 +86,7 @@ def generate_graph(
         return g
     if ops is None:
         raise ProblemError(f"--ops is required for the {kind} generator")
+    _check_memory(kind, ops, p, avg_deps)
     common: dict[str, Any] = {"seed": seed, "max_duration": max_duration}
     if kind == "layered":  # always has memory sizes
         return gen.layered(ops, **common)
@@ -98,13 +103,38 @@ def generate_graph(
     return planted(ops, units or 4, avg_deps=avg_deps, **common)
 
 
+def _check_memory(kind: str, ops: int, p: float | None, avg_deps: float) -> None:
+    """Refuse a graph whose estimated memory is past :data:`GENERATE_MEMORY_BYTES`, naming the
+    options that make it so (gnp: ``p n (n - 1) / 2`` edges; planted: ``avg_deps`` per op;
+    the others about 2 per op)."""
+    if kind == "gnp" and p is not None:
+        edges, given = p * ops * (ops - 1) / 2, f" with --p {p:g}"
+    elif kind in ("gnp", "planted"):
+        edges, given = avg_deps * ops, f" with --avg-deps {avg_deps:g}" if avg_deps != 2 else ""
+    else:
+        edges, given = 2.0 * ops, ""
+    per_op = NETWORK_OP_BYTES if kind == "network" else GRAPH_OP_BYTES
+    need = ops * per_op + edges * GRAPH_EDGE_BYTES
+    if need > GENERATE_MEMORY_BYTES:
+        gib = 2**30
+        raise ProblemError(
+            f"--ops {ops:,}{given}: a {kind} graph of about {edges:,.0f} edges needs about "
+            f"{need / gib:,.0f} GiB of memory, past the {GENERATE_MEMORY_BYTES // gib} GiB "
+            f"allowed ({per_op:,} B per op, {GRAPH_EDGE_BYTES} B per edge)"
+        )
+
+
 def register(main: click.Group) -> None:
     """Add ``generate`` to the ``opsched`` command group."""
 
     @main.command("generate")
     @click.argument("kind", type=click.Choice(GENERATORS))
-    @click.option("--ops", "-n", type=click.IntRange(min=1, max=MAX_GENERATED_OPS), default=None,
-                  help="Number of ops.")  # fmt: skip
+    @click.option(
+        "--ops", "-n", type=click.IntRange(min=1, max=MAX_GENERATED_OPS), default=None,
+        help=f"Number of ops. A graph is refused past {GENERATE_MEMORY_BYTES // 2**30} GiB of "
+        f"memory at about {GRAPH_OP_BYTES:,} B per op ({NETWORK_OP_BYTES:,} for network) and "
+        f"{GRAPH_EDGE_BYTES} B per edge: about 7,000,000 ops at 2 deps each.",
+    )  # fmt: skip
     @click.option("--seed", "-s", type=click.IntRange(min=0), default=0, show_default=True)
     @click.option(
         "--units", "-k", type=click.IntRange(min=1), default=None,

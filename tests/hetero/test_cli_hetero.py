@@ -117,3 +117,54 @@ def test_an_empty_graph_on_devices(tmp_path: Path) -> None:
         assert r.exit_code == 0, r.output
         r = invoke("hetero", "validate", tmp_path / "e.json", tmp_path / "s.json")
         assert r.exit_code == 0 and "valid: makespan 0" in r.output
+
+
+@pytest.mark.parametrize(
+    ("change", "phrase"),
+    [
+        (lambda d: d["machine"]["devices"].update(gpu="2x"),
+         "machine.devices: device type 'gpu': count must be >= 1, got '2x'"),
+        (lambda d: d["machine"]["devices"].update(gpu=0), "machine.devices: device type 'gpu'"),
+        (lambda d: d["machine"].update(devices={"gp:u": 1}),
+         "machine.devices: device type name must be a non-empty word"),
+        (lambda d: d["machine"]["link"].update(bandwidth=-3),
+         "machine.link: link bandwidth must be a finite number > 0, got -3"),
+        (lambda d: d["machine"].update(links=[{"between": ["gpu", "tpu"], "bandwidth": 1}]),
+         "machine.links[0]: names unknown device type 'tpu'; the machine has gpu, cpu"),
+        (lambda d: d.update(makespn=5),
+         "unknown field(s) ['makespn']; known: format, graph, solver, status, makespan"),
+        (lambda d: d["ops"][0].update(stream=1),
+         "op 'a' (ops[0]): unknown field(s) ['stream']; known: name, start, end, device, inst"),
+        (lambda d: d["machine"].update(device={"gpu": 1}),
+         "machine: unknown field(s) ['device']; known: devices, link, links"),
+        (lambda d: d["machine"]["link"].update(bandwith=1), "machine.link: unknown field(s)"),
+    ],
+)  # fmt: skip
+def test_validate_blames_the_schedule_file_for_its_own_fields(graph, tmp_path, change, phrase):
+    # the file's device counts and links had been blamed on --devices / --link-bandwidth, and
+    # a misspelt field had been dropped without a word
+    out = tmp_path / "s.json"
+    assert invoke("solve", graph, "-s", "heft", "--devices", "gpu:2,cpu:1", "--link-bandwidth",
+                  10, "-o", out).exit_code == 0  # fmt: skip
+    doc = json.loads(out.read_text())
+    change(doc)
+    out.write_text(json.dumps(doc))
+    r = invoke("hetero", "validate", graph, out)
+    assert r.exit_code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert r.stderr.startswith(f"opsched: error: {out}: ") and phrase in r.stderr
+    assert "--devices" not in r.stderr and "--link" not in r.stderr
+
+
+def test_validate_names_the_file_for_its_links_of_types_devices_lacks(tmp_path: Path) -> None:
+    doc = {"ops": [{"name": "a", "duration": 1, "attrs": {"durations": {"gpu": 1}}}]}
+    (tmp_path / "g.json").write_text(json.dumps(doc))
+    sched = {"format": "opsched-hetero-schedule/1", "ops": [
+        {"name": "a", "start": 0, "end": 1, "device": "gpu", "instance": 0}],
+        "machine": {"devices": {"gpu": 1, "npu": 1},
+                    "links": [{"between": ["gpu", "npu"], "bandwidth": 1.0}]}}  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps(sched))
+    assert invoke("hetero", "validate", tmp_path / "g.json", tmp_path / "s.json").exit_code == 0
+    r = invoke("hetero", "validate", tmp_path / "g.json", tmp_path / "s.json", "--devices", "gpu")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert f"{tmp_path / 's.json'}: machine.links: link (gpu, npu) names unknown device " \
+           "type 'npu' of --devices gpu" in r.stderr  # fmt: skip
