@@ -104,11 +104,19 @@ class Machine:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Machine:
+        unknown = sorted(set(data) - _MACHINE_KEYS, key=str)
+        if unknown:  # a typo (``memory=``) would otherwise leave the machine uncapped
+            raise ProblemError(
+                f"unknown machine field {unknown[0]!r}; known: {', '.join(sorted(_MACHINE_KEYS))}"
+            )
         return cls(
             units=data.get("units", 1),
             resources=dict(data.get("resources") or {}),
             memory_cap=data.get("memory_cap"),
         )
+
+
+_MACHINE_KEYS = frozenset({"units", "resources", "memory_cap"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,7 +210,15 @@ class Problem:
         return None
 
     def with_machine(self, **changes: Any) -> Problem:
-        """Return a copy with machine fields changed (``units``, ``resources``, ``memory_cap``)."""
+        """Return a copy with machine fields changed (``units``, ``resources``, ``memory_cap``).
+
+        >>> from opsched.demo import seed_problem
+        >>> seed_problem(units=2).with_machine(memory_cap="1KiB").machine.memory_cap
+        1024
+        >>> seed_problem(units=2).with_machine(memory=1024)
+        Traceback (most recent call last):
+        opsched.errors.ProblemError: unknown machine field 'memory'; known: memory_cap, ...
+        """
         m = self.machine.to_dict()
         m.update(changes)
         return Problem(self.graph, Machine.from_dict(m), self.objective)

@@ -167,7 +167,9 @@ def run(name: str, problem: Problem, **options: Any) -> Schedule:
         raise ProblemError(f"run({name!r}): unknown option {unknown[0]!r}; known: "
                            f"{', '.join(sorted(RUN_OPTIONS))}")  # fmt: skip
     obj = options.get("objective")
-    if not info.exact and obj is not None and Objective(obj) is not Objective.MAKESPAN:
+    if obj is None:  # the problem's own objective, which a heuristic would ignore as well
+        obj = problem.objective
+    if not info.exact and Objective(obj) is not Objective.MAKESPAN:
         raise ProblemError(
             f"run({name!r}): a heuristic minimises the makespan, not {Objective(obj).value} "
             "(the exact solvers take other objectives)"

@@ -78,6 +78,14 @@ class Schedule:
     #: with the one recomputed from its ops (``makespan``); None for schedules built here
     reported_makespan: float | None = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, Status):  # "FEASIBLE" as written by hand
+            try:
+                self.status = Status(self.status)
+            except ValueError:
+                known = ", ".join(s.value for s in Status)
+                raise ValueError(f"unknown status {self.status!r}; known: {known}") from None
+
     @classmethod
     def build(
         cls,

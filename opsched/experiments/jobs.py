@@ -199,10 +199,12 @@ def expand_jobs(
                     if job_id in seen:  # the same graph listed twice: one job
                         continue
                     seen.add(job_id)
-                    refuses = registry.get_solver(name).refuses
-                    why = refuses and refuses(
+                    solver = registry.get_solver(name)
+                    why = solver.refuses and solver.refuses(
                         units, cap is not None, sc.objective, item.graph.num_ops
                     )
+                    if not solver.exact and sc.objective != "makespan":  # it would ignore it
+                        why = f"objective {sc.objective} (it minimises the makespan)"
                     if why:
                         if left_out is not None:
                             left_out[(name, why)] = left_out.get((name, why), 0) + 1

@@ -25,6 +25,7 @@ from opsched.liveness import peak_memory
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.model import assign_units
+from opsched.solver.defaults import check_seconds
 
 __all__ = ["MAX_BRUTE_FORCE_OPS", "solve_brute_force"]
 
@@ -76,7 +77,7 @@ def solve_brute_force(
     dem = {r: g.demand_array(r).tolist() for r in caps}
     cap = problem.memory_cap
     mem_first = obj in (Objective.PEAK_MEMORY, Objective.MEMORY_THEN_MAKESPAN)
-    deadline = math.inf if time_limit is None else t0 + max(0.0, float(time_limit))
+    deadline = math.inf if time_limit is None else t0 + check_seconds(time_limit)
     nodes = 0
 
     best_key: tuple[float, float] = (math.inf, math.inf)

@@ -13,6 +13,7 @@ from typing import Any
 from opsched.errors import ProblemError
 from opsched.problem import Objective, Problem
 from opsched.schedule import Schedule, Status
+from opsched.solver.defaults import check_seconds
 from opsched.solver.downsets import (
     compile_kernels,
     downset_budget,
@@ -62,8 +63,9 @@ def solve_downsets(
     from opsched.solver.scaling import choose_scaling
 
     t0 = time.perf_counter()
-    obj = Objective(objective if objective is not None else Objective.MAKESPAN)
-    if obj is not Objective.MAKESPAN:
+    time_limit = check_seconds(time_limit)
+    obj = Objective(objective if objective is not None else problem.objective)
+    if obj is not Objective.MAKESPAN:  # the problem's own objective too: never OPTIMAL for it
         raise ProblemError(f"the down-set search minimises the makespan, not {obj.value}")
     if problem.memory_cap is None:
         raise ProblemError("the down-set search needs a memory cap (--memory-cap)")

@@ -65,6 +65,10 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
             f"validate(problem, schedule): schedule must be a Schedule, got "
             f"{type(schedule).__name__} (Schedule.from_dict reads a file's)"
         )
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1:
+        raise ValueError(  # NaN passes no comparison, so every check would pass
+            f"validate: tol must be a number in [0, 1) (relative to the graph's work), got {tol!r}"
+        )
     g = problem.graph
     report = ValidationReport()
     out = report.violations
@@ -72,6 +76,8 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
     if schedule.status in (Status.INFEASIBLE, Status.UNKNOWN) and not schedule.ops:
         report.checked = False
         return report  # no schedule to check
+    if schedule.status is Status.INFEASIBLE:  # a proof that none exists, yet ops are placed
+        out.append(Violation("report", "the status is INFEASIBLE, yet the schedule places ops"))
     if schedule.graph != g.name:
         out.append(Violation("graph", f"schedule is for graph {schedule.graph!r}, not {g.name!r}"))
 
@@ -93,7 +99,13 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
         else:
             present[pos] = True
             start[pos], end[pos] = o.start, o.end
-            if o.unit is not None:
+            if o.unit is None:
+                pass
+            elif isinstance(o.unit, bool) or not isinstance(o.unit, int | np.integer):
+                out.append(  # 1.5 or "0" would be read as a unit by int()
+                    Violation("unit", f"op {o.name!r}: unit {o.unit!r} is no integer", (o.name,))
+                )
+            else:
                 unit[pos], has_unit[pos] = o.unit, True
     if not present.all():
         missing = [names[i] for i in np.flatnonzero(~present)]

@@ -97,3 +97,13 @@ def test_a_graph_listed_twice_is_left_out_once() -> None:
     jobs = expand_jobs(cfg, load_graphs(cfg), left)
     assert [j.scheduler for j in jobs] == ["greedy"]
     assert left == {("downsets", "no memory cap"): 1}
+
+
+def test_heuristics_are_left_out_of_an_objective_they_would_ignore() -> None:
+    # a heuristic minimises the makespan: its rows under "peak_memory" would read as answers
+    text = TOML.format(name="e", units="[2]", caps='["none"]', names='["greedy", "cpsat"]')
+    cfg = parse_config(text.replace("time_limit = 3", 'time_limit = 3\nobjective = "peak_memory"'))
+    left: dict[tuple[str, str], int] = {}
+    jobs = expand_jobs(cfg, load_graphs(cfg), left)
+    assert {j.scheduler for j in jobs} == {"cpsat"} and len(jobs) == 5
+    assert left == {("greedy", "objective peak_memory (it minimises the makespan)"): 5}
