@@ -23,6 +23,8 @@ Examples
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,7 +36,15 @@ from opsched.errors import ProblemError
 from opsched.ir.graph import MAX_SIZE, OpGraph
 from opsched.units import format_bytes, parse_bytes
 
-__all__ = ["Machine", "Objective", "Problem"]
+__all__ = [
+    "Machine",
+    "Objective",
+    "Problem",
+    "check_callable",
+    "check_flag",
+    "check_seed",
+    "check_spread",
+]
 
 
 class Objective(StrEnum):
@@ -78,19 +88,29 @@ class Machine:
     memory_cap: int | str | None = None
 
     def __post_init__(self) -> None:
-        if self.units is not None and (
-            isinstance(self.units, bool) or not isinstance(self.units, int) or self.units < 1
-        ):
-            raise ProblemError(f"units must be a positive integer, got {self.units!r}")
+        if self.units is not None:
+            if (
+                isinstance(self.units, bool)
+                or not isinstance(self.units, numbers.Integral)
+                or self.units < 1
+            ):
+                raise ProblemError(f"units must be a positive integer, got {self.units!r}")
+            object.__setattr__(self, "units", int(self.units))
         if not isinstance(self.resources, Mapping):
             raise ProblemError(f"resources must be a mapping, got {self.resources!r}")
-        res = {}
+        res: dict[str, int] = {}
         for name, cap in self.resources.items():
             if name == "units":
                 raise ProblemError("set the 'units' capacity with Machine(units=...)")
-            if isinstance(cap, bool) or not isinstance(cap, int) or not 0 <= cap <= MAX_SIZE:
+            if not isinstance(name, str) or not name:
+                raise ProblemError(f"resource names must be non-empty strings, got {name!r}")
+            if (
+                isinstance(cap, bool)
+                or not isinstance(cap, numbers.Integral)
+                or not 0 <= cap <= MAX_SIZE
+            ):
                 raise ProblemError(f"capacity of resource {name!r} must be an integer >= 0")
-            res[name] = cap
+            res[name] = int(cap)
         object.__setattr__(self, "resources", res)
         if self.memory_cap is not None:
             object.__setattr__(self, "memory_cap", parse_bytes(self.memory_cap))
@@ -236,6 +256,61 @@ def require_problem(problem: Any, who: str) -> None:
         raise TypeError(
             f"{who} takes a Problem, got {type(problem).__name__} "
             "(Problem(graph, Machine(units=4)))"
+        )
+
+
+def check_seed(seed: Any, what: str = "seed") -> int:
+    """``seed`` as an int: a whole number >= 0 (NumPy integers too, not a bool), or a
+    :class:`~opsched.errors.ProblemError` naming ``what``.
+
+    >>> check_seed(np.int64(3))
+    3
+    >>> check_seed(1.5)
+    Traceback (most recent call last):
+    opsched.errors.ProblemError: seed must be a non-negative integer, got 1.5
+    """
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ProblemError(f"{what} must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def check_spread(value: Any, what: str = "noise") -> float:
+    """``value`` as a finite float >= 0 (a relative spread), or a ProblemError naming
+    ``what``.
+
+    >>> check_spread(-1)
+    Traceback (most recent call last):
+    opsched.errors.ProblemError: noise must be a finite number >= 0, got -1
+    """
+    if (
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ProblemError(f"{what} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def check_flag(value: Any, what: str) -> bool:
+    """``value`` as a bool: True or False (NumPy's too), or a ProblemError naming ``what``
+    (a string such as ``"no"`` would otherwise count as true).
+
+    >>> check_flag("no", "deterministic")
+    Traceback (most recent call last):
+    opsched.errors.ProblemError: deterministic must be True or False, got 'no'
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise ProblemError(f"{what} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_callable(value: Any, what: str) -> None:
+    """Raise a ``TypeError`` naming ``what`` unless ``value`` is None or callable (a
+    ``progress=True`` would fail at the first line reported)."""
+    if value is not None and not callable(value):
+        raise TypeError(
+            f"{what} must be a function taking one argument (e.g. print) or None, got {value!r}"
         )
 
 

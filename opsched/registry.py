@@ -25,7 +25,7 @@ from opsched.heuristics.lns import lns
 from opsched.heuristics.memory import inductor_memory, min_memory, xla_memory
 from opsched.heuristics.memory_list import memory_list
 from opsched.heuristics.portfolio import portfolio
-from opsched.problem import Objective, Problem, require_problem
+from opsched.problem import Objective, Problem, check_seed, check_spread, require_problem
 from opsched.schedule import Schedule
 from opsched.solver import solve_brute_force, solve_cpsat
 from opsched.solver.downset_solver import solve_downsets
@@ -132,6 +132,11 @@ SOLVERS: dict[str, SolverInfo] = {
 
 def get_solver(name: str) -> SolverInfo:
     """Look a scheduler up; an unknown name raises ProblemError listing the known ones."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f"a solver name must be a str, got {type(name).__name__} {name!r} "
+            f"(known: {', '.join(SOLVERS)})"
+        )
     try:
         return SOLVERS[name]
     except KeyError:
@@ -166,6 +171,10 @@ def run(name: str, problem: Problem, **options: Any) -> Schedule:
     if unknown:
         raise ProblemError(f"run({name!r}): unknown option {unknown[0]!r}; known: "
                            f"{', '.join(sorted(RUN_OPTIONS))}")  # fmt: skip
+    if "seed" in options:
+        check_seed(options["seed"])
+    if options.get("noise") is not None:
+        check_spread(options["noise"])
     obj = options.get("objective")
     if obj is None:  # the problem's own objective, which a heuristic would ignore as well
         obj = problem.objective

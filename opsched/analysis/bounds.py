@@ -25,7 +25,7 @@ from opsched.analysis.ramp import (
 )
 from opsched.analysis.topo import topo_indices
 from opsched.errors import ProblemError
-from opsched.ir.graph import OpGraph
+from opsched.ir.graph import OpGraph, require_graph
 
 __all__ = [
     "Amdahl",
@@ -55,6 +55,7 @@ def parallelism_profile(graph: OpGraph) -> tuple[np.ndarray, np.ndarray]:
     >>> t.tolist(), r.tolist()
     ([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1, 1, 2, 1, 1, 1, 0])
     """
+    require_graph(graph, "parallelism_profile")
     est = earliest_starts(graph)
     d = graph.durations
     pos = d > 0
@@ -114,6 +115,19 @@ def _check_units(units: int | None) -> None:
         isinstance(units, bool) or not isinstance(units, numbers.Integral) or units < 1
     ):
         raise ProblemError(f"units must be a positive integer or None, got {units!r}")
+
+
+def _check_capacities(capacities: Mapping[str, int | None]) -> None:
+    """``capacities`` as the bounds take them: resource name -> integer >= 0 or None."""
+    if not isinstance(capacities, Mapping):
+        raise TypeError(
+            f"capacities must be a mapping of resource -> capacity, got {type(capacities).__name__}"
+        )
+    for r, c in capacities.items():
+        if c is not None and (isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 0):
+            raise ProblemError(
+                f"capacity of resource {r!r} must be an integer >= 0 or None, got {c!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -251,7 +265,10 @@ def lower_bounds(
     >>> lower_bounds(g, units=4).ramp, lower_bounds(g, units=4, nested=True).ramp
     ({'units': 699.0}, {'units': 708.0})
     """
+    require_graph(graph, "lower_bounds")
     _check_units(units)
+    if capacities is not None:
+        _check_capacities(capacities)
     d = graph.durations
     integral = bool(np.all(d == np.round(d)))
 

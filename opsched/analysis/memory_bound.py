@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from opsched.analysis.memory_cut import MEMORY_CUT_MAX_OPS, live_memory_bound
-from opsched.ir.graph import OpGraph
+from opsched.ir.graph import OpGraph, require_graph
 
 __all__ = ["min_memory_bound"]
 
@@ -40,6 +40,7 @@ def min_memory_bound(graph: OpGraph, cut: bool | None = None) -> tuple[int, str]
     >>> min_memory_bound(g)
     (21, "op 'c' (inputs 8 + output 2 + workspace 1 + persistent 10)")
     """
+    require_graph(graph, "min_memory_bound")
     p = graph.persistent_bytes
     out = graph.output_sizes
     ws = graph.workspace_sizes

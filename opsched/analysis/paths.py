@@ -45,6 +45,7 @@ def earliest_starts(graph: OpGraph) -> np.ndarray:
     >>> earliest_starts(g).tolist()
     [0.0, 0.0, 3.0]
     """
+    require_graph(graph, "earliest_starts (t_level)")
     size = graph.num_ops + graph.num_edges
     return call(
         forward_longest, size, topo_indices(graph), graph.durations, graph.pred_ptr,
@@ -63,6 +64,7 @@ def b_level(graph: OpGraph) -> np.ndarray:
     >>> b_level(g).tolist()
     [3.0, 4.0, 1.0]
     """
+    require_graph(graph, "b_level")
     size = graph.num_ops + graph.num_edges
     return call(
         backward_longest, size, topo_indices(graph), graph.durations, graph.succ_ptr,
@@ -80,6 +82,7 @@ def latest_starts(graph: OpGraph, horizon: float | None = None) -> np.ndarray:
     >>> latest_starts(g).tolist()
     [1.0, 0.0, 3.0]
     """
+    require_graph(graph, "latest_starts")
     bl = b_level(graph)
     cp = float(bl.max()) if len(bl) else 0.0
     if horizon is None:
@@ -100,6 +103,7 @@ def slack(graph: OpGraph, horizon: float | None = None) -> np.ndarray:
     >>> slack(g).tolist()
     [1.0, 0.0, 0.0]
     """
+    require_graph(graph, "slack")
     return latest_starts(graph, horizon) - earliest_starts(graph)
 
 

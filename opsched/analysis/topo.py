@@ -6,7 +6,7 @@ import numpy as np
 
 from opsched._jit import call
 from opsched.analysis._kernels import kahn_order
-from opsched.ir.graph import OpGraph
+from opsched.ir.graph import OpGraph, require_graph
 
 __all__ = ["topo_indices", "topological_order"]
 
@@ -32,5 +32,6 @@ def topological_order(graph: OpGraph) -> list[str]:
     >>> " -> ".join(topological_order(seed_graph()))
     'Input -> Conv1 -> BN -> Conv2 -> ReLU -> Add -> Output'
     """
+    require_graph(graph, "topological_order")
     names = graph.names
     return [names[i] for i in topo_indices(graph)]

@@ -22,6 +22,7 @@ from opsched.cost.batch import distinct_ops
 from opsched.cost.profile import load_profile
 from opsched.errors import GraphError
 from opsched.ir import Op, OpGraph, kinds
+from opsched.ir.graph import require_graph
 
 __all__ = ["MAX_TICKS", "apply"]
 
@@ -73,6 +74,7 @@ def apply(
     InputError
         Unknown GPU.
     """
+    require_graph(graph, "apply(graph, gpu)")
     profile = load_profile(gpu)
     if dtype is not None:
         kinds.dtype_bytes({"dtype": dtype})

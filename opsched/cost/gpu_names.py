@@ -115,6 +115,11 @@ def resolve_gpu(name: str, specs: Mapping[str, Any] | None = None) -> str:
     Traceback (most recent call last):
     opsched.errors.InputError: unknown GPU 'NVIDIA H20'; known: ...
     """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"a GPU name must be a str, got {type(name).__name__} {name!r} (e.g. 'T4'; "
+            "opsched.cost.known_gpus() lists them)"
+        )
     specs = load_specs() if specs is None else specs
     if name in specs:
         return name

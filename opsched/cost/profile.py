@@ -67,11 +67,11 @@ from opsched.cost.paddings import PADDED_FAMILIES
 from opsched.cost.profile_check import PROFILE_FORMAT, check_profile, check_trees
 from opsched.cost.profile_files import TREES_FILE as TREES_FILE  # re-exported, as before
 from opsched.cost.profile_files import _load_trees, _read_curve
-from opsched.cost.sibling import method_kind
+from opsched.cost.sibling import METHOD_KINDS, method_kind
 from opsched.cost.specs import GpuSpec, profiles_dir
 from opsched.cost.trees import TreeEnsemble
 from opsched.errors import GraphError, InputError
-from opsched.ir import kinds
+from opsched.ir import Op, kinds
 
 __all__ = ["PROFILE_FORMAT", "Profile", "load_profile"]
 
@@ -195,11 +195,13 @@ class Profile:
             TF32, matmuls in FP32), True / False runs both in TF32 / FP32.
         """
         if isinstance(op, str):
-            kind, a = op, attrs or {}
+            kind, a = op, {} if attrs is None else attrs
+        elif not isinstance(op, Op):
+            raise TypeError(f"predict takes an Op or a kind name, got {type(op).__name__}")
+        elif op.kind is None:
+            raise GraphError("op has no kind", f"op {op.name!r}")
         else:
             kind, a = op.kind, op.attrs
-            if kind is None:
-                raise GraphError("op has no kind", f"op {op.name!r}")
         return float(self.predict_many([kind], [a], method, allow_tf32)[0])
 
     def predict_many(
@@ -225,6 +227,14 @@ class Profile:
         kind_list, attrs_list = list(kind_list), list(attrs_list)
         if len(kind_list) != len(attrs_list):
             raise ValueError(f"{len(kind_list)} kinds but {len(attrs_list)} attrs")
+        if method not in METHOD_KINDS:
+            raise ValueError(f"unknown timing method {method!r}; known: {', '.join(METHOD_KINDS)}")
+        for a in attrs_list:
+            if type(a) is not dict and not isinstance(a, Mapping):
+                raise TypeError(
+                    f"attrs must be a mapping of shape attrs (e.g. {{'rows': 1024, "
+                    f"'cols': 1024}}), got {type(a).__name__}"
+                )
         with gc_paused():
             first, inverse = distinct_ops(kind_list, attrs_list)
             if len(first) == len(kind_list):

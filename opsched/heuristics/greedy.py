@@ -124,6 +124,11 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     6.0
     """
     require_problem(problem, "greedy")
+    if not isinstance(priority, str | Sequence | np.ndarray):
+        raise TypeError(
+            f"greedy: priority must be 'fifo', 'b-level' or one number per op, got "
+            f"{type(priority).__name__}"
+        )
     t_start = time.perf_counter()
     g = problem.graph
     n = g.num_ops

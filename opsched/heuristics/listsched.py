@@ -47,7 +47,7 @@ from opsched.analysis.ranks import PRIORITY_RULES, priority
 from opsched.errors import ProblemError
 from opsched.heuristics._kernels import insertion, nondelay
 from opsched.heuristics.greedy import greedy
-from opsched.problem import Problem
+from opsched.problem import Problem, check_seed, require_problem
 from opsched.schedule import Schedule, Status
 
 __all__ = ["PLACEMENTS", "list_schedule", "list_solver_name", "units_only"]
@@ -122,6 +122,8 @@ def list_schedule(
         FEASIBLE, or UNKNOWN with ``info["reason"]`` on a dead end under the memory cap or
         when the problem cannot be scheduled at all.
     """
+    require_problem(problem, "list_schedule")
+    seed = check_seed(seed)
     t0 = time.perf_counter()
     if placement not in PLACEMENTS:
         raise ProblemError(f"unknown placement {placement!r}; known: {', '.join(PLACEMENTS)}")

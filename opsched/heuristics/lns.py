@@ -32,7 +32,7 @@ import numpy as np
 from opsched.heuristics.improve import forward_place, justify_arrays
 from opsched.heuristics.listsched import units_only
 from opsched.heuristics.portfolio import portfolio
-from opsched.problem import Problem
+from opsched.problem import Problem, check_callable, check_seed, require_problem
 from opsched.schedule import Schedule
 from opsched.solver.defaults import check_seconds
 from opsched.solver.interrupt import run_solver
@@ -130,6 +130,9 @@ def lns(
     """
     from opsched.solver.scaling import choose_scaling
 
+    require_problem(problem, "lns")
+    seed = check_seed(seed)
+    check_callable(progress, "progress")
     t0 = time.perf_counter()
     check_seconds(time_limit)
     base = start if start is not None else portfolio(problem)

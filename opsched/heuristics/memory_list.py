@@ -34,7 +34,7 @@ from opsched.heuristics._forward import Forward
 from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.memory import min_memory_order
 from opsched.heuristics.safe_list import safe_list
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
 __all__ = ["in_order", "memory_list"]
@@ -103,6 +103,7 @@ def memory_list(
     ``info["order_peak"]`` is the one-unit order's peak; UNKNOWN with a reason if neither
     priority finds a schedule within the cap.
     """
+    require_problem(problem, "memory_list")
     t0 = time.perf_counter()
     g = problem.graph
     if order is None:

@@ -24,16 +24,18 @@ Examples
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
 from opsched.heuristics.improve import justify
 from opsched.heuristics.listsched import list_schedule
-from opsched.problem import Problem
+from opsched.problem import Problem, check_seed, check_spread, require_problem
 from opsched.schedule import Schedule, Status
 
 __all__ = ["DEFAULT_CANDIDATES", "Candidate", "portfolio"]
@@ -112,6 +114,12 @@ def portfolio(
     ``noise``). If no candidate finds a schedule (a dead end under a tight memory cap), the
     result is UNKNOWN with each candidate's reason.
     """
+    require_problem(problem, "portfolio")
+    seed = check_seed(seed)
+    if noise is not None:
+        noise = check_spread(noise)
+    if isinstance(runs, bool) or not isinstance(runs, numbers.Integral) or runs < 1:
+        raise ProblemError(f"runs must be an integer >= 1, got {runs!r}")
     t0 = time.perf_counter()
     if candidates is None:
         candidates = DEFAULT_CANDIDATES

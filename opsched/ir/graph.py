@@ -18,7 +18,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -88,6 +88,13 @@ class OpGraph:
     def __post_init__(self) -> None:
         if isinstance(self.ops, Op):
             raise TypeError("OpGraph takes a sequence of ops, got one Op: OpGraph((op,))")
+        if isinstance(self.ops, str | bytes) or not isinstance(self.ops, Iterable):
+            raise TypeError(
+                f"OpGraph: ops must be a sequence of Op, got {type(self.ops).__name__} "
+                "(OpGraph((Op('a', 1), Op('b', 2, deps=('a',)))))"
+            )
+        if not isinstance(self.name, str):
+            raise GraphError(f"graph name must be a string, got {self.name!r}", "name")
         object.__setattr__(self, "ops", tuple(self.ops))
         for i, op in enumerate(self.ops):
             if not isinstance(op, Op):

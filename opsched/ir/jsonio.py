@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from opsched._files import read_text, refuse_lone_surrogates, write_text_atomic
 from opsched.errors import GraphError, InputError
-from opsched.ir.graph import Op, OpGraph
+from opsched.ir.graph import Op, OpGraph, require_graph
 from opsched.ir.program import derive_dependencies
 
 __all__ = [
@@ -235,4 +235,5 @@ def write_json_atomic(doc: Any, path: str | os.PathLike[str], indent: int | None
 
 def write_graph_json(graph: OpGraph, path: str | os.PathLike[str]) -> None:
     """Write ``graph`` to ``path`` as ``opsched-graph/1`` (atomically)."""
+    require_graph(graph, "write_graph_json(graph, path)")
     write_json_atomic(graph_to_dict(graph), path)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opsched.errors import OpschedError, ProblemError
-from opsched.problem import Objective, Problem
+from opsched.problem import Objective, Problem, check_callable, require_problem
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.solve import solve_cpsat
 from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds, check_workers
@@ -136,6 +136,8 @@ def pareto_front(
     >>> [(p.makespan, p.peak_memory) for p in f.points], f.complete
     ([(1.0, 16), (2.0, 8)], True)
     """
+    require_problem(problem, "pareto_front")
+    check_callable(progress, "progress")
     t0 = time.perf_counter()
     deadline = t0 + check_seconds(time_limit)
     check_seconds(point_time_limit, "point_time_limit")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from opsched.ir.graph import Op, OpGraph
+from opsched.ir.graph import Op, OpGraph, require_graph
 from opsched.ir.program import DEP_KINDS, derive_dependencies
 
 __all__ = [
@@ -60,6 +60,7 @@ def dependency_edges(
     >>> [op.deps for op in dependency_edges(g, kinds=["RAW"])[0].ops]
     [(), ('A',), (), ('C', 'B')]
     """
+    require_graph(graph, "dependency_edges")
     ops = graph.ops
     raw = derive_dependencies([op.reads for op in ops], [op.writes for op in ops], kinds)
     names = graph.names
@@ -73,6 +74,7 @@ def dependency_edges(
 
 def derive_deps(graph: OpGraph, kinds: Sequence[str] = DEP_KINDS) -> OpGraph:
     """The graph whose dependencies are those derived from reads/writes (see above)."""
+    require_graph(graph, "derive_deps")
     return dependency_edges(graph, kinds)[0]
 
 

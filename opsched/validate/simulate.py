@@ -82,6 +82,11 @@ def simulate(problem: Problem, schedule: Schedule) -> SimulationReport:
     if isinstance(problem, Schedule) and isinstance(schedule, Problem):
         raise TypeError("simulate(problem, schedule): the arguments are the other way round")
     require_problem(problem, "simulate(problem, schedule)")
+    if not isinstance(schedule, Schedule):
+        raise TypeError(
+            f"simulate(problem, schedule): schedule must be a Schedule, got "
+            f"{type(schedule).__name__} (Schedule.from_dict reads a file's)"
+        )
     g = problem.graph
     starts_by_name = schedule.starts()
     try:
@@ -145,6 +150,7 @@ def execute_orders(
     >>> [(o.name, o.start, o.unit) for o in s.ops]
     [('a', 0.0, 0), ('b', 0.0, 1), ('c', 2.0, 0)]
     """
+    require_problem(problem, "execute_orders(problem, orders)")
     g = problem.graph
     if durations is not None:
         if isinstance(durations, Mapping):

@@ -18,13 +18,15 @@ bytes so that the CP-SAT memory quantum stays exact.
 from __future__ import annotations
 
 import itertools
+import numbers
 import random
 
 import numpy as np
 
 from opsched.errors import ProblemError
-from opsched.ir.graph import Op, OpGraph
-from opsched.zoo.gen._build import draw_durations, finish_graph, rng_for
+from opsched.ir.graph import MAX_SIZE, Op, OpGraph
+from opsched.problem import check_seed
+from opsched.zoo.gen._build import check_count, draw_durations, finish_graph, rng_for
 from opsched.zoo.gen.network import random_network
 from opsched.zoo.gen.structured import EXAMPLES, example_graph, fork_join, series_parallel
 
@@ -70,8 +72,22 @@ def layered(
     >>> layered(30, layers=6, seed=1).to_dict() == g.to_dict()
     True
     """
-    _check(ops, "ops")
-    rng = random.Random(seed)
+    ops = check_count(ops, "ops")
+    if layers is not None:
+        layers = check_count(layers, "layers")
+    max_deps = check_count(max_deps, "max_deps")
+    max_duration = check_count(max_duration, "max_duration")
+    size_unit = check_count(size_unit, "size_unit")
+    max_size = check_count(max_size, "max_size")
+    if size_unit * max_size > MAX_SIZE:
+        raise ProblemError("size_unit * max_size must be <= 2^62")
+    if (
+        isinstance(workspace_prob, bool)
+        or not isinstance(workspace_prob, numbers.Real)
+        or not 0.0 <= workspace_prob <= 1.0
+    ):
+        raise ProblemError(f"workspace_prob must be in [0, 1], got {workspace_prob!r}")
+    rng = random.Random(check_seed(seed))  # the seeds rng_for takes
     layers = layers or max(2, round(ops**0.5))
     layers = min(layers, ops)
     # split ops into layers of random positive sizes

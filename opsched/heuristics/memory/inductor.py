@@ -47,7 +47,7 @@ from opsched.heuristics.memory.common import (
     post_order,
 )
 from opsched.ir.graph import OpGraph
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule
 
 __all__ = [
@@ -297,6 +297,7 @@ def inductor_memory(problem: Problem, **_: Any) -> Schedule:
     >>> s.status.value, s.makespan, s.info["method"] in s.info["peaks"]
     ('FEASIBLE', 7.0, True)
     """
+    require_problem(problem, "inductor_memory")
     t0 = time.perf_counter()
     cands = inductor_orders(problem)
     name, order, _peak = _best(cands)

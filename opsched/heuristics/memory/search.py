@@ -32,7 +32,7 @@ from opsched.heuristics.memory.inductor import inductor_orders
 from opsched.heuristics.memory.layered import layered_search
 from opsched.heuristics.memory.xla import xla_orders
 from opsched.ir.graph import OpGraph
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule
 
 __all__ = [
@@ -250,6 +250,7 @@ def min_memory(
     >>> s.status.value, s.info["peak_optimal"], s.peak_memory == s.info["peak_lower_bound"]
     ('FEASIBLE', True, True)
     """
+    require_problem(problem, "min_memory")
     t0 = time.perf_counter()
     name = "memory-beam" if method == "beam" else "min-memory"
     r = min_memory_order_result(

@@ -45,7 +45,7 @@ from opsched.heuristics.memory.common import (
     post_order,
 )
 from opsched.ir.graph import OpGraph
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule
 
 __all__ = [
@@ -225,6 +225,7 @@ def xla_memory(problem: Problem, **_: Any) -> Schedule:
     >>> s.status.value, s.info["method"]
     ('FEASIBLE', 'list')
     """
+    require_problem(problem, "xla_memory")
     t0 = time.perf_counter()
     cands = xla_orders(problem)
     name = min(cands, key=lambda k: cands[k][1])

@@ -19,7 +19,13 @@ from ortools.sat.python import cp_model
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
 from opsched.errors import ProblemError
-from opsched.problem import Objective, Problem, require_problem
+from opsched.problem import (
+    Objective,
+    Problem,
+    check_callable,
+    check_flag,
+    require_problem,
+)
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.hint import (
     HINT_SHARE,
@@ -146,6 +152,14 @@ def solve_cpsat(
     ('OPTIMAL', 6.0, 6.0)
     """
     require_problem(problem, "solve_cpsat")
+    if params is not None and not isinstance(params, Params):
+        raise TypeError(
+            f"solve_cpsat takes a Params as params, got {type(params).__name__} "
+            "(opsched.solver.cpsat.model.Params(num_workers=4); or the keywords themselves)"
+        )
+    check_callable(progress, "progress")
+    for flag, value in (("deterministic", deterministic), ("log", log), ("hint", hint)):
+        check_flag(value, flag)
     t0 = time.perf_counter()
     deadline = t0 + check_seconds(time_limit)
     check_workers(params.num_workers if params is not None else num_workers)

@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -94,11 +95,17 @@ def build(name: str, batch: int = 1, dtype: str = "float32", seed: int = 0) -> O
     ...
     opsched.errors.ProblemError: unknown model 'vgg16'; known: inception_v3, randwire, ...
     """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"a model name must be a str, got {type(name).__name__} {name!r} "
+            f"(known: {', '.join(MODELS)})"
+        )
     if name not in _BUILDERS:
         raise ProblemError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+    if isinstance(batch, bool) or not isinstance(batch, numbers.Integral) or batch < 1:
         raise ProblemError(f"batch must be an integer >= 1, got {batch!r}")
-    if dtype not in DTYPE_BYTES:
+    batch = int(batch)
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise ProblemError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")
     kwargs: dict[str, Any] = {"batch": batch, "dtype": dtype}
     if name == "randwire":
