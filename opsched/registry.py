@@ -65,7 +65,8 @@ def _downsets_refuse(units: int | None, capped: bool, objective: str, num_ops: i
     return shape_refusal(units, capped, num_ops)
 
 
-def _cpsat(problem: Problem, **opts: Any) -> Schedule:
+def _cpsat(problem: Problem, seed: Any = None, noise: Any = None, **opts: Any) -> Schedule:
+    # seed and noise are the randomised heuristics' options, which apply to no exact search
     return solve_cpsat(problem, **opts)
 
 

@@ -81,3 +81,13 @@ def test_exact_solvers_refuse_time_limits_that_are_no_limit(limit: float) -> Non
         opsched.registry.run("brute-force", p, time_limit=limit)
     with pytest.raises(ProblemError, match="time_limit must be a positive, finite number"):
         opsched.solve_downsets(p, time_limit=limit)
+
+
+def test_every_scheduler_takes_every_run_option() -> None:
+    # seed and noise reach the randomised heuristics; cpsat had crashed on them (TypeError)
+    from opsched.demo import seed_problem
+
+    p = seed_problem(units=2).with_machine(memory_cap=10**12)
+    for name in opsched.registry.SOLVERS:
+        s = opsched.registry.run(name, p, seed=1, noise=0.1, time_limit=1)
+        assert s.has_schedule and validate(p, s).valid, name
