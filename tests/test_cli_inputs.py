@@ -670,3 +670,16 @@ def test_simulate_bounds_its_runs_by_the_durations_they_draw(tmp_path: Path) -> 
              "at most --runs 250,000 here")  # fmt: skip
     _refused(invoke("simulate", path, sched, "--runs", 2_000_000), "--runs", "1<=x<=1000000")
     assert invoke("simulate", path, sched, "--runs", 2).exit_code == 0
+
+
+def test_analyze_under_a_cap_takes_the_unit_count_given(tmp_path: Path) -> None:
+    # the cap's check had run on one unit whatever -k said: an op of 2 units was "impossible"
+    doc = {"ops": [{"name": "a", "duration": 1, "output_bytes": 4, "demands": {"units": 2}}]}
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps(doc))
+    for units in (("-k", 2), ()):
+        r = invoke("analyze", graph, *units, "--memory-cap", 10, "--json")
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["cap_orders"]["memory_cap"] == 10
+    _refused(invoke("analyze", graph, "-k", 1, "--memory-cap", 10), "demands 2 of 'units'")
+    _refused(invoke("analyze", graph, "-k", 2, "--memory-cap", 3), "below the 4B")

@@ -178,7 +178,8 @@ def _cap_orders_summary(
     from opsched.problem import Machine, Problem
     from opsched.solver.serial import SerialCheck, serial_cap_check
 
-    reason = Problem(g, Machine(memory_cap=cap)).infeasibility_reason(cut=True)
+    # the machine as given (-k, else unlimited units): Machine()'s one unit refused 2-unit ops
+    reason = Problem(g, Machine(units=units, memory_cap=cap)).infeasibility_reason(cut=True)
     if reason is None:
         r = cap_orders(g, cap - g.persistent_bytes)
         reason = r.describe_conflict(g)

@@ -162,6 +162,7 @@ def register(main: click.Group) -> None:
                     cap, peak = format_bytes(s["memory_cap"]), format_bytes(s["peak_max"])
                     over = f"{s['over_cap']} of {runs} runs over the cap"
                     click.echo(f"  {'':7s} peak memory max {peak} (cap {cap}): {over}")
-                elif s.get("broken"):
-                    click.echo(f"  {'':7s} {s['broken']} of {runs} runs break a resource "
-                               "capacity (a replay keeps the unit orders only)")  # fmt: skip
+                if s.get("left_out"):
+                    click.echo(f"  {'':7s} {s['left_out']} of {runs} runs break a resource "
+                               "capacity (a replay keeps the unit orders only; left out of "
+                               "the statistics)")  # fmt: skip

@@ -31,6 +31,7 @@ True
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,7 +78,9 @@ class NoiseStats:
     info: dict[str, Any] = field(default_factory=dict)
 
     # the statistics are over the runs that finished (an online run can hit a memory dead
-    # end: its makespan is NaN, counted in info["dead_ends"]); NaN if none did
+    # end, a replay can break a capacity: its makespan is NaN, counted in info["dead_ends"]
+    # or info["left_out"]; a replay over the memory cap is counted, info["over_cap"]); NaN
+    # if none did
     @property
     def _done(self) -> np.ndarray:
         return self.makespans[np.isfinite(self.makespans)]
@@ -155,13 +158,15 @@ def _prepare(problem: Problem, policy: Policy) -> tuple[str, UnitOrders | Online
 def _run_all(
     problem: Problem, prepared: UnitOrders | Online, draws: np.ndarray
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Makespans of the runs (NaN for an online run that hit a memory dead end) and what the
-    runs did to the machine: under a memory cap ``peak_max`` and ``over_cap`` (replays
-    whose peak broke the cap: a replay keeps unit orders, not the cap), ``broken`` (replays
-    the validator refuses), ``dead_ends`` (online runs without a schedule)."""
+    """Makespans of the runs and what the runs did to the machine: under a memory cap
+    ``peak_max`` and ``over_cap`` (replays whose peak broke the cap: a replay keeps unit
+    orders, not the cap), ``broken`` (replays the validator refuses), ``left_out`` (those of
+    them that break more than the cap: a capacity the orders do not sequence, as an op of two
+    units run beside others; their makespan is NaN, as no machine could run them so),
+    ``dead_ends`` (online runs without a schedule, NaN too)."""
     out = np.empty(len(draws))
     peaks: list[float] = []
-    broken = dead = 0
+    broken = dead = impossible = 0
     for i, d in enumerate(draws):
         if isinstance(prepared, Online):
             s = online(problem, d, prepared.priority)
@@ -171,7 +176,12 @@ def _run_all(
                 continue
         else:
             s = replay(problem, prepared, d)
-            broken += s.info.get("valid") is False
+            if s.info.get("valid") is False:
+                broken += 1
+                if set(s.info.get("broken", ())) - {"memory"}:  # times no machine can give
+                    out[i] = np.nan  # (3 units busy on 2): left out of the statistics
+                    impossible += 1
+                    continue
         out[i] = s.makespan
         if s.peak_memory is not None:
             peaks.append(float(s.peak_memory))
@@ -182,6 +192,7 @@ def _run_all(
                  "over_cap": int(sum(p > cap for p in peaks))}  # fmt: skip
     if not orders_suffice(problem):
         info["broken"] = broken
+        info["left_out"] = impossible
     if isinstance(prepared, Online):
         info["dead_ends"] = dead
     return out, info
@@ -228,7 +239,9 @@ def robust_portfolio(
     runs: int = 100,
     seed: int = 0,
 ) -> list[NoiseStats]:
-    """Candidates ranked by expected makespan under ``noise``, then p95 (best first).
+    """Candidates ranked by expected makespan under ``noise``, then p95 (best first); a
+    candidate with runs left out of its statistics (dead ends, replays past a capacity)
+    ranks below those with fewer.
 
     Every candidate runs on the same sampled durations.
 
@@ -250,7 +263,17 @@ def robust_portfolio(
         if label is not None:
             st.policy = label
         out.append(st)
-    return sorted(out, key=lambda s: (s.mean, s.p95))
+    return sorted(out, key=_rank)
+
+
+def _rank(s: NoiseStats) -> tuple[int, float, float]:
+    """Fewest runs left out (dead ends, replays past a capacity) first, then mean, p95."""
+    left_out = int(np.count_nonzero(~np.isfinite(s.makespans)))
+    return left_out, _or_inf(s.mean), _or_inf(s.p95)
+
+
+def _or_inf(x: float) -> float:
+    return x if math.isfinite(x) else math.inf
 
 
 def clairvoyant_gaps(

@@ -37,6 +37,7 @@ import numpy as np
 from opsched.analysis.bounds import lower_bounds
 from opsched.analysis.paths import b_level
 from opsched.heuristics.listsched import list_schedule
+from opsched.ir import Op, OpGraph
 from opsched.pipeline.model import (
     PipelineResult,
     pipeline_metrics,
@@ -80,6 +81,7 @@ def pipeline_heuristic(
     t0 = time.perf_counter()
     g = problem.graph
     caps = stage_capacities(problem.machine.units, stages)
+    given = assignment is not None
     if assignment is None:
         assignment = balanced_partition(g, stages, caps)
     assign = [int(s) for s in assignment]
@@ -117,8 +119,26 @@ def pipeline_heuristic(
         last.wall_time_s = elapsed
         return PipelineResult(up, last, assign, None, "heuristic", {**info, **last.info})
     _, rule, sched = best
-    sched.lower_bound = lower_bounds(up.graph, up.machine.units, up.capacities).value
+    if given:  # the problem is this assignment's: its unrolled graph bounds it
+        sched.lower_bound = lower_bounds(up.graph, up.machine.units, up.capacities).value
+    else:  # the problem leaves the assignment open, and another can be faster
+        sched.lower_bound = _any_assignment_bound(g, microbatches, caps, other, stages)
     sched.wall_time_s = elapsed
     info |= {"priority": rule, "candidates": tried}
     sched.info = dict(info)
     return PipelineResult(up, sched, assign, pipeline_metrics(up, sched), "heuristic", info)
+
+
+def _any_assignment_bound(
+    g: OpGraph, microbatches: int, caps: Sequence[int], other: dict[str, int | None], stages: int
+) -> float:
+    """A makespan bound for every stage assignment: ``microbatches`` copies of ``g`` on one
+    machine pooling the stages' units and each resource's ``stages`` copies (any pipelined
+    schedule is a schedule of that machine)."""
+    ops = [
+        Op(f"{o.name}@{m}", o.duration, deps=tuple(f"{d}@{m}" for d in o.deps), demands=o.demands)
+        for m in range(microbatches)
+        for o in g.ops
+    ]
+    pooled = {r: None if c is None else c * stages for r, c in other.items()}
+    return lower_bounds(OpGraph(ops, resources=dict(g.resources)), sum(caps), pooled).value

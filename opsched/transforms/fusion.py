@@ -21,7 +21,8 @@ output: each internal tensor's write and read are removed, so N chained unary op
 tensor accesses to 2), ``numel`` and ``dtype`` of the output, and ``fused_from`` (member
 names). It keeps the last member's output tensor and ``output`` flag, depends on every
 member's outside inputs, holds the largest workspace and, per resource, the largest demand of
-its members, and is named ``"a+b+c"`` after them.
+its members that take time (a zero-duration op holds nothing), and is named ``"a+b+c"`` after
+them.
 
 Duration rule: a member's time is taken to scale with its ``flops + bytes``; fusion removes
 the member's share of the eliminated traffic, so member ``i`` contributes

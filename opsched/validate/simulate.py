@@ -244,8 +244,9 @@ def orders_suffice(problem: Problem) -> bool:
 def mark_broken(problem: Problem, schedule: Schedule) -> Schedule:
     """``schedule``, run from unit orders (:func:`execute_orders`, a replay), marked by what it
     breaks: where :func:`orders_suffice` does not hold and the validator refuses it, status
-    UNKNOWN, ``info["valid"]`` False and ``info["reason"]`` its first violation (a slower op
-    can keep a tensor alive past the cap). A valid one is returned as it is."""
+    UNKNOWN, ``info["valid"]`` False, ``info["reason"]`` its first violation (a slower op
+    can keep a tensor alive past the cap) and ``info["broken"]`` the kinds of its violations
+    (``memory``, ``capacity``...). A valid one is returned as it is."""
     if orders_suffice(problem):
         return schedule
     from opsched.validate.checker import validate
@@ -254,7 +255,8 @@ def mark_broken(problem: Problem, schedule: Schedule) -> Schedule:
     if not report.valid:
         schedule.status = Status.UNKNOWN
         why = f"the orders break the problem: {report.violations[0]}"
-        schedule.info = {**schedule.info, "valid": False, "reason": why}
+        kinds = sorted(report.kinds())
+        schedule.info = {**schedule.info, "valid": False, "reason": why, "broken": kinds}
     return schedule
 
 

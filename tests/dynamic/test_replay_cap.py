@@ -83,3 +83,25 @@ def test_simulate_reports_memory_and_survives_online_dead_ends(tmp_path):
     assert r.exit_code == 0, r.output
     assert "(cap 15B): 8 of 8 runs over the cap" in r.output
     assert "online" in r.output
+
+
+def test_replays_past_a_unit_capacity_are_left_out_of_the_statistics():
+    # b takes both units; the replay keeps unit orders only, so it starts b beside a (3 units
+    # busy on 2): its makespan 2 had entered the mean, below the optimum 4
+    from opsched.dynamic.robust import robust_portfolio
+    from opsched.heuristics.listsched import list_schedule
+
+    g = OpGraph((Op("a", 2, output_bytes=1), Op("b", 2, demands={"units": 2})))
+    p = Problem(g, Machine(units=2))
+    s = list_schedule(p)
+    assert validate(p, s).valid and s.makespan == 4
+    st = expected_makespan(p, s, Lognormal(1e-4), runs=3)
+    assert st.info["broken"] == st.info["left_out"] == 3 and st.mean != st.mean  # NaN
+    ranked = robust_portfolio(p, {"static": s, "online": "online"}, Lognormal(0.1), runs=5)
+    assert [r.policy for r in ranked] == ["online", "static"]  # fewer runs left out first
+    assert ranked[0].mean >= 4
+    # a replay only over the memory cap still counts (its time is one a machine gives)
+    held = _held()
+    over = expected_makespan(held, _valid(held), Lognormal(0.2), runs=4, seed=3)
+    assert over.info["over_cap"] == over.info["broken"] == 4 and over.info["left_out"] == 0
+    assert over.mean == over.mean
