@@ -141,4 +141,4 @@ def _any_assignment_bound(
         for o in g.ops
     ]
     pooled = {r: None if c is None else c * stages for r, c in other.items()}
-    return lower_bounds(OpGraph(ops, resources=dict(g.resources)), sum(caps), pooled).value
+    return lower_bounds(OpGraph(tuple(ops), resources=dict(g.resources)), sum(caps), pooled).value
