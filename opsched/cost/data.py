@@ -331,8 +331,10 @@ def canonical_rows(
     its timing column, one record per target of :func:`priced_targets`, time NaN).
     ``launches``: a ``profiler_ops`` row no shape rule reads takes the kind its ``launches``
     cell gives (:func:`row_launches_kind`) before ``opaque``, and a kernel row no op
-    launched the kind of its launch; the fit turns this off, so no curve is fitted on sizes
-    a launch only estimates.
+    launched, or whose op has no shape rule (``CompiledFunction``, fbgemm), the kind of its
+    launch where :func:`~opsched.cost.launch.launch_kind` reads one (such a record has
+    ``whole`` True: it is priced as itself, not as a share of its op); the fit turns this
+    off, so no curve is fitted on sizes a launch only estimates.
 
     Each record has ``row`` (index into ``df``), ``target`` (``""``; for DeepBench convs the
     conv kind; :data:`KERNEL_TARGET` for a collected row's kernel-only time), ``gpu``
@@ -365,6 +367,7 @@ def canonical_rows(
     leaves = leaf_shapes(df) if schema == "profiler_kernels" else {}
     # a kernel table's op launched the kernel rows of its instance (an opaque op's count)
     per_op = _instance_sizes(df) if schema == "profiler_kernels" else None
+    whole: set[int] = set()  # kernel rows priced from their own launch, not their op's share
     for pos, r in enumerate(df.itertuples(index=False)):
         if gpu is None and blank_cell(r.gpu):
             continue
@@ -427,6 +430,12 @@ def canonical_rows(
             else:
                 base = profiler_op(r, "op_input_dims", "op_input_types", leaves.get(pos),
                                    None if per_op is None else per_op[pos])  # fmt: skip
+                if launches and base[0] == "opaque":  # an op of no rule: its kernel's launch
+                    launched = launch_kind(r.kernel, getattr(r, "grid", None),
+                                           getattr(r, "block", None))  # fmt: skip
+                    if launched is not None:
+                        base = launched
+                        whole.add(pos)
                 dtype = base[1].get("dtype", "float32")
         except OpschedError:  # already names the problem (and is a ValueError)
             raise
@@ -456,6 +465,6 @@ def canonical_rows(
                 t = float("nan")
             attrs = with_math_dtype(kind, {**base[1], "dtype": dtype}, specs[key], mode=row_mode)
             out.append({"row": pos, "target": target, "gpu": key,
-                        "method": target_method(schema, target),
-                        "kind": kind, "attrs": attrs, "time_us": t})  # fmt: skip
+                        "method": target_method(schema, target), "kind": kind,
+                        "attrs": attrs, "time_us": t, "whole": pos in whole})  # fmt: skip
     return out

@@ -92,8 +92,11 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
         from opsched.cost.kernel_shares import kernel_weights
 
         part = kernel_weights(df["op"].tolist(), df["kernel"].tolist(), df["op_instance"].tolist())
+        own = [r["row"] for r in recs if r.get("whole")]  # priced from their own launch
+        part[own] = 1.0
         cols[""] = cols[""] * part  # each kernel its share of the op (kernel_shares)
-        count = df.groupby("op_instance")["op_instance"].transform("size").to_numpy(float)
+        count = df.groupby("op_instance")["op_instance"].transform("size").to_numpy(float).copy()
+        count[own] = 1.0
         roofs[""] = roofs[""] / np.where(np.isnan(count), 1.0, count)  # no op: a whole
     for t in targets:
         out[_PRED[t]] = cols[t]
