@@ -52,7 +52,7 @@ def _window_model(
     from ortools.sat.python import cp_model
 
     g = problem.graph
-    k = int(problem.machine.units or 0)
+    k = int(problem.unit_pool or 0)
     d = g.durations
     free = np.zeros(g.num_ops, dtype=bool)
     free[window] = True

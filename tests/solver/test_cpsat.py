@@ -414,6 +414,16 @@ def test_huge_sizes_tight_cap_is_unknown_not_infeasible() -> None:
     assert s.info["reason"] == "the rounded model is infeasible (rounding was not exact)"
 
 
+@pytest.mark.parametrize("units", [2**31, 10**30])
+def test_huge_unit_counts(units: int) -> None:
+    # the greedy hint sized a heap by the machine: 2^31 units ran out of memory
+    g = OpGraph((Op("a", 1), Op("b", 2), Op("c", 1, deps=("a",))))
+    p = Problem(g, Machine(units=units))
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.OPTIMAL and s.makespan == 2.0 and s.machine["units"] == units
+    _valid(p, s)
+
+
 def test_peak_lower_bound_not_above_the_peak_reached() -> None:
     b = 2**50
     g = OpGraph(
