@@ -248,11 +248,8 @@ def clamp_units(problem: Any) -> Any:
     """``problem`` with ``units`` lowered to the ops' total unit demand where it is above it:
     the same machine (no schedule can use more units at once), and what the solvers size
     their per-unit state by (``--units 1000000000`` on 12 ops ran out of memory)."""
-    k = problem.machine.units
-    if k is None:
-        return problem
-    need = max(1, int(problem.graph.demand_array("units").sum()))
-    return problem.with_machine(units=need) if k > need else problem
+    k, need = problem.machine.units, problem.unit_pool
+    return problem.with_machine(units=need) if k is not None and k > need else problem
 
 
 # public names for command modules

@@ -194,6 +194,25 @@ class Problem:
         return rec
 
     @property
+    def unit_pool(self) -> int | None:
+        """The units a schedule can hold at once: the machine's, lowered to the ops' total
+        unit demand (at least 1), or ``None`` for unlimited units.
+
+        No schedule uses more units at once than all its ops demand together, so solvers
+        size their per-unit state by this, not by :attr:`Machine.units` (which may be huge):
+        the schedules are the same and still name units of the machine as given.
+
+        >>> from opsched.ir import Op, OpGraph
+        >>> g = OpGraph((Op("a", 1), Op("b", 2)))
+        >>> Problem(g, Machine(units=10**30)).unit_pool, Problem(g, Machine(units=1)).unit_pool
+        (2, 1)
+        """
+        k = self.machine.units
+        if k is None:
+            return None
+        return min(k, max(1, int(self.graph.demand_array("units").sum())))
+
+    @property
     def memory_cap(self) -> int | None:
         cap = self.machine.memory_cap
         return int(cap) if cap is not None else None

@@ -300,8 +300,12 @@ def lower_bounds(
 def _loads(
     graph: OpGraph, units: int | None, caps: Mapping[str, int | None]
 ) -> list[tuple[str, np.ndarray, float]]:
-    """(name, demands, capacity) of every resource with a finite capacity."""
-    loads = [("units", graph.demand_array("units"), float(units))] if units else []
+    """(name, demands, capacity) of every resource with a finite capacity; ``units`` no
+    more than the ops demand together (more never binds, and 10^30 units, as a float,
+    made the ramp bound 136 on a graph whose critical path, 73, is met)."""
+    dem = graph.demand_array("units")
+    k = min(units, max(1, int(dem.sum()))) if units else None
+    loads = [("units", dem, float(k))] if k else []
     loads += [(r, graph.demand_array(r), float(c)) for r, c in caps.items() if r != "units" and c]
     return loads
 

@@ -50,7 +50,7 @@ class Forward:
         self.units: list[int] = g.demand_array("units").tolist()
         self.pp: list[int] = g.pred_ptr.tolist()
         self.pi: list[int] = g.pred_idx.tolist()
-        k = problem.machine.units or int(sum(self.units)) or 1
+        k = problem.unit_pool or int(sum(self.units)) or 1
         self.free_units = list(range(k))
         self.limited = {
             r: c for r, c in problem.capacities.items() if c is not None and r != "units"

@@ -166,7 +166,7 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     demand = {r: g.demand_array(r).tolist() for r in res_names}
     free = dict(caps)
     units_dem = g.demand_array("units").tolist()
-    k = problem.machine.units
+    k = problem.unit_pool  # not the machine's units, which may be huge
     unit_pool = list(range(k)) if k is not None else []  # heap of free unit ids
     next_unit = k if k is not None else 0
     mem_cap = problem.memory_cap
@@ -390,7 +390,7 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
         while running and running[0][0] <= t:
             _, _, v = heapq.heappop(running)
             finish(v)
-    lb = lower_bounds(g, k, problem.capacities).value
+    lb = lower_bounds(g, problem.machine.units, problem.capacities).value
     return Schedule.build(
         problem,
         starts,

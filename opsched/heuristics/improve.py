@@ -45,7 +45,7 @@ def forward_place(problem: Problem, starts: np.ndarray) -> tuple[np.ndarray, np.
     g = problem.graph
     wants = (g.demand_array("units") == 1).astype(np.int8)
     return call(
-        insertion, g.num_ops + g.num_edges, int(problem.machine.units or 1), g.durations,
+        insertion, g.num_ops + g.num_edges, int(problem.unit_pool or 1), g.durations,
         wants, np.asarray(starts, dtype=np.float64), g.pred_ptr, g.pred_idx, g.succ_ptr,
         g.succ_idx,
     )  # fmt: skip
@@ -56,7 +56,7 @@ def justify_arrays(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Double justification on arrays: returns ``(starts, units, rounds)``, never longer."""
     g = problem.graph
-    k = problem.machine.units
+    k = problem.unit_pool
     d = g.durations
     wants = (g.demand_array("units") == 1).astype(np.int8)
     size = g.num_ops + g.num_edges

@@ -152,7 +152,7 @@ def list_schedule(
     info: dict[str, object] = {"priority": rule_name, "placement": placement}
     result: Schedule | None = None
     if fast and (placement == "insertion" or (placement == "earliest" and cap is None)):
-        units = problem.machine.units
+        units = problem.unit_pool  # the kernels size per-unit state by it
         wants = (g.demand_array("units") == 1).astype(np.int8)
         size = g.num_ops + g.num_edges
         if placement == "insertion" and units is not None:
@@ -168,7 +168,7 @@ def list_schedule(
         elapsed = time.perf_counter() - t0
         result = Schedule.build(
             problem, starts, unit_of, solver=name, status=Status.FEASIBLE,
-            lower_bound=lower_bounds(g, units, problem.capacities).value,
+            lower_bound=lower_bounds(g, problem.machine.units, problem.capacities).value,
             wall_time_s=elapsed, info=info,
         )  # fmt: skip
         if cap is not None and result.peak_memory is not None and result.peak_memory > cap:

@@ -33,7 +33,7 @@ from opsched.heuristics.improve import forward_place, justify_arrays
 from opsched.heuristics.listsched import units_only
 from opsched.heuristics.portfolio import portfolio
 from opsched.problem import Problem, check_callable, check_seed, require_problem
-from opsched.schedule import Schedule
+from opsched.schedule import Schedule, Status
 from opsched.solver.defaults import check_seconds
 from opsched.solver.interrupt import run_solver
 
@@ -52,7 +52,7 @@ def _window_model(
     from ortools.sat.python import cp_model
 
     g = problem.graph
-    k = int(problem.machine.units or 0)
+    k = int(problem.unit_pool or 0)
     d = g.durations
     free = np.zeros(g.num_ops, dtype=bool)
     free[window] = True
@@ -123,7 +123,10 @@ def lns(
     """Improve ``start`` (default: the portfolio's schedule) for ``time_limit`` seconds.
 
     Only problems of ``units`` alone, with a unit count and no memory cap, are improved; any
-    other comes back as ``start`` with ``info["lns"]`` saying why.
+    other comes back as ``start`` with ``info["lns"]`` saying why. The portfolio that finds
+    the default start runs within ``time_limit`` too; a problem its checks
+    (:meth:`~opsched.problem.Problem.infeasibility_reason`) prove has no schedule is UNKNOWN
+    with that reason at once.
 
     ``info`` records ``iterations``, ``improvements`` and the starting makespan;
     ``progress``, if given, is called with a line at the start and at each improvement.
@@ -135,7 +138,18 @@ def lns(
     check_callable(progress, "progress")
     t0 = time.perf_counter()
     check_seconds(time_limit)
-    base = start if start is not None else portfolio(problem)
+    if start is None:
+        reason = problem.infeasibility_reason()
+        if reason:  # a proof: nothing to start from, nor to improve
+            return Schedule.empty(
+                problem,
+                solver="lns",
+                status=Status.UNKNOWN,
+                info={"reason": reason},
+                wall_time_s=time.perf_counter() - t0,
+            )
+    # the start gets the time limit too (its min-memory search alone had taken 10 s)
+    base = start if start is not None else portfolio(problem, time_limit=time_limit)
     g = problem.graph
     why = _not_applicable(problem, base)
     if why is not None:

@@ -89,6 +89,7 @@ def memory_list(
     *,
     order_options: dict[str, Any] | None = None,
     order: np.ndarray | None = None,
+    deadline: float | None = None,
     **_: object,
 ) -> Schedule:
     """Min-memory order as list priority with memory-feasible placement, or b-level if shorter.
@@ -99,6 +100,8 @@ def memory_list(
     "rounds": 1}`` for a fast order; the default search can take seconds at 50-120 ops).
     ``order``: a one-unit order to use instead of searching for one (e.g. the one
     :func:`opsched.solver.serial.serial_cap_check` found within the cap).
+    ``deadline``: a :func:`time.perf_counter` time at which the order search stops and
+    keeps the best order found by then.
 
     ``info["order_peak"]`` is the one-unit order's peak; UNKNOWN with a reason if neither
     priority finds a schedule within the cap.
@@ -106,8 +109,17 @@ def memory_list(
     require_problem(problem, "memory_list")
     t0 = time.perf_counter()
     g = problem.graph
+    reason = problem.infeasibility_reason()
+    if reason:  # a proof: no order to search for (the search had taken seconds to fail)
+        return Schedule.empty(
+            problem,
+            solver="memory-list",
+            status=Status.UNKNOWN,
+            info={"reason": reason},
+            wall_time_s=time.perf_counter() - t0,
+        )
     if order is None:
-        order = min_memory_order(problem, **(order_options or {}))
+        order = min_memory_order(problem, **{"deadline": deadline, **(order_options or {})})
     order = np.asarray(order, dtype=np.int64)
     prio = np.empty(g.num_ops)
     prio[order] = np.arange(g.num_ops, 0, -1, dtype=np.float64)

@@ -50,14 +50,16 @@ class Candidate:
     justify: bool = True
     seed: int | None = None  # for the seeded rules; None: the portfolio's seed
 
-    def run(self, problem: Problem, seed: int = 0) -> Schedule:
+    def run(self, problem: Problem, seed: int = 0, deadline: float | None = None) -> Schedule:
+        """The candidate's schedule; ``deadline`` (a :func:`time.perf_counter` time) bounds
+        the one slow member, the min-memory order search."""
         seed = seed if self.seed is None else self.seed
         if self.priority == "fifo":
             s = greedy(problem, "fifo")
         elif self.priority == "min-memory":
             from opsched.heuristics.memory_list import memory_list
 
-            s = memory_list(problem)
+            s = memory_list(problem, deadline=deadline)
         else:
             s = list_schedule(problem, self.priority, self.placement, seed=seed)
             if self.seed is not None:
@@ -107,12 +109,19 @@ def portfolio(
     noise: float | None = None,
     runs: int = 20,
     seed: int = 0,
+    time_limit: float | None = None,
 ) -> Schedule:
     """Run every candidate and return the best schedule (see the module docstring).
 
     ``info`` holds ``winner`` and ``candidates`` (name -> makespan, or expected makespan with
     ``noise``). If no candidate finds a schedule (a dead end under a tight memory cap), the
-    result is UNKNOWN with each candidate's reason.
+    result is UNKNOWN with each candidate's reason; if the problem's own checks
+    (:meth:`~opsched.problem.Problem.infeasibility_reason`) prove that none exists, it is
+    UNKNOWN with that reason at once.
+
+    ``time_limit`` (seconds; ``None``: none): no candidate starts after it, and the
+    min-memory order search stops at it; ``info["time_limit"]`` then says how many
+    candidates ran.
     """
     require_problem(problem, "portfolio")
     seed = check_seed(seed)
@@ -121,6 +130,16 @@ def portfolio(
     if isinstance(runs, bool) or not isinstance(runs, numbers.Integral) or runs < 1:
         raise ProblemError(f"runs must be an integer >= 1, got {runs!r}")
     t0 = time.perf_counter()
+    reason = problem.infeasibility_reason()
+    if reason:
+        return Schedule.empty(
+            problem,
+            solver="portfolio",
+            status=Status.UNKNOWN,
+            info={"reason": reason},
+            wall_time_s=time.perf_counter() - t0,
+        )
+    deadline = None if time_limit is None else t0 + time_limit
     if candidates is None:
         candidates = DEFAULT_CANDIDATES
         if problem.memory_cap is not None:
@@ -128,8 +147,12 @@ def portfolio(
     scores: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
     best: tuple[tuple[float, float, int], Schedule] | None = None
+    stopped = None
     for i, cand in enumerate(candidates):
-        s = cand.run(problem, seed=seed)
+        if deadline is not None and time.perf_counter() >= deadline:
+            stopped = f"reached after {i} of {len(candidates)} candidates"
+            break
+        s = cand.run(problem, seed=seed, deadline=deadline)
         label = s.solver
         if s.status not in (Status.FEASIBLE, Status.OPTIMAL) or s.makespan is None:
             scores[label] = None
@@ -146,9 +169,12 @@ def portfolio(
     info: dict[str, object] = {"candidates": scores}
     if noise:
         info.update(noise=noise, runs=runs, seed=seed)
+    if stopped is not None:
+        info["time_limit"] = stopped
     if best is None:
         info["reasons"] = reasons
-        info["reason"] = "no candidate found a schedule: " + "; ".join(
+        within = f" before the time limit ({stopped})" if stopped else ""
+        info["reason"] = f"no candidate found a schedule{within}: " + "; ".join(
             f"{k}: {v}" for k, v in list(reasons.items())[:3]
         )
         return Schedule.empty(

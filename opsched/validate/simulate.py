@@ -67,6 +67,9 @@ def simulate(problem: Problem, schedule: Schedule) -> SimulationReport:
 
     Utilisation is the busy unit-time (duration x units demand, summed) over
     ``units x makespan``; with unlimited units, over ``max concurrent units x makespan``.
+    Busy and idle time are listed for each unit the schedule names and each unit up to the
+    ops' total unit demand (:attr:`Problem.unit_pool`): the units of a machine beyond that
+    are never used, idle throughout, and not listed one by one.
 
     Examples
     --------
@@ -101,9 +104,8 @@ def simulate(problem: Problem, schedule: Schedule) -> SimulationReport:
         if o.unit is not None:
             busy[o.unit] = busy.get(o.unit, 0.0) + (o.end - o.start)
     k = problem.machine.units
-    if k is not None:
-        for u in range(k):
-            busy.setdefault(u, 0.0)
+    for u in range(problem.unit_pool or 0):  # not units past all the ops' demand: never used
+        busy.setdefault(u, 0.0)
     idle = {u: makespan - b for u, b in sorted(busy.items())}
     unit_work = float((g.durations * g.demand_array("units")).sum())
     width = k if k is not None else max(len(busy), 1)

@@ -432,3 +432,20 @@ def test_a_zero_duration_run_frees_a_read_graph_output_as_finish_does() -> None:
     for s in (greedy(p), greedy(p, "b-level")):
         assert s.status is Status.FEASIBLE, s.info
         assert validate(p, s).valid and s.makespan == 5.0
+
+
+@pytest.mark.parametrize("units", [2**31, 10**30])
+def test_huge_unit_counts_cost_no_more_than_the_ops_need(units: int) -> None:
+    # the free-unit heap held one id per unit of the machine: 2^31 units ran out of memory,
+    # 10^30 overflowed; no schedule holds more units than all its ops demand together
+    g = OpGraph((Op("a", 1), Op("b", 2), Op("c", 1, deps=("a",)),
+                 Op("w", 1, demands={"units": 2})))  # fmt: skip
+    p = Problem(g, Machine(units=units))
+    assert p.unit_pool == 5
+    few = Problem(g, Machine(units=5))
+    for prio in ("fifo", "b-level"):
+        s = greedy(p, prio)
+        assert s.status is Status.FEASIBLE and s.machine["units"] == units
+        assert validate(p, s).valid
+        same = greedy(few, prio)
+        assert [(o.start, o.unit) for o in s.ops] == [(o.start, o.unit) for o in same.ops]

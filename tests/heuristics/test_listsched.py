@@ -366,3 +366,22 @@ def test_solver_names() -> None:
     assert list_solver_name("heft", "insertion") == "heft"
     assert list_solver_name("b-level", "memory") == "list-memory"
     assert list_solver_name("lpt", "insertion") == "list-lpt-insertion"
+
+
+@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize("placement", ["earliest", "insertion", "memory"])
+def test_huge_unit_counts_give_the_schedule_of_as_many_units_as_ops(
+    placement: str, big: bool
+) -> None:
+    # the kernels sized their unit arrays by the machine (2^31 units: a 16 GiB allocation;
+    # 10^30: past NumPy's largest dimension) and HEFT walked every unit for every op
+    g = layered(120, seed=3) if big else OpGraph((Op("a", 1), Op("b", 2)))  # compiled / not
+    n = g.num_ops
+    for units in (2**31, 10**30):
+        p = Problem(g, Machine(units=units))
+        s = list_schedule(p, "b-level", placement)
+        assert s.status is Status.FEASIBLE and s.machine["units"] == units
+        assert validate(p, s).valid
+        same = list_schedule(Problem(g, Machine(units=n)), "b-level", placement)
+        assert [(o.start, o.unit) for o in s.ops] == [(o.start, o.unit) for o in same.ops]
+        assert s.lower_bound == same.lower_bound

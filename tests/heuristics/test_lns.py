@@ -119,3 +119,44 @@ def test_two_op_graph_with_a_delayed_start() -> None:
     start = Schedule.build(p, [0.0, 5.0], [0, 1], solver="hand")  # no lower bound recorded
     s = lns(p, time_limit=0.5, start=start)
     assert s.makespan == 1.0 and validate(p, s).valid
+
+
+def _capped_layered(share: float) -> Problem:
+    """layered(50) on 4 units under ``share`` of its serial peak (0.7: below the graph
+    outputs held at the end, which the problem's own checks see at once)."""
+    from opsched.heuristics import serial
+
+    g = layered(50, seed=0)
+    peak = serial(Problem(g, Machine(units=4))).peak_memory or 0
+    return Problem(g, Machine(units=4, memory_cap=int(peak * share)))
+
+
+def test_a_cap_proven_impossible_is_reported_at_once() -> None:
+    # the portfolio's min-memory search had spent ~10 s (200,000 states) before reporting
+    # what infeasibility_reason proves in a millisecond, five times lns's time limit
+    from opsched import registry
+    from opsched.schedule import Status
+
+    p = _capped_layered(0.7)
+    reason = p.infeasibility_reason()
+    assert reason is not None and "graph outputs held at the end" in reason
+    t0 = time.perf_counter()
+    s = lns(p, time_limit=2)
+    assert time.perf_counter() - t0 < 5.0  # a guard against the 10 s it took
+    assert s.status is Status.UNKNOWN and not s.has_schedule and s.solver == "lns"
+    assert s.info["reason"] == reason
+    for name in ("min-memory", "memory-beam", "memory-list", "portfolio"):
+        r = registry.run(name, p)
+        assert r.status is Status.UNKNOWN and not r.has_schedule, name
+        assert r.info["reason"] == reason, name
+
+
+def test_the_start_it_searches_for_keeps_the_time_limit() -> None:
+    # under a cap that admits schedules lns does not apply and returns the portfolio's
+    # schedule; the portfolio's min-memory order search (~7 s here) ran past the limit
+    p = _capped_layered(1.0)
+    t0 = time.perf_counter()
+    s = lns(p, time_limit=1.0)
+    assert time.perf_counter() - t0 < 4.0  # a guard against the 7-10 s it took
+    assert s.has_schedule and validate(p, s).valid
+    assert s.info["lns"] == "not applicable (a memory cap)"

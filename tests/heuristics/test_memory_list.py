@@ -100,3 +100,17 @@ def test_in_order_takes_other_resources_and_multi_unit_ops() -> None:
     s2 = in_order(p2, np.arange(3))
     assert validate(p2, s2).valid and s2.makespan == 4.0
     assert s2.ops[0].name == "wide" and s2.ops[0].unit is None
+
+
+def test_huge_unit_counts_under_a_cap() -> None:
+    # the forward state held a free-unit heap of the machine's size (2^31 units: out of
+    # memory; 10^30: an overflow)
+    g = random_graph(random.Random(5), 14)
+    peak = order_peak(g, min_memory_order(g))
+    for units in (2**31, 10**30):
+        p = Problem(g, Machine(units=units, memory_cap=peak))
+        s = memory_list(p)
+        assert s.status is Status.FEASIBLE and s.machine["units"] == units
+        assert validate(p, s).valid
+        same = memory_list(Problem(g, Machine(units=g.num_ops, memory_cap=peak)))
+        assert [(o.start, o.unit) for o in s.ops] == [(o.start, o.unit) for o in same.ops]

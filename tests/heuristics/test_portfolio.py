@@ -170,3 +170,27 @@ def test_empty_graph() -> None:
     p = Problem(OpGraph(()), Machine(units=2))
     s = portfolio(p)
     assert s.status == Status.FEASIBLE and s.makespan == 0.0
+
+
+def test_huge_unit_counts_run_as_fast_as_the_op_count() -> None:
+    # 10^7 units had taken the portfolio over 30 s on two ops, 2^31 ran out of memory and
+    # 10^30 overflowed (the list kernels and forward-backward passes sized by the machine)
+    from opsched.heuristics.lns import lns
+
+    g = OpGraph((Op("a", 1), Op("b", 2)))
+    for units in (10**7, 2**31, 10**30):
+        p = Problem(g, Machine(units=units))
+        for s in (portfolio(p), lns(p, time_limit=1)):
+            assert s.status is Status.FEASIBLE and s.makespan == 2.0
+            assert s.machine["units"] == units and validate(p, s).valid
+
+
+def test_time_limit_stops_starting_candidates() -> None:
+    p = _problems()[0]
+    s = portfolio(p, time_limit=0.0)  # the limit is met before the first candidate
+    assert s.status is Status.UNKNOWN and not s.has_schedule
+    assert s.info["time_limit"] == f"reached after 0 of {len(DEFAULT_CANDIDATES)} candidates"
+    assert s.info["reason"].startswith("no candidate found a schedule before the time limit")
+    full = portfolio(p)
+    assert portfolio(p, time_limit=60.0).makespan == full.makespan  # ample: all of them run
+    assert "time_limit" not in full.info

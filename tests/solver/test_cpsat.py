@@ -402,16 +402,48 @@ def test_huge_sizes_inexact_quanta_give_a_valid_schedule() -> None:
     _valid(p, s)
 
 
-def test_huge_sizes_tight_cap_is_unknown_not_infeasible() -> None:
+def test_huge_sizes_tight_cap_is_feasible_not_infeasible() -> None:
     # a cap of exactly 3 * 2^50 + 4 B admits a schedule, but sizes rounded up and the cap
-    # rounded down no longer fit: the rounded model is infeasible, which proves nothing
+    # rounded down no longer fit: the rounded model is infeasible, which proves nothing,
+    # and the greedy schedule of the problem itself is returned (it had been UNKNOWN)
     b = 2**50
     p = Problem(_huge(), Machine(units=2, memory_cap=3 * b + 4))
     assert p.infeasibility_reason() is None
     s = solve_cpsat(p, **FAST)
-    assert s.status is Status.UNKNOWN
-    assert not s.ops
-    assert s.info["reason"] == "the rounded model is infeasible (rounding was not exact)"
+    assert s.status is Status.FEASIBLE and s.makespan == 2.0
+    assert s.info["note_fallback"].startswith(
+        "the rounded model is infeasible (rounding was not exact): "
+    )
+    assert "reason" not in s.info and "optimality is not claimed" in s.info["note"]
+    _valid(p, s)
+
+
+def test_rounded_model_infeasible_keeps_a_valid_start() -> None:
+    # a (10^15 + 7 B) read by b (3 B) fits the cap exactly; rounded to quanta it does not,
+    # so the cap's orders refuted the integer problem and no schedule came back
+    g = OpGraph((Op("a", 1, output_bytes=10**15 + 7), Op("b", 1, output_bytes=3, deps=("a",)),
+                 Op("c", 1, output_bytes=10**15 + 1)))  # fmt: skip
+    p = Problem(g, Machine(units=2, memory_cap=10**15 + 10))
+    s = solve_cpsat(p, time_limit=2)
+    assert s.info["scaling"]["memory_exact"] is False
+    assert s.status is Status.FEASIBLE  # not OPTIMAL: nothing was proven
+    assert s.makespan == 3.0 and s.lower_bound == 2.0
+    assert "rounded model is infeasible" in s.info["note_fallback"]
+    _valid(p, s)
+    # where the problem has no schedule either, nothing is invented
+    tight = Problem(g, Machine(units=2, memory_cap=10**15 + 9))
+    t = solve_cpsat(tight, time_limit=2)
+    assert t.status in (Status.UNKNOWN, Status.INFEASIBLE) and not t.has_schedule
+
+
+@pytest.mark.parametrize("units", [2**31, 10**30])
+def test_huge_unit_counts(units: int) -> None:
+    # the greedy hint sized a heap by the machine: 2^31 units ran out of memory
+    g = OpGraph((Op("a", 1), Op("b", 2), Op("c", 1, deps=("a",))))
+    p = Problem(g, Machine(units=units))
+    s = solve_cpsat(p, **FAST)
+    assert s.status is Status.OPTIMAL and s.makespan == 2.0 and s.machine["units"] == units
+    _valid(p, s)
 
 
 def test_peak_lower_bound_not_above_the_peak_reached() -> None:

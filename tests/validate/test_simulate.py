@@ -193,3 +193,15 @@ def test_execute_orders_duplicate_op(orders):
     with pytest.raises(ScheduleFormatError, match="twice") as info:
         execute_orders(p, orders)
     assert "'a'" in str(info.value)
+
+
+def test_simulate_huge_unit_count_lists_only_units_the_ops_can_use() -> None:
+    # every unit of the machine was listed idle: 10^7 units took 14 s, 10^30 never ended
+    g = _three_ops()
+    s = Schedule.build(Problem(g, Machine(units=3)), {"a": 0, "b": 0, "c": 3},
+                       {"a": 0, "b": 1, "c": 0}, solver="hand")  # fmt: skip
+    for units in (10**6, 10**30):
+        r = simulate(Problem(g, Machine(units=units)), s)
+        assert r.unit_busy == {0: 3.0, 1: 3.0, 2: 0.0}
+        assert r.unit_idle == {0: 1.0, 1: 1.0, 2: 4.0}
+        assert r.utilisation == pytest.approx(6 / (units * 4))

@@ -39,6 +39,7 @@ largest among the others and among ``v``'s consumers.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -57,7 +58,8 @@ class LayeredOutcome:
     ``order`` is ``None`` when no order strictly below ``incumbent`` was found; ``complete``
     is True when no state was ever dropped for width (the search was exhaustive, so its
     answer, or the incumbent if it found none, is optimal); ``states`` counts states kept;
-    ``aborted`` is True when an exhaustive search ran over ``max_states``.
+    ``aborted`` is True when an exhaustive search ran over ``max_states`` or any search
+    past its deadline.
     """
 
     order: list[int] | None
@@ -88,6 +90,7 @@ def layered_search(
     incumbent: int,
     budget: int | None = None,
     max_states: int | None = None,
+    deadline: float | None = None,
 ) -> LayeredOutcome:
     """Search orders of ``m`` with a peak below ``incumbent``.
 
@@ -104,6 +107,8 @@ def layered_search(
         the others, by that bound; ``None``: no target.
     max_states
         With ``width=None``: give up (``aborted``) once more states than this were kept.
+    deadline
+        A :func:`time.perf_counter` time at which to give up (``aborted``, no order).
 
     Examples
     --------
@@ -135,6 +140,8 @@ def layered_search(
     layer = [root]
     complete, kept_states = True, 1
     for _ in range(n):
+        if deadline is not None and time.perf_counter() >= deadline:
+            return LayeredOutcome(None, None, False, kept_states, True)
         lens = np.fromiter((len(s.ready) for s in layer), dtype=np.int64, count=len(layer))
         offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
         sid = np.repeat(np.arange(len(layer)), lens)
@@ -199,6 +206,8 @@ def layered_search(
             # the budget holds within a layer too: one layer alone had reached 670,000
             # states (and gigabytes) against a budget of 100,000
             if width is None and max_states is not None and kept_states + len(nxt) > max_states:
+                return LayeredOutcome(None, None, False, kept_states + len(nxt), True)
+            if deadline is not None and len(nxt) % 1024 == 0 and time.perf_counter() >= deadline:
                 return LayeredOutcome(None, None, False, kept_states + len(nxt), True)
         kept_states += len(nxt)
         layer = nxt

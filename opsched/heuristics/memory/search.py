@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from opsched.analysis.topo import topo_indices
 from opsched.errors import ProblemError
 from opsched.heuristics.memory.common import MemoryModel, as_graph, order_peak, order_schedule
 from opsched.heuristics.memory.inductor import inductor_orders
@@ -33,7 +34,7 @@ from opsched.heuristics.memory.layered import layered_search
 from opsched.heuristics.memory.xla import xla_orders
 from opsched.ir.graph import OpGraph
 from opsched.problem import Problem, require_problem
-from opsched.schedule import Schedule
+from opsched.schedule import Schedule, Status
 
 __all__ = [
     "MemorySearchResult",
@@ -96,6 +97,7 @@ def min_memory_order_result(
     rounds: int | None = None,
     seed: bool = True,
     beam_max_ops: int = BEAM_MAX_OPS,
+    deadline: float | None = None,
 ) -> MemorySearchResult:
     """The lowest-peak single-unit order opsched finds, with how good it is known to be.
 
@@ -124,6 +126,9 @@ def min_memory_order_result(
     seed
         Start from the best compiler baseline (always at least as good as each of them);
         without it the search starts from no incumbent.
+    deadline
+        A :func:`time.perf_counter` time at which the searches stop: the best order found by
+        then is returned (a baseline, or a topological order if none was tried).
 
     Examples
     --------
@@ -173,8 +178,10 @@ def min_memory_order_result(
         budget = hi - 1 if round_ == 0 else (lo + hi) // 2
         if budget < lo:
             break
-        r = layered_search(m, width=width, incumbent=hi, budget=budget)
+        r = layered_search(m, width=width, incumbent=hi, budget=budget, deadline=deadline)
         states += r.states
+        if r.aborted:  # out of time
+            break
         if r.order is not None and r.peak is not None:
             order = np.asarray(r.order, dtype=np.int64)
             hi = _peak(g, order, r.peak)
@@ -184,11 +191,15 @@ def min_memory_order_result(
             break
         if r.order is None or hi > budget:
             lo = budget + 1  # the budget was missed (not a proof: the beam is partial)
-    assert found is not None
+    if found is None:  # out of time before the first beam ended, and no baseline
+        order = topo_indices(g)
+        found = (order, _peak(g, order, None), "topological")
     optimal = optimal or found[1] <= lower
     use_exact = method == "exact" or (method == "auto" and m.n <= exact_max_ops)
     if use_exact and not optimal:
-        r = layered_search(m, width=None, incumbent=found[1], max_states=max_states)
+        r = layered_search(
+            m, width=None, incumbent=found[1], max_states=max_states, deadline=deadline
+        )
         states += r.states
         if not r.aborted:
             optimal = True
@@ -253,6 +264,15 @@ def min_memory(
     require_problem(problem, "min_memory")
     t0 = time.perf_counter()
     name = "memory-beam" if method == "beam" else "min-memory"
+    reason = problem.infeasibility_reason()
+    if reason:  # a proof: no order to search for (the search had taken seconds to fail)
+        return Schedule.empty(
+            problem,
+            solver=name,
+            status=Status.UNKNOWN,
+            info={"reason": reason},
+            wall_time_s=time.perf_counter() - t0,
+        )
     r = min_memory_order_result(
         problem, method=method, width=width, exact_max_ops=exact_max_ops,
         max_states=max_states, rounds=rounds, beam_max_ops=beam_max_ops,

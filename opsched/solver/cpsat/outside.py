@@ -22,6 +22,7 @@ __all__ = [
     "CAP_ORDER_SHARE",
     "SERIAL_MAX_STATES",
     "SERIAL_SHARE",
+    "exact_start",
     "no_worse_than_greedy",
     "overlap_bound",
     "serial_check",
@@ -36,6 +37,30 @@ SERIAL_SHARE = 0.2
 
 #: Most states the one-unit check keeps, whatever the time limit (about 1 GB of memory).
 SERIAL_MAX_STATES = 500_000
+
+
+def exact_start(problem: Problem, makespan_limit: float | None = None) -> Schedule | None:
+    """A schedule of the problem itself (not rounded), for when the integer model gives
+    none without a proof (its rounded sizes and cap leave no room the problem has, or the
+    time ran out): the shorter of the two greedy schedules (b-level, FIFO), else the
+    memory-aware one with the hint's quick order search; each must pass the validator and
+    end by ``makespan_limit``. None if none does."""
+    from opsched.heuristics.memory_list import memory_list
+    from opsched.solver.cpsat.hint import HINT_ORDER_SEARCHES
+    from opsched.validate import validate
+
+    def usable(s: Schedule) -> bool:
+        if not s.has_schedule or s.makespan is None:
+            return False
+        if makespan_limit is not None and s.makespan > makespan_limit + 1e-9:
+            return False
+        return validate(problem, s).valid
+
+    found = [s for s in (greedy(problem, "b-level"), greedy(problem)) if usable(s)]
+    if not found and problem.memory_cap is not None:
+        s = memory_list(problem, order_options=HINT_ORDER_SEARCHES[0])
+        found = [s] if usable(s) else []
+    return min(found, key=lambda s: float(s.makespan or 0.0)) if found else None
 
 
 def no_worse_than_greedy(problem: Problem, found: Schedule) -> Schedule:

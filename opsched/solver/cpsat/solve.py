@@ -42,6 +42,7 @@ from opsched.solver.cpsat.model import (
 from opsched.solver.cpsat.outside import (  # the two shares: re-exported (__all__)
     CAP_ORDER_SHARE,
     SERIAL_SHARE,
+    exact_start,
     no_worse_than_greedy,
     overlap_bound,
     serial_check,
@@ -176,6 +177,7 @@ def solve_cpsat(
             problem, solver="cpsat", status=Status.INFEASIBLE, info={"reason": reason},
             wall_time_s=time.perf_counter() - t0,
         )  # fmt: skip
+
     split = makespan_limit is None  # the phases would each be solved without the limit
     if split and params.split and obj is Objective.MAKESPAN and problem.memory_cap is not None:
         cuts = split_points(problem.graph)
@@ -195,6 +197,32 @@ def solve_cpsat(
             "give the durations in a coarser time unit"
         )
     info: dict[str, Any] = {"objective": obj.value, "scaling": scaling.to_dict(), "stages": []}
+
+    def none_found(cp_status: str, proven: bool, proof: str | None = None) -> Schedule:
+        """The result where the model gave no schedule: INFEASIBLE with a proof, else a
+        valid schedule of the problem itself (FEASIBLE, the model's failure noted), else
+        UNKNOWN. A rounded model that is infeasible proves nothing: its sizes are rounded
+        up and its cap down, so the problem may still have room, and the schedule the
+        greedy finds there was dropped with it."""
+        out = no_schedule(problem, cp_status, proven, info, t0, makespan_limit, proof)
+        if out.status is not Status.UNKNOWN:
+            return out
+        found = exact_start(problem, makespan_limit)
+        if found is None:
+            return out
+        why = info.pop("reason")
+        info["note_fallback"] = f"{why}: the {found.solver} schedule of the problem is returned"
+        if not (scaling.time_exact and scaling.memory_exact):
+            info["note"] = "durations or sizes were rounded; optimality is not claimed"
+        low = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
+        by_name = {o.name: o for o in found.ops}
+        ops = [by_name[n] for n in problem.graph.names]
+        return Schedule.build(
+            problem, [o.start for o in ops], [o.unit for o in ops],
+            solver="cpsat", status=Status.FEASIBLE, lower_bound=low,
+            wall_time_s=time.perf_counter() - t0, info=info,
+        )  # fmt: skip
+
     tick = tick_problem(problem, scaling)
     orders: tuple[tuple[int, int], ...] = ()
     if params.cap_orders and scaling.cap is not None:
@@ -204,7 +232,7 @@ def solve_cpsat(
         forced = cap_orders(tick.graph, scaling.cap, flow_budget(n, CAP_ORDER_SHARE * time_limit))
         if forced.conflict is not None:
             why = forced.describe_conflict(problem.graph)
-            return no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0, proof=why)
+            return none_found("INFEASIBLE", scaling.memory_exact, proof=why)
         orders = forced.edges
         info["cap_orders"] = {"orders": len(orders), "started": forced.started,
                               "flows": forced.flows, "complete": forced.complete}  # fmt: skip
@@ -216,8 +244,7 @@ def solve_cpsat(
                                                cases=params.cases and params.cap_orders,
                                                clock=not params.deterministic)  # fmt: skip
         if proof is not None:
-            return no_schedule(problem, "INFEASIBLE", scaling.memory_exact, info, t0,
-                               proof=proof)  # fmt: skip
+            return none_found("INFEASIBLE", scaling.memory_exact, proof=proof)
     memory_order = None
     serial = params.serial_check and problem.graph.num_ops <= SERIAL_MAX_OPS
     if serial and problem.memory_cap is not None:
@@ -226,7 +253,7 @@ def solve_cpsat(
             info["serial_check"] = {"fits": check.fits, "states": check.states}
             if check.fits is False:
                 proof = check.describe(problem.memory_cap)
-                return no_schedule(problem, "INFEASIBLE", True, info, t0, proof=proof)
+                return none_found("INFEASIBLE", True, proof=proof)
             memory_order = check.order
     limit_ticks = None
     if makespan_limit is not None:
@@ -390,7 +417,7 @@ def solve_cpsat(
             if best_ticks is None:  # the first stage found nothing
                 fallback = greedy_fallback(model, last, makespan_limit)
                 if fallback is None:
-                    return no_schedule(problem, last, exact, info, t0, makespan_limit)
+                    return none_found(last, exact)
                 best_ticks = fallback
                 info["note_fallback"] = "time ran out: the heuristic schedule CP-SAT started from"
             break  # keep the previous stage's schedule

@@ -215,3 +215,18 @@ def test_memory_model_is_built_once_per_graph() -> None:
     h = layered(12, seed=2)  # an equal graph is another object: its own model
     assert MemoryModel.of(h) is not MemoryModel.of(g)
     assert MemoryModel.of(h).kept == MemoryModel.of(g).kept
+
+
+def test_deadline_stops_the_search_with_the_best_order_so_far() -> None:
+    import time
+
+    g = layered(50, seed=0)
+    past = time.perf_counter()  # already passed: no layered search runs
+    r = min_memory_order_result(g, deadline=past)
+    assert r.method.startswith("seed:")
+    assert r.peak == min(r.seeds.values()) == order_peak(g, r.order)
+    bare = min_memory_order_result(g, deadline=past, seed=False)  # nothing to keep
+    assert bare.method == "topological" and bare.peak == order_peak(g, bare.order)
+    assert sorted(bare.order.tolist()) == list(range(g.num_ops))
+    out = layered_search(MemoryModel.of(g), width=8, incumbent=10**18, deadline=past)
+    assert out.aborted and out.order is None
