@@ -10,9 +10,11 @@ Inside a command, files are also *staged*: each output is written in full to a t
 next to it, and the temporaries are renamed into place only when the command ends well (it
 returns, or exits with status 0 or 1, the "no schedule" / "invalid" verdicts). A command that
 fails after writing one output, say on a disk that fills up while it writes its second, so
-leaves none of its files written or replaced. A device or a pipe (``/dev/stdout``) cannot be
-staged and is written at once. A command whose standard output is closed under it (``| head``)
-keeps its files; one stopped with Ctrl-C leaves none.
+leaves none of its files written or replaced. (The renames at the end are not one atomic
+step: should the k-th of them fail, the ones before it stay in place; each rename is within
+one folder, so this takes a folder made read-only during the command.) A device or a pipe
+(``/dev/stdout``) cannot be staged and is written at once. A command whose standard output
+is closed under it (``| head``) keeps its files; one stopped with Ctrl-C leaves none.
 """
 
 from __future__ import annotations

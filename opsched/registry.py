@@ -172,6 +172,9 @@ def run(name: str, problem: Problem, **options: Any) -> Schedule:
     if unknown:
         raise ProblemError(f"run({name!r}): unknown option {unknown[0]!r}; known: "
                            f"{', '.join(sorted(RUN_OPTIONS))}")  # fmt: skip
+    for key in ("seed", "noise"):  # None: the scheduler's own default
+        if key in options and options[key] is None:
+            del options[key]
     if "seed" in options:
         check_seed(options["seed"])
     if options.get("noise") is not None:

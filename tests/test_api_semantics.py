@@ -91,3 +91,29 @@ def test_every_scheduler_takes_every_run_option() -> None:
     for name in opsched.registry.SOLVERS:
         s = opsched.registry.run(name, p, seed=1, noise=0.1, time_limit=1)
         assert s.has_schedule and validate(p, s).valid, name
+
+
+def test_portfolio_under_a_short_time_limit_still_returns_a_schedule() -> None:
+    # the deadline had come before the first candidate: UNKNOWN on a trivial problem, and
+    # lns then said it had no start schedule
+    from opsched.demo import seed_problem
+    from opsched.heuristics.lns import lns
+    from opsched.heuristics.portfolio import portfolio
+
+    p = seed_problem(units=2)
+    s = portfolio(p, time_limit=1e-9)
+    assert s.has_schedule and validate(p, s).valid
+    assert s.info["time_limit"] == "reached after 1 of 32 candidates"
+    assert lns(p, time_limit=1e-6).has_schedule
+    for bad in (0, -1, math.nan):
+        with pytest.raises(ProblemError, match="time_limit must be a positive, finite number"):
+            portfolio(p, time_limit=bad)
+
+
+def test_numpy_tolerances_and_a_seed_of_none_are_taken() -> None:
+    import numpy as np
+
+    p, bad = _precedence_broken()
+    assert not validate(p, bad, tol=np.float32(1e-6)).valid
+    ok = opsched.registry.run("list-random", _two_outputs("makespan"), seed=None)
+    assert ok.has_schedule

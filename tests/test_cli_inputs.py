@@ -683,3 +683,24 @@ def test_analyze_under_a_cap_takes_the_unit_count_given(tmp_path: Path) -> None:
         assert json.loads(r.stdout)["cap_orders"]["memory_cap"] == 10
     _refused(invoke("analyze", graph, "-k", 1, "--memory-cap", 10), "demands 2 of 'units'")
     _refused(invoke("analyze", graph, "-k", 2, "--memory-cap", 3), "below the 4B")
+
+
+def test_lines_of_spaces_in_a_table_are_skipped_as_pandas_skips_them(tmp_path: Path) -> None:
+    # the row count of a table with a sparse last column had taken "   " for a row of 1 cell
+    from opsched.cost.data import read_table
+
+    f = tmp_path / "t.csv"
+    for text in ("a,b,c\n1,2,\n3,4,5\n   \n", "a,b,c\n1,2,\n \t\n3,4,5\n"):
+        f.write_text(text)
+        assert read_table(f).shape == (2, 3)
+
+
+def test_a_trace_saved_as_utf16_is_read(tmp_path: Path) -> None:
+    # JSON may be UTF-16 (as some Windows tools save it): decoded strictly in the encoding its
+    # first bytes show, it parses, and the trace is judged on what it holds
+    doc = '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}]}'
+    for enc in ("utf-16", "utf-8-sig"):
+        trace = tmp_path / f"t-{enc}.json"
+        trace.write_bytes(doc.encode(enc))
+        r = invoke("import-trace", trace, "-o", tmp_path / "o.json")
+        assert "not UTF" not in r.output and "invalid JSON" not in r.output, r.output

@@ -4,8 +4,8 @@ The model prices ops; a profiler table of kernels (``profiler_kernels`` schema) 
 per kernel, several per op. Sharing the op's price equally gave a 2 us cuDNN
 ``computeOffsetsKernel`` half of its 605 us convolution. Instead each kernel takes the share
 of its op's time that kernels of that name take in the shipped kernel tables (the median
-fraction, per aten op and kernel name with its template arguments cut), and the shares of
-one op instance are scaled to add up to 1. A kernel whose (op, name) the tables never saw
+fraction, per aten op and kernel name with its template arguments cut). A kernel whose
+(op, name) the tables never saw
 takes the median share of the known ones; ops that are not aten ops (fbgemm, c10d, custom
 kernels, whose kernels vary call to call) keep the equal split. The shares of one instance
 are scaled down where they add up to more than 1, never up: where they add up to less, the

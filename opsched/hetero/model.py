@@ -69,7 +69,9 @@ class DeviceType:
         if not isinstance(self.name, str) or not self.name or any(c in self.name for c in ":,"):
             raise ProblemError(f"device type name must be a non-empty word, got {self.name!r}")
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise ProblemError(f"device type {self.name!r}: count must be >= 1, got {self.count!r}")
+            raise ProblemError(
+                f"device type {self.name!r}: count must be an integer >= 1, got {self.count!r}"
+            )
         if self.count > MAX_DEVICES:  # the solvers keep state per instance
             raise ProblemError(
                 f"device type {self.name!r}: count must be at most {MAX_DEVICES:,}, "

@@ -90,7 +90,7 @@ def _check_machine(rec: Any) -> None:
                 raise ScheduleFormatError(f"needs 'between': [type, type], got {lk!r}")
             _check_keys(lk, ("between", *_LINK_KEYS), None)
             for t in between:
-                if t not in counts:
+                if not isinstance(t, str) or t not in counts:
                     raise ScheduleFormatError(f"names unknown device type {t!r}; the machine "
                                               f"has {', '.join(counts)}")  # fmt: skip
             pairs[(str(between[0]), str(between[1]))] = Link(

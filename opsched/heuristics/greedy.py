@@ -124,7 +124,10 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     6.0
     """
     require_problem(problem, "greedy")
-    if not isinstance(priority, str | Sequence | np.ndarray):
+    # a name, or any one-dimensional sequence of numbers (a list, an array, a pandas Series)
+    if not isinstance(priority, str) and (
+        not hasattr(priority, "__len__") or np.ndim(priority) != 1
+    ):
         raise TypeError(
             f"greedy: priority must be 'fifo', 'b-level' or one number per op, got "
             f"{type(priority).__name__}"

@@ -37,6 +37,7 @@ from opsched.heuristics.improve import justify
 from opsched.heuristics.listsched import list_schedule
 from opsched.problem import Problem, check_seed, check_spread, require_problem
 from opsched.schedule import Schedule, Status
+from opsched.solver.defaults import check_seconds
 
 __all__ = ["DEFAULT_CANDIDATES", "Candidate", "portfolio"]
 
@@ -119,9 +120,9 @@ def portfolio(
     (:meth:`~opsched.problem.Problem.infeasibility_reason`) prove that none exists, it is
     UNKNOWN with that reason at once.
 
-    ``time_limit`` (seconds; ``None``: none): no candidate starts after it, and the
-    min-memory order search stops at it; ``info["time_limit"]`` then says how many
-    candidates ran.
+    ``time_limit`` (seconds; ``None``: none): no candidate starts after it once one has
+    found a schedule (until then they run on, without a limit), and the min-memory order
+    search stops at it; ``info["time_limit"]`` then says how many candidates ran.
     """
     require_problem(problem, "portfolio")
     seed = check_seed(seed)
@@ -129,6 +130,8 @@ def portfolio(
         noise = check_spread(noise)
     if isinstance(runs, bool) or not isinstance(runs, numbers.Integral) or runs < 1:
         raise ProblemError(f"runs must be an integer >= 1, got {runs!r}")
+    if time_limit is not None:
+        time_limit = check_seconds(time_limit)
     t0 = time.perf_counter()
     reason = problem.infeasibility_reason()
     if reason:
@@ -149,10 +152,11 @@ def portfolio(
     best: tuple[tuple[float, float, int], Schedule] | None = None
     stopped = None
     for i, cand in enumerate(candidates):
-        if deadline is not None and time.perf_counter() >= deadline:
+        late = deadline is not None and time.perf_counter() >= deadline
+        if late and best is not None:
             stopped = f"reached after {i} of {len(candidates)} candidates"
             break
-        s = cand.run(problem, seed=seed, deadline=deadline)
+        s = cand.run(problem, seed=seed, deadline=None if late else deadline)
         label = s.solver
         if s.status not in (Status.FEASIBLE, Status.OPTIMAL) or s.makespan is None:
             scores[label] = None
@@ -173,8 +177,7 @@ def portfolio(
         info["time_limit"] = stopped
     if best is None:
         info["reasons"] = reasons
-        within = f" before the time limit ({stopped})" if stopped else ""
-        info["reason"] = f"no candidate found a schedule{within}: " + "; ".join(
+        info["reason"] = "no candidate found a schedule: " + "; ".join(
             f"{k}: {v}" for k, v in list(reasons.items())[:3]
         )
         return Schedule.empty(

@@ -13,6 +13,8 @@ schedule reports equal those recomputed from its op times.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from opsched.problem import Problem, require_problem
@@ -65,7 +67,7 @@ def validate(problem: Problem, schedule: Schedule, tol: float = 1e-9) -> Validat
             f"validate(problem, schedule): schedule must be a Schedule, got "
             f"{type(schedule).__name__} (Schedule.from_dict reads a file's)"
         )
-    if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1:
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1:
         raise ValueError(  # NaN passes no comparison, so every check would pass
             f"validate: tol must be a number in [0, 1) (relative to the graph's work), got {tol!r}"
         )

@@ -66,7 +66,10 @@ def test_validate_reports_a_broken_schedule_with_exit_1(graph, tmp_path):
 @pytest.mark.parametrize(
     ("args", "msg"),
     [
-        (["--devices", "gpu:0"], "--devices: device type 'gpu': count must be >= 1, got 0"),
+        (
+            ["--devices", "gpu:0"],
+            "--devices: device type 'gpu': count must be an integer >= 1, got 0",
+        ),
         (["--devices", "gpu:2"], "op 'b': can run on no device type of the machine (gpu)"),
         (["--devices", "gpu:1,cpu:1", "-k", "2"], "--units does not apply with --devices"),
         (["--devices", "gpu:1,cpu:1", "-s", "greedy"], "--solver 'greedy' does not support"),
@@ -123,7 +126,7 @@ def test_an_empty_graph_on_devices(tmp_path: Path) -> None:
     ("change", "phrase"),
     [
         (lambda d: d["machine"]["devices"].update(gpu="2x"),
-         "machine.devices: device type 'gpu': count must be >= 1, got '2x'"),
+         "machine.devices: device type 'gpu': count must be an integer >= 1, got '2x'"),
         (lambda d: d["machine"]["devices"].update(gpu=0), "machine.devices: device type 'gpu'"),
         (lambda d: d["machine"].update(devices={"gp:u": 1}),
          "machine.devices: device type name must be a non-empty word"),
@@ -131,6 +134,8 @@ def test_an_empty_graph_on_devices(tmp_path: Path) -> None:
          "machine.link: link bandwidth must be a finite number > 0, got -3"),
         (lambda d: d["machine"].update(links=[{"between": ["gpu", "tpu"], "bandwidth": 1}]),
          "machine.links[0]: names unknown device type 'tpu'; the machine has gpu, cpu"),
+        (lambda d: d["machine"].update(links=[{"between": [["gpu"], "cpu"], "bandwidth": 1}]),
+         "machine.links[0]: names unknown device type ['gpu']"),
         (lambda d: d.update(makespn=5),
          "unknown field(s) ['makespn']; known: format, graph, solver, status, makespan"),
         (lambda d: d["ops"][0].update(stream=1),

@@ -50,8 +50,8 @@ def test_transfers_cost_between_types_only_and_links_override():
 
 @pytest.mark.parametrize(
     ("text", "msg"),
-    [("gpu:0", "count must be >= 1"), ("gpu:x", "must be an integer"), (":3", "TYPE:COUNT"),
-     ("gpu:1,gpu:2", "listed twice")],
+    [("gpu:0", "count must be an integer >= 1"), ("gpu:x", "must be an integer"),
+     (":3", "TYPE:COUNT"), ("gpu:1,gpu:2", "listed twice")],
 )  # fmt: skip
 def test_bad_device_lists(text, msg):
     with pytest.raises(ProblemError, match=msg):

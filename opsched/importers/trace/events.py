@@ -217,10 +217,14 @@ def load_trace(path: str | os.PathLike[str]) -> TraceData:
             raise InputError(f"truncated or corrupt gzip data ({e})", str(p)) from None
     if not raw.strip():
         raise InputError("file is empty", str(p))
-    try:  # strictly: json.loads(bytes) would let UTF-8-coded surrogates through
-        text = raw.decode("utf-8-sig")
+    # decoded strictly in the encoding JSON allows (UTF-8, or UTF-16/32 as a trace saved by
+    # some Windows tools is): json.loads(bytes) would let UTF-8-coded surrogates through
+    encoding = json.detect_encoding(raw)
+    try:
+        text = raw.decode(encoding)
     except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (byte {e.start})", str(p)) from None
+        raise InputError(f"not {encoding.upper()} text (byte {e.start})", str(p)) from None
+    text = text.removeprefix("\ufeff")
     del raw
     try:
         doc = json.loads(text)

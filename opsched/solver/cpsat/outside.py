@@ -39,12 +39,15 @@ SERIAL_SHARE = 0.2
 SERIAL_MAX_STATES = 500_000
 
 
-def exact_start(problem: Problem, makespan_limit: float | None = None) -> Schedule | None:
+def exact_start(
+    problem: Problem, makespan_limit: float | None = None, memory_first: bool = False
+) -> Schedule | None:
     """A schedule of the problem itself (not rounded), for when the integer model gives
     none without a proof (its rounded sizes and cap leave no room the problem has, or the
-    time ran out): the shorter of the two greedy schedules (b-level, FIFO), else the
-    memory-aware one with the hint's quick order search; each must pass the validator and
-    end by ``makespan_limit``. None if none does."""
+    time ran out): the better of the two greedy schedules (b-level, FIFO; shorter, or with
+    ``memory_first`` the lower peak), else the memory-aware one with the hint's quick order
+    search; each must pass the validator and end by ``makespan_limit``. None if none does.
+    It is no hint (``hint=False`` leaves it on): a schedule for a model that found none."""
     from opsched.heuristics.memory_list import memory_list
     from opsched.solver.cpsat.hint import HINT_ORDER_SEARCHES
     from opsched.validate import validate
@@ -60,7 +63,11 @@ def exact_start(problem: Problem, makespan_limit: float | None = None) -> Schedu
     if not found and problem.memory_cap is not None:
         s = memory_list(problem, order_options=HINT_ORDER_SEARCHES[0])
         found = [s] if usable(s) else []
-    return min(found, key=lambda s: float(s.makespan or 0.0)) if found else None
+    if not found:
+        return None
+    if memory_first:
+        return min(found, key=lambda s: (int(s.peak_memory or 0), float(s.makespan or 0.0)))
+    return min(found, key=lambda s: (float(s.makespan or 0.0), int(s.peak_memory or 0)))
 
 
 def no_worse_than_greedy(problem: Problem, found: Schedule) -> Schedule:

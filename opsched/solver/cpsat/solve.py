@@ -207,7 +207,8 @@ def solve_cpsat(
         out = no_schedule(problem, cp_status, proven, info, t0, makespan_limit, proof)
         if out.status is not Status.UNKNOWN:
             return out
-        found = exact_start(problem, makespan_limit)
+        memory_first = obj in (Objective.PEAK_MEMORY, Objective.MEMORY_THEN_MAKESPAN)
+        found = exact_start(problem, makespan_limit, memory_first)
         if found is None:
             return out
         why = info.pop("reason")
