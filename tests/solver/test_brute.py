@@ -292,11 +292,11 @@ def test_agrees_with_exhaustive_enumeration(seed: int, exhaustive) -> None:  # t
 
 
 def test_time_limit_returns_best_so_far_unproven() -> None:
-    # Ten independent ops on three units: the full enumeration takes minutes; a zero limit
+    # Ten independent ops on three units: the full enumeration takes minutes; a limit of 1 ns
     # stops at the first look at the clock, with the first complete schedule in hand.
     g = OpGraph(tuple(Op(f"o{i}", 1 + (i * 7) % 5, output_bytes=10 + i) for i in range(10)))
     p = Problem(g, Machine(units=3))
-    s = solve_brute_force(p, time_limit=0.0)
+    s = solve_brute_force(p, time_limit=1e-9)
     assert s.status is Status.FEASIBLE and s.lower_bound is None
     assert s.info["reason"] == "time limit reached"
     assert validate(p, s).valid and s.makespan >= 10.0  # work 30 on 3 units
@@ -306,7 +306,7 @@ def test_time_limit_returns_best_so_far_unproven() -> None:
     # through the registry, the job's time limit is honoured
     from opsched import registry
 
-    assert registry.run("brute-force", p, time_limit=0.0).status is Status.FEASIBLE
+    assert registry.run("brute-force", p, time_limit=1e-9).status is Status.FEASIBLE
 
 
 def test_time_limit_without_any_schedule_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,6 +315,6 @@ def test_time_limit_without_any_schedule_is_unknown(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(brute, "_CLOCK_EVERY", 1)
     g = OpGraph(tuple(Op(f"o{i}", 1, output_bytes=4) for i in range(6)))
-    s = solve_brute_force(Problem(g, Machine(units=2)), time_limit=0.0)
+    s = solve_brute_force(Problem(g, Machine(units=2)), time_limit=1e-9)
     assert s.status is Status.UNKNOWN and not s.has_schedule
     assert s.info["reason"] == "time limit reached"
