@@ -704,3 +704,19 @@ def test_a_trace_saved_as_utf16_is_read(tmp_path: Path) -> None:
         trace.write_bytes(doc.encode(enc))
         r = invoke("import-trace", trace, "-o", tmp_path / "o.json")
         assert "not UTF" not in r.output and "invalid JSON" not in r.output, r.output
+
+
+def test_torch_spellings_of_a_dtype_are_read(tmp_path: Path) -> None:
+    # NeuSight-schema rows of dtype "half" had been left empty ("dtypes without a class")
+    import pandas as pd
+
+    src = pd.read_csv(dataset_path("kernel-timings") / "neusight_ops.csv.gz", nrows=8)
+    f, out = tmp_path / "t.csv", tmp_path / "p.csv"
+    src.assign(dtype="float16").to_csv(f, index=False)
+    assert invoke("cost", "predict", "-i", f, "-o", out).exit_code == 0
+    want = pd.read_csv(out)["predicted_time_us"]
+    for spelt in ("half", "torch.float16", " Float16"):
+        src.assign(dtype=spelt).to_csv(f, index=False)
+        r = invoke("cost", "predict", "-i", f, "-o", out)
+        assert r.exit_code == 0 and "left empty" not in r.output, r.output
+        assert pd.read_csv(out)["predicted_time_us"].tolist() == want.tolist()

@@ -49,7 +49,6 @@ from opsched.cost.mathmode import (
 )
 from opsched.cost.sources import (
     DEEPBENCH_KERNEL_COLUMNS,
-    TORCH_DTYPES,
     BadCell,
     NoRule,
     deepbench_conv_attrs,
@@ -57,6 +56,7 @@ from opsched.cost.sources import (
     neusight_op,
     profiler_op,
     size_cell,
+    torch_dtype,
     vidur_op,
 )
 from opsched.cost.specs import load_specs
@@ -394,7 +394,7 @@ def canonical_rows(
                 base = neusight_op(r)  # NeuSight's own rows are all float32; collect's may not be
                 raw = getattr(r, "dtype", None)
                 blank = raw is None or (isinstance(raw, float) and math.isnan(raw)) or raw == ""
-                dtype = "float32" if blank else TORCH_DTYPES.get(str(raw), "")
+                dtype = "float32" if blank else torch_dtype(raw)
                 if not dtype:  # a dtype the cost model has no class for (float64...)
                     _skip(skipped, pos, "dtype", str(raw))
                     continue
@@ -412,7 +412,7 @@ def canonical_rows(
                         "causal": min(size_cell(r.causal), 1),
                     },
                 )
-                dtype = TORCH_DTYPES.get(str(r.dtype), "")
+                dtype = torch_dtype(r.dtype)
                 if not dtype:
                     _skip(skipped, pos, "dtype", str(r.dtype))
                     continue

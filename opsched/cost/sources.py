@@ -63,6 +63,19 @@ TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat1
 #: Every spelling of a DeepBench-schema dtype, lower case: DeepBench's, torch's, ``half``...
 DEEPBENCH_SPELLINGS = {**TORCH_DTYPES, "float": "float32", "single": "float32",
                         "half": "float16", **DEEPBENCH_DTYPES}  # fmt: skip
+#: torch's names of a tensor dtype (``torch.half``, ``float16``, ``fp16``...), lower case
+TORCH_SPELLINGS = {**TORCH_DTYPES, "half": "float16", "float": "float32"}
+
+
+def torch_dtype(cell: object) -> str:
+    """The dtype a table's torch dtype cell names, or ``""`` for one of no class.
+
+    >>> torch_dtype("torch.half"), torch_dtype(" Float16"), torch_dtype("float64")
+    ('float16', 'float16', '')
+    """
+    return TORCH_SPELLINGS.get(str(cell).strip().lower().removeprefix("torch."), "")
+
+
 NEUSIGHT_BINARY = {"add", "mul", "div", "pow", "sub"}
 #: NeuSight ops read as an elementwise kernel of one operand; any op of no rule is left out.
 NEUSIGHT_UNARY = {"relu", "gelu", "tanh", "exp", "sigmoid", "silu", "neg", "abs", "sqrt"}
