@@ -5,7 +5,9 @@ in the order jobs finish, so the runner can store each one as soon as it arrives
 
 :class:`LocalExecutor` keeps ``workers`` processes, each fed one job at a time through a pipe.
 A job still running ``deadline_s`` after it started is killed with its process (outcome
-``timeout``); a process that dies (a crash, the out-of-memory killer) gives outcome ``crash``;
+``timeout``; a fresh process's first job counts from when the process is ready, since it
+first imports opsched, which takes seconds on a loaded machine); a process that dies (a
+crash, the out-of-memory killer) gives outcome ``crash``;
 either way a fresh process replaces it and the run goes on. If the parent is killed, the
 workers see their pipe close and exit.
 
@@ -81,6 +83,11 @@ def _worker_main(conn: Connection, fn: Callable[[Any], Any]) -> None:
             return
 
 
+#: Seconds a fresh worker process may take to start (import opsched) before its first job's
+#: own deadline starts counting.
+START_ALLOWANCE_S = 120.0
+
+
 class _Proc:
     def __init__(self, ctx: Any, fn: Callable[[Any], Any]) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
@@ -89,6 +96,7 @@ class _Proc:
         child.close()
         self.key: str | None = None
         self.deadline = 0.0
+        self.budget = 0.0  # the running job's seconds, counted from _HELLO
         self.started = False  # sent _HELLO
 
     def stop(self, kill: bool = False) -> None:
@@ -141,7 +149,11 @@ class LocalExecutor:
                             p = procs[i] = _Proc(self.ctx, self.fn)
                         key, payload, deadline = queue.popleft()
                         p.conn.send((key, payload))
-                        p.key, p.deadline = key, time.monotonic() + deadline
+                        # a fresh process first imports opsched (seconds on a loaded
+                        # machine): the job's clock starts when it says it is ready
+                        start = 0.0 if p.started else START_ALLOWANCE_S
+                        p.key, p.budget = key, deadline
+                        p.deadline = time.monotonic() + deadline + start
                 busy = [p for p in procs if p is not None and p.key is not None]
                 if not busy:
                     return
@@ -164,6 +176,7 @@ class LocalExecutor:
                             continue
                         if (key, kind, value) == _HELLO:
                             p.started = True
+                            p.deadline = time.monotonic() + p.budget
                             continue
                         p.key = None
                         yield Outcome(key, kind, value)

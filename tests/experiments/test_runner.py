@@ -120,6 +120,13 @@ def test_local_executor_kills_at_deadline_and_survives_crashes() -> None:
     assert errs["z"].value == 4  # the worker goes on after an exception
 
 
+def test_a_jobs_clock_starts_when_its_fresh_process_is_ready() -> None:
+    # a spawned process imports opsched first (about 2 s, more on a loaded machine): that had
+    # counted against its first job's deadline, so a 0.5 s job timed out before it began
+    out = list(LocalExecutor(1, time.sleep, "spawn").run([("x", 0, 0.5), ("y", 0, 0.5)]))
+    assert [(o.key, o.kind) for o in out] == [("x", "ok"), ("y", "ok")]
+
+
 KILL_TOML = """
 [experiment]
 name = "kill"
