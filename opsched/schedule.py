@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -154,6 +155,21 @@ class Schedule:
     def empty(cls, problem: Problem, *, solver: str, status: Status | str, **kw: Any) -> Schedule:
         """A result without a schedule (INFEASIBLE or UNKNOWN)."""
         return cls(problem.graph.name, solver, Status(status), [], problem.machine_record(), **kw)
+
+    @classmethod
+    def if_impossible(
+        cls, problem: Problem, *, solver: str, t0: float | None = None
+    ) -> Schedule | None:
+        """The no-schedule result (UNKNOWN, the reason in ``info``) where the problem's own
+        checks (:meth:`~opsched.problem.Problem.infeasibility_reason`) prove that no
+        schedule exists; None where they do not. ``t0``: the ``perf_counter`` the solver
+        started at, for its wall time. Heuristics claim no proofs, hence UNKNOWN."""
+        reason = problem.infeasibility_reason()
+        if not reason:
+            return None
+        wall = None if t0 is None else time.perf_counter() - t0
+        return cls.empty(problem, solver=solver, status=Status.UNKNOWN,
+                         info={"reason": reason}, wall_time_s=wall)  # fmt: skip
 
     @property
     def has_schedule(self) -> bool:

@@ -64,11 +64,9 @@ def serial(problem: Problem) -> Schedule:
     """
     require_problem(problem, "serial")
     t0 = time.perf_counter()
-    reason = problem.infeasibility_reason()
-    if reason:
-        return Schedule.empty(
-            problem, solver="serial", status=Status.UNKNOWN, info={"reason": reason}
-        )
+    none = Schedule.if_impossible(problem, solver="serial")
+    if none is not None:
+        return none
     g = problem.graph
     order = topo_indices(g)
     d = g.durations[order]
@@ -140,9 +138,9 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
     name = (
         names.get(priority, "greedy-priority") if isinstance(priority, str) else "greedy-priority"
     )
-    reason = problem.infeasibility_reason()
-    if reason:
-        return Schedule.empty(problem, solver=name, status=Status.UNKNOWN, info={"reason": reason})
+    none = Schedule.if_impossible(problem, solver=name)
+    if none is not None:
+        return none
 
     prio: list[float] | None
     if isinstance(priority, str):

@@ -137,9 +137,9 @@ def list_schedule(
     else:
         rule_name = "custom"
     name = list_solver_name(rule_name, placement)
-    reason = problem.infeasibility_reason()
-    if reason:
-        return Schedule.empty(problem, solver=name, status=Status.UNKNOWN, info={"reason": reason})
+    none = Schedule.if_impossible(problem, solver=name)
+    if none is not None:
+        return none
     if isinstance(priority_rule, str):
         prio = priority(g, priority_rule, seed=seed)
     else:

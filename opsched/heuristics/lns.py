@@ -33,7 +33,7 @@ from opsched.heuristics.improve import forward_place, justify_arrays
 from opsched.heuristics.listsched import units_only
 from opsched.heuristics.portfolio import portfolio
 from opsched.problem import Problem, check_callable, check_seed, require_problem
-from opsched.schedule import Schedule, Status
+from opsched.schedule import Schedule
 from opsched.solver.defaults import check_seconds
 from opsched.solver.interrupt import run_solver
 
@@ -139,15 +139,9 @@ def lns(
     t0 = time.perf_counter()
     check_seconds(time_limit)
     if start is None:
-        reason = problem.infeasibility_reason()
-        if reason:  # a proof: nothing to start from, nor to improve
-            return Schedule.empty(
-                problem,
-                solver="lns",
-                status=Status.UNKNOWN,
-                info={"reason": reason},
-                wall_time_s=time.perf_counter() - t0,
-            )
+        none = Schedule.if_impossible(problem, solver="lns", t0=t0)
+        if none is not None:  # a proof: nothing to start from, nor to improve
+            return none
     # the start gets the time limit too (its min-memory search alone had taken 10 s)
     base = start if start is not None else portfolio(problem, time_limit=time_limit)
     g = problem.graph

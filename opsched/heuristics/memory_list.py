@@ -49,10 +49,9 @@ def in_order(problem: Problem, order: np.ndarray) -> Schedule:
     """
     t0 = time.perf_counter()
     g = problem.graph
-    reason = problem.infeasibility_reason()
-    if reason:
-        return Schedule.empty(problem, solver="memory-in-order", status=Status.UNKNOWN,
-                              info={"reason": reason})  # fmt: skip
+    none = Schedule.if_impossible(problem, solver="memory-in-order")
+    if none is not None:
+        return none
     st = Forward(problem)
     seq = order.tolist()
     i = 0
@@ -109,15 +108,9 @@ def memory_list(
     require_problem(problem, "memory_list")
     t0 = time.perf_counter()
     g = problem.graph
-    reason = problem.infeasibility_reason()
-    if reason:  # a proof: no order to search for (the search had taken seconds to fail)
-        return Schedule.empty(
-            problem,
-            solver="memory-list",
-            status=Status.UNKNOWN,
-            info={"reason": reason},
-            wall_time_s=time.perf_counter() - t0,
-        )
+    none = Schedule.if_impossible(problem, solver="memory-list", t0=t0)
+    if none is not None:  # a proof: no order to search for (the search took seconds to fail)
+        return none
     if order is None:
         order = min_memory_order(problem, **{"deadline": deadline, **(order_options or {})})
     order = np.asarray(order, dtype=np.int64)

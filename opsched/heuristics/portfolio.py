@@ -133,15 +133,9 @@ def portfolio(
     if time_limit is not None:
         time_limit = check_seconds(time_limit)
     t0 = time.perf_counter()
-    reason = problem.infeasibility_reason()
-    if reason:
-        return Schedule.empty(
-            problem,
-            solver="portfolio",
-            status=Status.UNKNOWN,
-            info={"reason": reason},
-            wall_time_s=time.perf_counter() - t0,
-        )
+    none = Schedule.if_impossible(problem, solver="portfolio", t0=t0)
+    if none is not None:
+        return none
     deadline = None if time_limit is None else t0 + time_limit
     if candidates is None:
         candidates = DEFAULT_CANDIDATES

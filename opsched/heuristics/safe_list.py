@@ -169,9 +169,9 @@ def safe_list(
     """
     t0 = time.perf_counter()
     name = "memory-safe"
-    reason = problem.infeasibility_reason()
-    if reason:
-        return Schedule.empty(problem, solver=name, status=Status.UNKNOWN, info={"reason": reason})
+    none = Schedule.if_impossible(problem, solver=name)
+    if none is not None:
+        return none
     if priority not in ("b-level", "order"):
         raise ValueError(f"unknown priority {priority!r}; use 'b-level' or 'order'")
     g = problem.graph

@@ -34,7 +34,7 @@ from opsched.heuristics.memory.layered import layered_search
 from opsched.heuristics.memory.xla import xla_orders
 from opsched.ir.graph import OpGraph
 from opsched.problem import Problem, require_problem
-from opsched.schedule import Schedule, Status
+from opsched.schedule import Schedule
 
 __all__ = [
     "MemorySearchResult",
@@ -264,15 +264,9 @@ def min_memory(
     require_problem(problem, "min_memory")
     t0 = time.perf_counter()
     name = "memory-beam" if method == "beam" else "min-memory"
-    reason = problem.infeasibility_reason()
-    if reason:  # a proof: no order to search for (the search had taken seconds to fail)
-        return Schedule.empty(
-            problem,
-            solver=name,
-            status=Status.UNKNOWN,
-            info={"reason": reason},
-            wall_time_s=time.perf_counter() - t0,
-        )
+    none = Schedule.if_impossible(problem, solver=name, t0=t0)
+    if none is not None:  # a proof: no order to search for (the search took seconds to fail)
+        return none
     r = min_memory_order_result(
         problem, method=method, width=width, exact_max_ops=exact_max_ops,
         max_states=max_states, rounds=rounds, beam_max_ops=beam_max_ops,
