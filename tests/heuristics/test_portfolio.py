@@ -193,3 +193,24 @@ def test_time_limit_stops_starting_candidates() -> None:
     full = portfolio(p)
     assert portfolio(p, time_limit=60.0).makespan == full.makespan  # ample: all of them run
     assert "time_limit" not in full.info
+
+
+def test_noise_leaves_out_replays_no_machine_can_run() -> None:
+    # w needs both units and no op precedes it: a replay of unit orders starts it at 0, beside
+    # a and b, a makespan of about 1 that no 2-unit machine gives (the optimum is 2). Such
+    # runs had entered the expected makespan; they are now left out and counted.
+    g = OpGraph((Op("a", 1), Op("b", 1), Op("w", 1, demands={"units": 2})))
+    p = Problem(g, Machine(units=2))
+    s = portfolio(p, noise=0.05, runs=6, seed=0)
+    assert validate(p, s).valid and s.makespan == 2.0
+    assert s.info["expected_makespan"] is None
+    assert set(s.info["left_out"].values()) == {6}
+    assert all(v is None for v in s.info["candidates"].values())
+
+
+def test_noise_keeps_replays_that_run_on_the_machine() -> None:
+    # w follows a and b: every replay keeps it alone, so no run is left out
+    g = OpGraph((Op("a", 1), Op("b", 1), Op("w", 1, deps=("a", "b"), demands={"units": 2})))
+    p = Problem(g, Machine(units=2))
+    s = portfolio(p, noise=1e-12, runs=3, seed=0)
+    assert s.info["left_out"] == {} and s.info["expected_makespan"] == pytest.approx(2.0)
