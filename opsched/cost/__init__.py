@@ -13,9 +13,29 @@ True
 True
 """
 
+from typing import TYPE_CHECKING
+
+from opsched._lazy import lazy_exports
+
+# imported at once: a submodule of the same name, once imported, would otherwise take the
+# name's place in this package
 from opsched.cost.apply import apply
-from opsched.cost.gpu_names import resolve_gpu
-from opsched.cost.profile import Profile, load_profile
-from opsched.cost.specs import GpuSpec, known_gpus
+
+#: Loaded on first use (:mod:`opsched._lazy`), so that the command line's modules here import
+#: only what a command needs.
+_LAZY: dict[str, str] = {
+    "GpuSpec": "opsched.cost.specs",
+    "Profile": "opsched.cost.profile",
+    "known_gpus": "opsched.cost.specs",
+    "load_profile": "opsched.cost.profile",
+    "resolve_gpu": "opsched.cost.gpu_names",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+if TYPE_CHECKING:
+    from opsched.cost.gpu_names import resolve_gpu
+    from opsched.cost.profile import Profile, load_profile
+    from opsched.cost.specs import GpuSpec, known_gpus
+
 
 __all__ = ["GpuSpec", "Profile", "apply", "known_gpus", "load_profile", "resolve_gpu"]

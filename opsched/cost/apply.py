@@ -19,7 +19,6 @@ import warnings
 from typing import Any
 
 from opsched.cost.batch import distinct_ops
-from opsched.cost.profile import load_profile
 from opsched.errors import GraphError
 from opsched.ir import Op, OpGraph, kinds
 from opsched.ir.graph import require_graph
@@ -75,6 +74,8 @@ def apply(
         Unknown GPU.
     """
     require_graph(graph, "apply(graph, gpu)")
+    from opsched.cost.profile import load_profile  # pandas, numba: loaded when pricing
+
     profile = load_profile(gpu)
     if dtype is not None:
         kinds.dtype_bytes({"dtype": dtype})

@@ -45,13 +45,21 @@ from bisect import bisect_right
 
 import numpy as np
 
-from opsched.analysis.topo import topo_indices
 from opsched.hetero.model import HeteroProblem
 from opsched.hetero.schedule import HeteroSchedule
 from opsched.hetero.validate import validate_hetero
+from opsched.ir.graph import OpGraph
 from opsched.schedule import Status
 
 __all__ = ["cpop", "downward_rank", "heft", "mean_costs", "upward_rank"]
+
+
+def _topo_indices(g: OpGraph) -> np.ndarray:
+    """Topological order of ``g``; imported here so that loading this module (the package
+    loads it at once) does not load numba's compiled kernels until a schedule is built."""
+    from opsched.analysis.topo import topo_indices
+
+    return topo_indices(g)
 
 
 def mean_costs(problem: HeteroProblem) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +92,7 @@ def upward_rank(problem: HeteroProblem) -> np.ndarray:
     w, c = mean_costs(problem)
     rank = np.zeros(g.num_ops)
     sp, si = g.succ_ptr, g.succ_idx
-    for i in reversed(topo_indices(g).tolist()):
+    for i in reversed(_topo_indices(g).tolist()):
         succ = si[sp[i] : sp[i + 1]]
         rank[i] = w[i] + ((c[i] + rank[succ].max()) if len(succ) else 0.0)
     return rank
@@ -96,7 +104,7 @@ def downward_rank(problem: HeteroProblem) -> np.ndarray:
     w, c = mean_costs(problem)
     rank = np.zeros(g.num_ops)
     pp, pi = g.pred_ptr, g.pred_idx
-    for i in topo_indices(g).tolist():
+    for i in _topo_indices(g).tolist():
         preds = pi[pp[i] : pp[i + 1]]
         if len(preds):
             rank[i] = float((rank[preds] + w[preds] + c[preds]).max())
@@ -209,7 +217,7 @@ def heft(problem: HeteroProblem) -> HeteroSchedule:
     g = problem.graph
     rank = upward_rank(problem)
     pos = np.empty(g.num_ops, dtype=np.int64)
-    pos[topo_indices(g)] = np.arange(g.num_ops)
+    pos[_topo_indices(g)] = np.arange(g.num_ops)
     order = np.lexsort((pos, -rank)).tolist()
     pl = _Placer(problem)
     for i in order:
@@ -261,7 +269,7 @@ def cpop(problem: HeteroProblem) -> HeteroSchedule:
             info["note"] = "no device type runs every critical op; placed by earliest finish"
         info["critical_ops"] = len(cp_ops)
     pos = np.empty(n, dtype=np.int64)
-    pos[topo_indices(g)] = np.arange(n)
+    pos[_topo_indices(g)] = np.arange(n)
     waiting = np.diff(g.pred_ptr).tolist()
     heap = [(-float(prio[i]), int(pos[i]), i) for i in range(n) if waiting[i] == 0]
     heapq.heapify(heap)

@@ -12,14 +12,41 @@ least makespan under a tight memory cap exactly (:func:`solve_downsets` as a sol
 The model is documented in ``docs/cpsat-model.md``.
 """
 
-from opsched.solver.brute import solve_brute_force
-from opsched.solver.cpsat import solve_cpsat
-from opsched.solver.downset_solver import solve_downsets
-from opsched.solver.downsets import DownsetResult, compile_kernels, downset_search
-from opsched.solver.pareto import ParetoFront, ParetoPoint, pareto_front
-from opsched.solver.scaling import Scaling, choose_scaling
-from opsched.solver.serial import SerialCheck, least_peak_start, serial_cap_check
-from opsched.solver.split import cut_ops
+from typing import TYPE_CHECKING
+
+from opsched._lazy import lazy_exports
+
+#: Loaded on first use (:mod:`opsched._lazy`): CP-SAT's model imports OR-Tools, which a caller
+#: of :mod:`opsched.solver.defaults` alone (the command line's options) does not need.
+_LAZY: dict[str, str] = {
+    "DownsetResult": "opsched.solver.downsets",
+    "ParetoFront": "opsched.solver.pareto",
+    "ParetoPoint": "opsched.solver.pareto",
+    "Scaling": "opsched.solver.scaling",
+    "SerialCheck": "opsched.solver.serial",
+    "choose_scaling": "opsched.solver.scaling",
+    "compile_kernels": "opsched.solver.downsets",
+    "cut_ops": "opsched.solver.split",
+    "downset_search": "opsched.solver.downsets",
+    "least_peak_start": "opsched.solver.serial",
+    "pareto_front": "opsched.solver.pareto",
+    "serial_cap_check": "opsched.solver.serial",
+    "solve_brute_force": "opsched.solver.brute",
+    "solve_cpsat": "opsched.solver.cpsat",
+    "solve_downsets": "opsched.solver.downset_solver",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+if TYPE_CHECKING:
+    from opsched.solver.brute import solve_brute_force
+    from opsched.solver.cpsat import solve_cpsat
+    from opsched.solver.downset_solver import solve_downsets
+    from opsched.solver.downsets import DownsetResult, compile_kernels, downset_search
+    from opsched.solver.pareto import ParetoFront, ParetoPoint, pareto_front
+    from opsched.solver.scaling import Scaling, choose_scaling
+    from opsched.solver.serial import SerialCheck, least_peak_start, serial_cap_check
+    from opsched.solver.split import cut_ops
+
 
 __all__ = [
     "DownsetResult",
