@@ -222,7 +222,8 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
         else:
             staged.append((tmp, p))
     except OSError as e:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a parent that is a file: no temporary was made
+            tmp.unlink(missing_ok=True)
         raise InputError(f"cannot write: {e.strerror or e}", str(p)) from None
 
 
