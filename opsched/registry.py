@@ -87,7 +87,8 @@ SOLVERS: dict[str, SolverInfo] = {
         SolverInfo("brute-force", "enumerates semi-active schedules; graphs of <= 10 ops",
                    True, _brute, _brute_refuses),
         SolverInfo("downsets", "least makespan under a tight memory cap, exact search over "
-                   "down-sets; <= 4 units", True, solve_downsets, _downsets_refuse),
+                   "down-sets; <= 4 units, integer durations, each op of positive duration "
+                   "on exactly one unit", True, solve_downsets, _downsets_refuse),
         SolverInfo("serial", "all ops one after another on one unit, topological order",
                    False, lambda p, **_: serial(p)),
         SolverInfo("greedy", "event-driven ready-set scheduling, FIFO priority (seed loop)",
