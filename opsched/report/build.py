@@ -257,6 +257,12 @@ def build_report(
                          str(pngs_dir))  # fmt: skip
     if pngs_dir.exists() and not pngs_dir.is_dir():
         raise InputError("is a file, not a folder (for the figures)", str(pngs_dir))
+    # the folder is made (parents too) only after the report is computed: one under a file
+    # had failed there, with an internal error
+    above = next(p for p in pngs_dir.absolute().parents if p.exists())
+    if not above.is_dir():
+        raise InputError(f"{str(above)!r} is a file, not a folder (for the figures)",
+                         str(pngs_dir))  # fmt: skip
     data = collect(db, experiment, instances, n_instances)
     df = data.results
     plotly_figs: list[tuple[str, Any]] = [

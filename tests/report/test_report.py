@@ -215,3 +215,19 @@ def test_profile_title_says_which_instances_it_covers(tmp_path) -> None:
     p = collect(db, n_instances=0).profile
     assert p.attrs == {"instances": solved, "of": 4}
     assert profile_title(p).endswith(f"{solved} of 4 instances: those every scheduler ran")
+
+
+def test_a_figures_folder_under_a_file_is_one_line_and_writes_nothing(tmp_path) -> None:
+    # the folder is made after the report is computed: one under a file had failed there
+    # with an internal error (NotADirectoryError)
+    db = tmp_path / "h.sqlite"
+    make_hand_db(db)
+    (tmp_path / "afile").write_text("x")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for png_dir in ("afile/figs", "afile/a/b"):
+        args = ["-o", str(tmp_path / "r.html"), "--png-dir", str(tmp_path / png_dir)]
+        r = CliRunner().invoke(main, ["report", str(db), *args, "--gantt", "0"])
+        assert r.exit_code == 2, r.output
+        assert r.output.startswith(f"opsched: error: {tmp_path / png_dir}: ")
+        assert "is a file, not a folder" in r.output and "internal error" not in r.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
