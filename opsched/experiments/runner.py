@@ -80,6 +80,7 @@ class Progress:
         self.t0 = time.monotonic()
         self.t_first: float | None = None  # when the first job finished
         self._last = -1e9
+        self._width = 0  # of the line last drawn on a terminal
         self._closed = False
 
     def eta(self, now: float | None = None) -> float:
@@ -113,7 +114,12 @@ class Progress:
             return
         now = time.monotonic()
         if self.tty:
-            print("\r" + self.line(), end="", file=self.stream, flush=True)
+            # padded to the last line's width: "\r" only moves the cursor, so a shorter line
+            # (the ETA going from 100s to 99s) had left the end of the longer one on screen
+            text = self.line()
+            pad = max(0, self._width - len(text))
+            self._width = len(text)
+            print("\r" + text + " " * pad, end="", file=self.stream, flush=True)
         elif now - self._last >= self.every or self.done == self.total:
             print(self.line(), file=self.stream, flush=True)
             self._last = now
