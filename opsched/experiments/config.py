@@ -62,6 +62,7 @@ from typing import Any
 
 from opsched._files import read_text
 from opsched.errors import InputError, OpschedError
+from opsched.ir.graph import MAX_SIZE
 from opsched.problem import Objective
 from opsched.solver.defaults import check_workers
 from opsched.units import parse_bytes
@@ -279,8 +280,12 @@ def _machines(t: Mapping[str, Any], source: str) -> MachineGrid:
     for k, v in res_raw.items():
         if k == "units":  # the machine's own count: [machines] units sets it
             raise _err(source, "machines.resources.units", "is reserved; set machines.units")
+        if not k.strip():  # the machine refuses it in every job, each stored as an ERROR
+            raise _err(source, "machines.resources", "a resource name must not be empty")
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise _err(source, f"machines.resources.{k}", f"must be an integer >= 0, got {v!r}")
+        if v > MAX_SIZE:  # as for the empty name: every job had failed, none was refused
+            raise _err(source, f"machines.resources.{k}", f"must be at most 2^62, got {v!r}")
         res[k] = v
     return MachineGrid(_unique(units), _unique(caps), res)
 

@@ -65,6 +65,9 @@ def test_parses_every_field() -> None:
         # "units" is the machine's own count; the error had said "must be an integer >= 0,
         # got 4" of a value that is one
         ("R1 = 4", "units = 4", "machines.resources.units", "reserved; set machines.units"),
+        # values the machine refuses: every job had been run and stored as an ERROR
+        ("R1 = 4", "R1 = 9223372036854775807", "machines.resources.R1", "at most 2^62"),
+        ("R1 = 4", '"" = 4', "machines.resources", "name must not be empty"),
     ],
 )  # fmt: skip
 def test_errors_name_file_and_key(old: str, new: str, where: str, what: str) -> None:
