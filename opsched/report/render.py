@@ -71,7 +71,10 @@ def _md_table(df: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(str(c) for c in df.columns) + " |"]
     lines.append("|" + "---|" * len(df.columns))
     for _, row in df.iterrows():
-        lines.append("| " + " | ".join(_cell(str(c), row[c]) for c in df.columns) + " |")
+        # a "|" in a cell (a set label, an error text) had ended the cell early and shifted
+        # the rest of the row into the wrong columns
+        cells = (_cell(str(c), row[c]).replace("|", "\\|") for c in df.columns)
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

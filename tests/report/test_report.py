@@ -270,3 +270,15 @@ def test_a_report_of_a_stopped_run_says_how_many_jobs_have_no_result(tmp_path, m
     run_experiment(parse_config(RUN.replace('"cpsat", ', "").replace("= 5", "= 4")), db,
                    workers=1, progress=False)  # fmt: skip
     assert build_report(db, tmp_path / "r.html", n_instances=0).summary()["unfinished_jobs"] == 0
+
+
+def test_a_pipe_in_a_markdown_cell_stays_in_its_cell() -> None:
+    # a set label "a|b" had split its cell in two, shifting the row's numbers one column
+    import pandas as pd
+
+    from opsched.report.render import _md_table
+
+    text = _md_table(pd.DataFrame({"set_label": ["a|b"], "jobs": [2], "error": ["x | y"]}))
+    row = text.splitlines()[2]
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+    assert cells == [r"a\|b", "2", r"x \| y"]
