@@ -112,8 +112,11 @@ def register(main: click.Group) -> None:
         as_json: bool,
     ) -> None:
         """Export the finished jobs of a results database as CSV or Parquet."""
+        from opsched._files import check_writable
         from opsched.experiments.store import ResultStore, load_results
 
+        check_writable(output)  # before reading the store (a folder that is a file had failed
+        # only at the write, with an internal error)
         if experiment is not None:
             with ResultStore(db, create=False) as store:
                 known = store.experiments()

@@ -62,6 +62,7 @@ from typing import Any
 
 from opsched._files import read_text
 from opsched.errors import InputError, OpschedError
+from opsched.ir.graph import MAX_SIZE
 from opsched.problem import Objective
 from opsched.solver.defaults import check_workers
 from opsched.units import parse_bytes
@@ -277,8 +278,14 @@ def _machines(t: Mapping[str, Any], source: str) -> MachineGrid:
         raise _err(source, "machines.resources", "must be a table of NAME = CAPACITY")
     res: dict[str, int] = {}
     for k, v in res_raw.items():
-        if k == "units" or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        if k == "units":  # the machine's own count: [machines] units sets it
+            raise _err(source, "machines.resources.units", "is reserved; set machines.units")
+        if not k.strip():  # the machine refuses it in every job, each stored as an ERROR
+            raise _err(source, "machines.resources", "a resource name must not be empty")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise _err(source, f"machines.resources.{k}", f"must be an integer >= 0, got {v!r}")
+        if v > MAX_SIZE:  # as for the empty name: every job had failed, none was refused
+            raise _err(source, f"machines.resources.{k}", f"must be at most 2^62, got {v!r}")
         res[k] = v
     return MachineGrid(_unique(units), _unique(caps), res)
 
@@ -322,7 +329,8 @@ def _schedulers(t: Mapping[str, Any], source: str) -> SchedulerSpec:
     if isinstance(tl, bool) or not isinstance(tl, int | float) or not 0 < tl < math.inf:
         raise _err(source, "schedulers.time_limit", f"must be a number of seconds > 0, got {tl!r}")
     obj = t.get("objective", "makespan")
-    if obj not in {o.value for o in Objective}:
+    # a list or table is no name (and, unhashable, had failed the set lookup with a TypeError)
+    if not isinstance(obj, str) or obj not in {o.value for o in Objective}:
         known = ", ".join(o.value for o in Objective)
         raise _err(source, "schedulers.objective", f"unknown objective {obj!r}; known: {known}")
     workers = _int(t, "workers", "schedulers.workers", source, 1, 1)

@@ -32,7 +32,7 @@ from typing import Any
 
 from opsched.errors import OpschedError
 
-__all__ = ["DaskExecutor", "LocalExecutor", "Outcome", "Task"]
+__all__ = ["DaskExecutor", "LocalExecutor", "Outcome", "Task", "check_address"]
 
 Task = tuple[str, Any, float]  #: (key, payload, deadline in seconds)
 
@@ -196,21 +196,71 @@ def _dask_run(payload: Any) -> Any:
     return run_job(payload)
 
 
+def _need_distributed() -> None:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise OpschedError("--executor dask needs dask: pip install 'opsched[dask]'") from None
+
+
+def check_address(address: str) -> None:
+    """Raise a one-line error if ``address`` is no Dask scheduler address (``tcp://HOST:PORT``),
+    before anything connects or is written: ``Client`` raises ValueError for a missing port
+    or an unknown scheme, which had ended ``bench`` with an internal error.
+
+    Examples
+    --------
+    >>> check_address("tcp://127.0.0.1:8786")
+    >>> check_address("h")
+    Traceback (most recent call last):
+    opsched.errors.OpschedError: --cluster 'h': missing port number in address 'h' (expected ...)
+    """
+    _need_distributed()
+    from distributed.comm import parse_address
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, loc = parse_address(address, strict=False)
+        get_backend(scheme).get_address_host_port(loc)
+    except NotImplementedError:  # a backend without host and port (inproc, ucx): its own form
+        return
+    except ValueError as e:
+        raise OpschedError(f"--cluster {address!r}: {e} (expected tcp://HOST:PORT)") from None
+
+
 class DaskExecutor:
     """Run tasks on a Dask distributed cluster (``address``) or a local one it starts."""
 
     name = "dask"
 
     def __init__(self, address: str | None = None, workers: int = 2, tag: str = "") -> None:
+        if address is not None:
+            check_address(address)
         self.address = address
         self.workers = workers
         self.tag = tag or str(time.time_ns())
+        self._c: Any = None
+
+    def open(self) -> None:
+        """Connect to the cluster (or start the local one) now, not at the first task: a
+        caller that records a run can then do so only once there is somewhere to run it."""
+        if self._c is None:
+            self._c = self._client()
+
+    def close(self) -> None:
+        """Disconnect, and stop the local cluster this executor started (if any)."""
+        client, self._c = self._c, None
+        if client is None:
+            return
+        cluster = client.cluster
+        client.close()
+        if cluster is not None and self.address is None:
+            cluster.close()
 
     def _client(self) -> Any:
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError:
-            raise OpschedError("--executor dask needs dask: pip install 'opsched[dask]'") from None
+        _need_distributed()
+        from distributed import Client, LocalCluster
+
         if self.address is None:
             cluster = LocalCluster(
                 n_workers=self.workers, threads_per_worker=1, processes=True,
@@ -219,6 +269,8 @@ class DaskExecutor:
             return Client(cluster)
         try:
             return Client(self.address, timeout="20s")
+        except ValueError as e:  # a form check_address lets through, left to the backend
+            raise OpschedError(f"--cluster {self.address!r}: {e}") from None
         except (OSError, TimeoutError) as e:
             raise OpschedError(f"cannot reach the Dask scheduler at {self.address}: {e}") from None
 
@@ -226,7 +278,8 @@ class DaskExecutor:
         """Yield one :class:`Outcome` per task, as each finishes on the cluster."""
         from distributed import as_completed
 
-        client = self._client()
+        self.open()
+        client = self._c
         try:
             keys: dict[str, str] = {}
             futures = []
@@ -248,7 +301,4 @@ class DaskExecutor:
                     yield Outcome(key, "ok", value)
                 fut.release()
         finally:
-            cluster = client.cluster
-            client.close()
-            if cluster is not None and self.address is None:
-                cluster.close()
+            self.close()

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from opsched.errors import OpschedError
 from opsched.experiments.config import ExperimentConfig, load_config
-from opsched.experiments.executors import DaskExecutor, LocalExecutor, Outcome
+from opsched.experiments.executors import DaskExecutor, LocalExecutor, Outcome, check_address
 from opsched.experiments.jobs import Job, expand_jobs, iter_payloads, load_graphs
 from opsched.experiments.store import ResultStore
 from opsched.experiments.worker import CRASHED, error_result
@@ -80,6 +80,7 @@ class Progress:
         self.t0 = time.monotonic()
         self.t_first: float | None = None  # when the first job finished
         self._last = -1e9
+        self._width = 0  # of the line last drawn on a terminal
         self._closed = False
 
     def eta(self, now: float | None = None) -> float:
@@ -113,7 +114,12 @@ class Progress:
             return
         now = time.monotonic()
         if self.tty:
-            print("\r" + self.line(), end="", file=self.stream, flush=True)
+            # padded to the last line's width: "\r" only moves the cursor, so a shorter line
+            # (the ETA going from 100s to 99s) had left the end of the longer one on screen
+            text = self.line()
+            pad = max(0, self._width - len(text))
+            self._width = len(text)
+            print("\r" + text + " " * pad, end="", file=self.stream, flush=True)
         elif now - self._last >= self.every or self.done == self.total:
             print(self.line(), file=self.stream, flush=True)
             self._last = now
@@ -245,6 +251,8 @@ def run_experiment(
         raise OpschedError(f"--executor must be 'local' or 'dask', got {executor!r}")
     if workers < 1:
         raise OpschedError(f"--workers must be >= 1, got {workers}")
+    if cluster is not None:
+        check_address(cluster)  # a malformed address is refused before the store is made
     graphs = load_graphs(cfg, base)
     refused: dict[tuple[str, str], int] = {}
     jobs = expand_jobs(cfg, graphs, refused)
@@ -260,12 +268,20 @@ def run_experiment(
         _compile_kernels(todo, (stream or sys.stderr) if progress else None)
         run_id = uuid.uuid4().hex[:12]
         summary.run_id = run_id
-        ex: LocalExecutor | DaskExecutor = (
-            LocalExecutor(workers)
-            if executor == "local"
-            else DaskExecutor(cluster, workers, tag=run_id)
-        )
-        store.start_run(run_id, cfg.name, executor, workers, len(todo), environment())
+        ex: LocalExecutor | DaskExecutor
+        if executor == "local":
+            ex = LocalExecutor(workers)
+        else:
+            ex = DaskExecutor(cluster, workers, tag=run_id)
+            # connected before the run is recorded: a scheduler out of reach had left a
+            # run in the store (and in every report's list of runs) that ran nothing
+            ex.open()
+        try:
+            store.start_run(run_id, cfg.name, executor, workers, len(todo), environment())
+        except BaseException:
+            if isinstance(ex, DaskExecutor):
+                ex.close()
+            raise
         limits = {j.job_id: j.time_limit for j in todo}
         tasks = [(k, p, _deadline(limits[k])) for k, p in iter_payloads(todo, graphs)]
         bar = Progress(len(todo), stream, progress)

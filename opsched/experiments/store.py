@@ -288,6 +288,30 @@ class ResultStore:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
+    def _current_sql(self) -> str:
+        """SQL, true where job ``j`` belongs to its experiment's file as last run."""
+        known = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'current_jobs'"
+        ).fetchone()
+        if not known:
+            return "1"  # a store from before the table: every job current
+        return (
+            "(NOT EXISTS (SELECT 1 FROM current_jobs c WHERE c.experiment = j.experiment) OR "
+            "EXISTS (SELECT 1 FROM current_jobs c WHERE c.experiment = j.experiment AND "
+            "c.job_id = j.job_id))"
+        )
+
+    def unfinished(self, experiment: str | None = None) -> int:
+        """How many current jobs (of one experiment, or all) have no result yet: a run that
+        was stopped, or is still going. A report of the others covers part of the file."""
+        q = (
+            f"SELECT count(*) FROM jobs j WHERE {self._current_sql()} AND NOT EXISTS "
+            "(SELECT 1 FROM results r WHERE r.job_id = j.job_id)"
+        )
+        if experiment:
+            return int(self.conn.execute(q + " AND j.experiment = ?", (experiment,)).fetchone()[0])
+        return int(self.conn.execute(q).fetchone()[0])
+
     def frame(self, experiment: str | None = None, schedules: bool = False) -> pd.DataFrame:
         """Every finished job as one row: job columns, then result columns, then ``current``:
         whether the job belongs to its experiment's file as last run (one whose settings were
@@ -297,17 +321,10 @@ class ResultStore:
         cols = [f"j.{c}" for c in _JOB_COLS] + [
             f"r.{c}" for c in ("run_id", "finished", *_RESULT_COLS) if schedules or c != "schedule"
         ]
-        known = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'current_jobs'"
-        ).fetchone()
-        current = (
-            "(NOT EXISTS (SELECT 1 FROM current_jobs c WHERE c.experiment = j.experiment) OR "
-            "EXISTS (SELECT 1 FROM current_jobs c WHERE c.experiment = j.experiment AND "
-            "c.job_id = j.job_id)) AS current"
-            if known
-            else "1 AS current"  # a store from before the table: every job current
+        q = (
+            f"SELECT {', '.join(cols)}, {self._current_sql()} AS current "
+            "FROM jobs j JOIN results r USING (job_id)"
         )
-        q = f"SELECT {', '.join(cols)}, {current} FROM jobs j JOIN results r USING (job_id)"
         params: tuple[Any, ...] = ()
         if experiment:
             q += " WHERE j.experiment = ?"

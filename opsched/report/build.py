@@ -43,6 +43,9 @@ class ReportData:
     #: stored jobs left out: of an earlier version of an experiment's file (a setting edited
     #: since made new jobs; ``load_results``' ``current`` column)
     earlier: int = 0
+    #: current jobs with no result yet (a stopped or running ``bench``): the tables cover
+    #: the finished ones only, so each scheduler may be measured on other instances
+    unfinished: int = 0
 
     def summary(self) -> dict[str, Any]:
         """Headline counts (also the CLI's ``--json`` output)."""
@@ -55,6 +58,7 @@ class ReportData:
             "statuses": {str(k): int(v) for k, v in df["status"].value_counts().items()},
             "schedulers": sorted(df["scheduler"].unique().tolist()),
             "earlier_jobs_left_out": self.earlier,
+            "unfinished_jobs": self.unfinished,
         }
 
 
@@ -116,6 +120,7 @@ def collect(
         drawn = [_instance(store, d, inst) for inst in chosen]
         runs = store.runs()
         exps = sorted(df["experiment"].unique().tolist())
+        unfinished = store.unfinished(experiment)
     return ReportData(
         db=str(db),
         experiments=exps,
@@ -131,6 +136,7 @@ def collect(
         environment=environment(),
         instances=drawn,
         earlier=earlier,
+        unfinished=unfinished,
     )
 
 
@@ -257,6 +263,12 @@ def build_report(
                          str(pngs_dir))  # fmt: skip
     if pngs_dir.exists() and not pngs_dir.is_dir():
         raise InputError("is a file, not a folder (for the figures)", str(pngs_dir))
+    # the folder is made (parents too) only after the report is computed: one under a file
+    # had failed there, with an internal error
+    above = next(p for p in pngs_dir.absolute().parents if p.exists())
+    if not above.is_dir():
+        raise InputError(f"{str(above)!r} is a file, not a folder (for the figures)",
+                         str(pngs_dir))  # fmt: skip
     data = collect(db, experiment, instances, n_instances)
     df = data.results
     plotly_figs: list[tuple[str, Any]] = [

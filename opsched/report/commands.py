@@ -77,6 +77,9 @@ def register(main: click.Group) -> None:
             f"{s['jobs']} jobs, {s['instances']} instances ({s['with_proven_optimum']} with a "
             f"proven optimum) -> {output}"
         )
+        if s["unfinished_jobs"]:
+            click.echo(f"not finished: {s['unfinished_jobs']} jobs of the experiment file have "
+                       "no result yet; the tables cover the finished ones only")  # fmt: skip
         if s["earlier_jobs_left_out"]:
             click.echo(f"left out {s['earlier_jobs_left_out']} stored jobs of an earlier version "
                        "of the experiment file (settings edited since)")  # fmt: skip

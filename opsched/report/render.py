@@ -71,7 +71,10 @@ def _md_table(df: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(str(c) for c in df.columns) + " |"]
     lines.append("|" + "---|" * len(df.columns))
     for _, row in df.iterrows():
-        lines.append("| " + " | ".join(_cell(str(c), row[c]) for c in df.columns) + " |")
+        # a "|" in a cell (a set label, an error text) had ended the cell early and shifted
+        # the rest of the row into the wrong columns
+        cells = (_cell(str(c), row[c]).replace("|", "\\|") for c in df.columns)
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -118,6 +121,23 @@ def _env_rows(data: ReportData) -> list[tuple[str, str]]:
     return rows
 
 
+def _left_out(s: dict[str, Any]) -> str:
+    """The summary's sentences on jobs the tables do not cover (empty when none)."""
+    out = ""
+    if s["unfinished_jobs"]:
+        out += (
+            f" Not finished: {s['unfinished_jobs']} jobs of the experiment file have no result "
+            "yet (a run stopped or still going); the tables cover the finished ones only, "
+            "so schedulers may be compared on different instances."
+        )
+    if s["earlier_jobs_left_out"]:
+        out += (
+            f" Left out: {s['earlier_jobs_left_out']} stored jobs of an earlier version of the "
+            "experiment file."
+        )
+    return out
+
+
 def render_html(data: ReportData, figures: list[tuple[str, Any]], png_dir: str) -> str:
     """The self-contained HTML page (plotly.js inline)."""
     from plotly.offline import get_plotlyjs
@@ -136,14 +156,7 @@ def render_html(data: ReportData, figures: list[tuple[str, Any]], png_dir: str) 
         f"({s['with_proven_optimum']} with a proven optimum); statuses: "
         + html.escape(", ".join(f"{k} {v}" for k, v in sorted(s["statuses"].items())))
         + f". Store: <code>{html.escape(data.db)}</code>. Static PNGs: "
-        f"<code>{html.escape(png_dir)}/</code>."
-        + (
-            f" Left out: {s['earlier_jobs_left_out']} stored jobs of an earlier version of the "
-            "experiment file."
-            if s["earlier_jobs_left_out"]
-            else ""
-        )
-        + "</p><ul>",
+        f"<code>{html.escape(png_dir)}/</code>." + html.escape(_left_out(s)) + "</p><ul>",
         *(f"<li>{d}</li>" for d in _DEFINITIONS),
         "</ul>",
     ]
@@ -182,12 +195,7 @@ def render_markdown(data: ReportData, png_dir: Path, md_dir: Path, pngs: list[st
         "proven optimum); statuses: "
         + ", ".join(f"{k} {v}" for k, v in sorted(s["statuses"].items()))
         + "."
-        + (
-            f" Left out: {s['earlier_jobs_left_out']} stored jobs of an earlier version of the "
-            "experiment file."
-            if s["earlier_jobs_left_out"]
-            else ""
-        ),
+        + _left_out(s),
         "",
         *(f"- {d.replace('<code>', '`').replace('</code>', '`')}" for d in _DEFINITIONS),
     ]

@@ -4,8 +4,9 @@ Definitions (all makespans are the ones recomputed from validated schedules):
 
 - **Proven optimum** of an instance (one graph on one machine): the makespan of a valid job of
   an exact scheduler with status ``OPTIMAL`` and objective ``makespan``, or a known optimum
-  from the built-in tables (``known_lb == known_ub``). Where the two disagree, or a valid
-  schedule is shorter than the optimum, the instance is listed as a *conflict* and left out.
+  from the built-in tables (``known_lb == known_ub``). Where the two disagree, a valid
+  schedule is shorter than the optimum, or an exact scheduler proved infeasible an instance
+  that has a valid schedule, the instance is listed as a *conflict* and left out.
 - **Gap** of a job: ``100 * (makespan - optimum) / optimum``, only over instances with a
   proven optimum and jobs with a valid schedule; *optimal share* counts a job without a
   schedule as not optimal.
@@ -69,8 +70,9 @@ def instance_optima(df: pd.DataFrame) -> pd.DataFrame:
     >>> instance_optima(df)[["optimum", "source"]].to_dict("index")
     {'a': {'optimum': nan, 'source': 'conflict'}, 'b': {'optimum': 7.0, 'source': 'solver+table'}}
 
-    So is a valid schedule below a table's lower bound (an open instance's), or a proven
-    optimum above a table's best known makespan: the table, or the solver, is wrong.
+    So is a valid schedule below a table's lower bound (an open instance's), a proven
+    optimum above a table's best known makespan, or a valid schedule of an instance an exact
+    scheduler proved infeasible: the table, or the solver, is wrong.
     """
     rows: list[dict[str, Any]] = []
     ok = _valid(df)
@@ -92,7 +94,14 @@ def instance_optima(df: pd.DataFrame) -> pd.DataFrame:
         conflict = ""
         opt = math.nan
         shortest = v["makespan"].min() if len(v) else math.inf
-        if pd.notna(lb) and shortest < float(lb) - _EPS:
+        # whatever the objective, an exact scheduler's INFEASIBLE is a proof no schedule
+        # exists: a valid one beside it means that scheduler (or the validator) is wrong
+        proof = g[g["exact"].astype(bool) & (g["status"] == "INFEASIBLE")]
+        if len(proof) and len(v):
+            who = ", ".join(sorted(map(str, proof["scheduler"].unique()))) if (
+                "scheduler" in proof) else "an exact scheduler"  # fmt: skip
+            conflict = f"a valid schedule ({shortest:g}) exists, but {who} proved none does"
+        elif pd.notna(lb) and shortest < float(lb) - _EPS:
             conflict = f"a valid schedule ({shortest:g}) is below the table's lower bound {lb:g}"
         elif pd.notna(ub) and len(exact) and max(exact) > float(ub) + _EPS:
             conflict = f"a proven optimum ({max(exact):g}) is above the table's best {ub:g}"

@@ -61,3 +61,18 @@ def test_one_line_errors_and_no_files(tmp_path) -> None:
     assert not (tmp_path / "x.csv").exists()
     r = CliRunner().invoke(main, ["bench", str(exp), "--db", str(db), "--cluster", "tcp://x"])
     assert r.exit_code == 2
+
+
+def test_results_to_a_folder_that_is_a_file_is_one_line(tmp_path) -> None:
+    # the path was first checked when written, where NotADirectoryError had escaped as an
+    # internal error
+    exp = tmp_path / "e.toml"
+    exp.write_text(TOML)
+    db = tmp_path / "r.sqlite"
+    assert CliRunner().invoke(main, ["bench", str(exp), "--db", str(db), "-q"]).exit_code == 0
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "afile" / "x.csv"
+    r = CliRunner().invoke(main, ["results", str(db), "-o", str(out)])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == f"opsched: error: {out}: '{out.parent}' is not a folder"
+    assert (tmp_path / "afile").read_text() == "x"

@@ -57,6 +57,17 @@ def test_parses_every_field() -> None:
         ("R1 = 4", "R1 = -4", "machines.resources.R1", ">= 0"),
         ('name = "t"', "", "experiment.name", "non-empty string"),
         ("seed = 3", 'zoo = "resnet"', "graphs[0]", "exactly one of"),
+        # not a string: the lookup among the objectives had raised TypeError (unhashable)
+        ("time_limit = 2.5", 'objective = ["makespan"]', "schedulers.objective",
+         "unknown objective ['makespan']"),
+        ("time_limit = 2.5", "objective = { a = 1 }", "schedulers.objective",
+         "unknown objective"),
+        # "units" is the machine's own count; the error had said "must be an integer >= 0,
+        # got 4" of a value that is one
+        ("R1 = 4", "units = 4", "machines.resources.units", "reserved; set machines.units"),
+        # values the machine refuses: every job had been run and stored as an ERROR
+        ("R1 = 4", "R1 = 9223372036854775807", "machines.resources.R1", "at most 2^62"),
+        ("R1 = 4", '"" = 4', "machines.resources", "name must not be empty"),
     ],
 )  # fmt: skip
 def test_errors_name_file_and_key(old: str, new: str, where: str, what: str) -> None:

@@ -137,3 +137,40 @@ def test_all_results_arrive_when_a_worker_dies(dask_cluster, tmp_path) -> None:
     assert errors.empty, errors.tolist()  # a job lost with the worker is run again, not failed
     assert df.loc[df["status"].isin(["OPTIMAL", "FEASIBLE"]), "valid"].all()
     assert (df["run_id"] == summary.run_id).all()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("address", ["localhost", "tcp://host-without-port", "foo://h:1"])
+def test_a_malformed_cluster_address_is_one_line_and_writes_nothing(tmp_path, address) -> None:
+    # Client() raises ValueError for these, which had ended bench with an internal error
+    # after the store was made and the experiment registered in it
+    from click.testing import CliRunner
+
+    from opsched.cli import main
+
+    exp = tmp_path / "e.toml"
+    exp.write_text(TOML)
+    db = tmp_path / "r.sqlite"
+    r = CliRunner().invoke(main, ["bench", str(exp), "--db", str(db), "--cluster", address])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [r.output.strip()]
+    assert r.output.startswith(f"opsched: error: --cluster {address!r}: "), r.output
+    assert "internal error" not in r.output
+    assert not db.exists()
+
+
+def test_a_scheduler_out_of_reach_records_no_run(tmp_path, monkeypatch) -> None:
+    # the run was recorded before the executor first connected: each failed try left a run
+    # that ran nothing in the store, listed in every report's machines and versions
+    from opsched.errors import OpschedError
+    from opsched.experiments import ResultStore
+    from opsched.experiments.executors import DaskExecutor
+
+    def unreachable(self):
+        raise OpschedError(f"cannot reach the Dask scheduler at {self.address}: timed out")
+
+    monkeypatch.setattr(DaskExecutor, "_client", unreachable)
+    db = tmp_path / "r.sqlite"
+    with pytest.raises(OpschedError, match="cannot reach"):
+        run_experiment(parse_config(TOML), db, cluster="tcp://127.0.0.1:9", progress=False)
+    with ResultStore(db) as store:
+        assert store.runs() == []

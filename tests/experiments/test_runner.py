@@ -304,3 +304,28 @@ def test_jobs_a_scheduler_cannot_take_are_left_out_not_failed(tmp_path) -> None:
     df = load_results(tmp_path / "r.sqlite")
     assert not ((df.scheduler == "downsets") & df.memory_cap.isna()).any()
     assert set(df[df.scheduler == "brute-force"].num_ops) == {8}
+
+
+def test_a_shorter_progress_line_clears_the_longer_one_on_a_terminal() -> None:
+    # the line is redrawn after "\r", which only moves the cursor: "ETA 100s" then "ETA 9s"
+    # had shown "ETA 9s0s"
+    import io
+
+    from opsched.experiments.runner import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    term = Terminal()
+    p = Progress(3, term)
+    lines = iter(["[bench] 1/3, ETA 100s", "[bench] 2/3, ETA 9s", "[bench] 3/3, ETA 0s"])
+    p.line = lambda: next(lines)  # type: ignore[method-assign]
+    screen = ""
+    for expected in ("[bench] 1/3, ETA 100s", "[bench] 2/3, ETA 9s", "[bench] 3/3, ETA 0s"):
+        p.update()
+        for part in term.getvalue().split("\r"):  # what a terminal shows after each redraw
+            screen = part + screen[len(part) :]
+        term.seek(0)
+        term.truncate()
+        assert screen.rstrip() == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from click.testing import CliRunner
 
 from opsched.cli import main
@@ -215,3 +216,69 @@ def test_profile_title_says_which_instances_it_covers(tmp_path) -> None:
     p = collect(db, n_instances=0).profile
     assert p.attrs == {"instances": solved, "of": 4}
     assert profile_title(p).endswith(f"{solved} of 4 instances: those every scheduler ran")
+
+
+def test_a_figures_folder_under_a_file_is_one_line_and_writes_nothing(tmp_path) -> None:
+    # the folder is made after the report is computed: one under a file had failed there
+    # with an internal error (NotADirectoryError)
+    db = tmp_path / "h.sqlite"
+    make_hand_db(db)
+    (tmp_path / "afile").write_text("x")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for png_dir in ("afile/figs", "afile/a/b"):
+        args = ["-o", str(tmp_path / "r.html"), "--png-dir", str(tmp_path / png_dir)]
+        r = CliRunner().invoke(main, ["report", str(db), *args, "--gantt", "0"])
+        assert r.exit_code == 2, r.output
+        assert r.output.startswith(f"opsched: error: {tmp_path / png_dir}: ")
+        assert "is a file, not a folder" in r.output and "internal error" not in r.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_report_of_a_stopped_run_says_how_many_jobs_have_no_result(tmp_path, monkeypatch):
+    # a bench stopped at 2 of 4 jobs: the report had shown the two as the whole study
+    # (greedy measured on one instance, say, cpsat on another) without a word
+    from opsched.experiments.executors import LocalExecutor
+
+    real_run = LocalExecutor.run
+
+    def run_then_stop(self, tasks):
+        for i, outcome in enumerate(real_run(self, tasks)):
+            if i == 2:
+                raise KeyboardInterrupt
+            yield outcome
+
+    monkeypatch.setattr(LocalExecutor, "run", run_then_stop)
+    db = tmp_path / "r.sqlite"
+    cfg = parse_config(RUN.replace('"cpsat", ', ""))  # greedy: 2 graphs x 2 caps
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, db, workers=1, progress=False)
+    md = tmp_path / "r.md"
+    r = CliRunner().invoke(main, ["report", str(db), "-o", str(tmp_path / "r.html"),
+                                  "--markdown", str(md), "--gantt", "0", "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert '"unfinished_jobs": 2' in r.output and '"jobs": 2' in r.output
+    assert "Not finished: 2 jobs of the experiment file have no result yet" in md.read_text()
+    assert "Not finished: 2 jobs" in (tmp_path / "r.html").read_text()
+    r = CliRunner().invoke(main, ["report", str(db), "-o", str(tmp_path / "r.html")])
+    assert "not finished: 2 jobs of the experiment file have no result yet" in r.output
+    monkeypatch.setattr(LocalExecutor, "run", real_run)
+    run_experiment(cfg, db, workers=1, progress=False)  # resumed to the end
+    data = build_report(db, tmp_path / "r.html", markdown=md, n_instances=0)
+    assert data.summary()["unfinished_jobs"] == 0 and data.summary()["jobs"] == 4
+    assert "Not finished" not in md.read_text()
+    # jobs of an earlier version of the file are left out, not unfinished
+    run_experiment(parse_config(RUN.replace('"cpsat", ', "").replace("= 5", "= 4")), db,
+                   workers=1, progress=False)  # fmt: skip
+    assert build_report(db, tmp_path / "r.html", n_instances=0).summary()["unfinished_jobs"] == 0
+
+
+def test_a_pipe_in_a_markdown_cell_stays_in_its_cell() -> None:
+    # a set label "a|b" had split its cell in two, shifting the row's numbers one column
+    import pandas as pd
+
+    from opsched.report.render import _md_table
+
+    text = _md_table(pd.DataFrame({"set_label": ["a|b"], "jobs": [2], "error": ["x | y"]}))
+    row = text.splitlines()[2]
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+    assert cells == [r"a\|b", "2", r"x \| y"]

@@ -142,3 +142,24 @@ def test_results_against_an_open_instance_s_table_bounds() -> None:
     high = one([112.0], ["OPTIMAL"])
     assert high["source"] == "conflict" and "above the table's best 110" in high["conflict"]
     assert math.isnan(high["optimum"])
+
+
+def test_a_valid_schedule_of_an_instance_proved_infeasible_is_a_conflict() -> None:
+    # a capped instance CP-SAT calls INFEASIBLE while greedy's schedule passes the validator:
+    # one of them is wrong, and the report had said nothing (no optimum, no conflict)
+    import pandas as pd
+
+    df = pd.DataFrame({
+        "instance_id": ["i", "i", "j", "j"], "scheduler": ["cpsat", "greedy"] * 2,
+        "exact": [True, False] * 2, "status": ["INFEASIBLE", "FEASIBLE", "INFEASIBLE", "UNKNOWN"],
+        "valid": [None, True, None, None], "objective": "makespan",
+        "makespan": [math.nan, 12.0, math.nan, math.nan], "known_lb": None, "known_ub": None,
+    })  # fmt: skip
+    opt = stats.instance_optima(df)
+    assert opt.loc["i", "source"] == "conflict"
+    assert opt.loc["i", "conflict"] == "a valid schedule (12) exists, but cpsat proved none does"
+    # no schedule anywhere: the proof stands, nothing to flag
+    assert opt.loc["j", "source"] == "none" and not opt.loc["j", "conflict"]
+    # a heuristic's INFEASIBLE proves nothing
+    heur = df.assign(exact=False)
+    assert (stats.instance_optima(heur)["source"] == "none").all()
