@@ -205,6 +205,18 @@ class GraphBuilder:
         """Make ``key`` another name of the value ``of`` (a tuple element, an identity)."""
         self._values[key] = self.value(of)
 
+    def group(self, key: Hashable, of: Iterable[Hashable]) -> None:
+        """Make ``key`` a value made of the values ``of`` without a kernel of its own (an HLO
+        tuple): a reader of it depends on all of them and keeps all their memory alive, and
+        marking it an output marks them all."""
+        held: set[str] = set()
+        for k in of:
+            v = self.value(k)
+            held.update(v.roots)
+            if v.producer is not None:
+                held.add(v.producer)
+        self._values[key] = _Value(None, frozenset(held))
+
     def value(self, key: Hashable) -> _Value:
         """The value registered under ``key``; an unknown key is a malformed source graph."""
         try:
@@ -244,13 +256,16 @@ class GraphBuilder:
         key: Hashable | None = None,
         aliasing: bool = False,
         inplace: bool = False,
+        after: Sequence[Hashable] = (),
     ) -> str:
         """Add one op; returns its (unique) name.
 
         ``inputs`` are value keys read by the op; ``outputs`` the metas of what it produces.
         ``key`` registers the result as a value (``None``: the caller registers outputs
         itself with :meth:`alias` / :meth:`register`). ``aliasing`` (a view) and ``inplace``
-        (writes into ``inputs[0]``) ops allocate nothing.
+        (writes into ``inputs[0]``) ops allocate nothing. ``after`` are values whose ops must
+        finish first though their data is not read (control dependencies): a dep on each
+        producer, with no memory kept alive for this op.
         """
         op_name = self._unique(name)
         deps: dict[str, None] = {}
@@ -260,6 +275,10 @@ class GraphBuilder:
             if v.producer is not None:
                 deps[v.producer] = None
             for r in v.roots:
+                deps[r] = None
+        for k in after:
+            v = self.value(k)
+            for r in (v.producer,) if v.producer is not None else sorted(v.roots):
                 deps[r] = None
         a = dict(attrs)
         if "dtype" not in a:

@@ -198,11 +198,11 @@ class OpMapper:
                 if ref.strip()
             ]
             flops = max(per_comp, default=0) if op == "conditional" else sum(per_comp)
-            # each operand read once, however often it is passed (conditional(p, x, x))
-            once = {
-                n: t for n, t in zip(ins.operands, ops, strict=False) if isinstance(t, TensorMeta)
-            }
-            nbytes = sum(t.nbytes for t in once.values()) + sum(t.nbytes for t in leaves(ins.shape))
+            # each operand read once, however often it is passed (conditional(p, x, x)); a
+            # tuple operand (a while's loop state) is read as its arrays
+            once = dict(zip(ins.operands, ops, strict=False))
+            read = sum(t.nbytes for op in once.values() for t in leaves(op))
+            nbytes = read + sum(t.nbytes for t in leaves(ins.shape))
             attrs: dict[str, Any] = {"flops": flops, "bytes": nbytes, "numel": numel}
             if "kind" in ins.attrs:
                 attrs["fusion_kind"] = ins.attrs["kind"]
