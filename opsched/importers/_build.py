@@ -187,6 +187,10 @@ class GraphBuilder:
     _values: dict[Hashable, _Value] = field(default_factory=dict)
     _unmapped: Counter[str] = field(default_factory=Counter)
     _last_roots: frozenset[str] = frozenset()
+    # per memory (the op owning it): the in-place op that last wrote it, and the ops that
+    # read it since; a later reader must follow that write, and a write all those reads
+    _writer: dict[str, str] = field(default_factory=dict)
+    _readers: dict[str, list[str]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ tensors
     def meta(self, shape: Iterable[int], dtype: str, contiguous: bool = True) -> TensorMeta:
@@ -270,12 +274,20 @@ class GraphBuilder:
         op_name = self._unique(name)
         deps: dict[str, None] = {}
         roots: set[str] = set()
+        read: set[str] = set()  # the memory this op reads
         for k in inputs:
             v = self.value(k)
             if v.producer is not None:
                 deps[v.producer] = None
             for r in v.roots:
                 deps[r] = None
+            read |= v.roots
+        for r in sorted(read):  # a view taken before an in-place write reads what it wrote
+            if r in self._writer:
+                deps[self._writer[r]] = None
+        written = self.value(inputs[0]).roots if inplace and inputs else frozenset()
+        for r in sorted(written):  # and the write waits for every read of the old data
+            deps.update(dict.fromkeys(self._readers.get(r, ())))
         for k in after:
             v = self.value(k)
             for r in (v.producer,) if v.producer is not None else sorted(v.roots):
@@ -315,6 +327,10 @@ class GraphBuilder:
         if key is not None:
             self._values[key] = _Value(op_name, frozenset(roots))
         self._last_roots = frozenset(roots)
+        for r in read:
+            self._readers.setdefault(r, []).append(op_name)
+        for r in written:
+            self._writer[r], self._readers[r] = op_name, []
         return op_name
 
     def register(self, key: Hashable, op_name: str) -> None:
