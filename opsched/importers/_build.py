@@ -279,7 +279,7 @@ class GraphBuilder:
             v = self.value(k)
             if v.producer is not None:
                 deps[v.producer] = None
-            for r in v.roots:
+            for r in sorted(v.roots):  # sorted: the same deps on every run
                 deps[r] = None
             read |= v.roots
         for r in sorted(read):  # a view taken before an in-place write reads what it wrote
@@ -341,7 +341,7 @@ class GraphBuilder:
         """Mark the graph outputs: their ops (and the memory they alias) live to the end."""
         for k in keys:
             v = self.value(k)
-            for n in (v.producer, *v.roots):
+            for n in (v.producer, *sorted(v.roots)):
                 if n is not None:
                     self._ops[n]["output"] = True
 

@@ -87,9 +87,12 @@ def from_hlo_text(text: str, name: str | None = None, where: str = "<hlo>") -> O
             arrays = leaves(ins.shape)
             if len(arrays) == 1:
                 b.add_input(ins.name, ins.name, arrays[0])
-            elif arrays:  # a tuple parameter: one input of all its bytes
-                total = sum(t.nbytes for t in arrays) // kinds.DTYPE_BYTES[arrays[0].dtype]
-                b.add_input(ins.name, ins.name, TensorMeta((total,), arrays[0].dtype))
+            elif arrays:  # a tuple parameter: one input of all its bytes (as int8 when its
+                # dtypes differ: (f32[1], s8[3]) had been counted as 7 // 4 floats, 4 bytes)
+                dts = {t.dtype for t in arrays}
+                dt = arrays[0].dtype if len(dts) == 1 else "int8"
+                total = sum(t.nbytes for t in arrays) // kinds.DTYPE_BYTES[dt]
+                b.add_input(ins.name, ins.name, TensorMeta((total,), dt))
             else:
                 b.add_persistent(ins.name, 0)
             continue
@@ -109,8 +112,9 @@ def from_hlo_text(text: str, name: str | None = None, where: str = "<hlo>") -> O
                     tuples[ins.name] = tuples[elem]
                 continue
         outs = leaves(ins.shape)
-        if not outs:  # tokens, after-all
-            b.add_persistent(ins.name, 0)
+        if not outs and (ins.opcode == "after-all" or not ins.operands):
+            # a token that joins others: what reads it runs after all they order
+            b.group(ins.name, ins.operands)
             continue
         try:
             m = module.map(ins, [shapes[o] for o in ins.operands])

@@ -60,7 +60,7 @@ _COPIES = set(
         """
     broadcast transpose copy concatenate slice dynamic-slice dynamic-update-slice pad
     gather scatter reverse sort all-reduce all-gather reduce-scatter all-to-all
-    collective-permute copy-start copy-done send recv
+    collective-permute copy-start copy-done send recv outfeed infeed
     """
     )
 )
@@ -184,6 +184,8 @@ class OpMapper:
         out = ins.shape if isinstance(ins.shape, TensorMeta) else None
         arrays = [t for t in ops if isinstance(t, TensorMeta)]
         numel = out.numel if out else sum(t.numel for t in leaves(ins.shape))
+        if ins.shape is None:  # a token result (outfeed): it moves what it reads
+            numel = sum(t.numel for t in arrays)
         op = ins.opcode
         if op in ("fusion", "call", "while", "conditional", "async-start"):
             keys: tuple[str, ...]

@@ -338,3 +338,30 @@ def test_bad_tuple_access_one_line(text: str, message: str) -> None:
         from_hlo_text(text, where="f.hlo")
     assert message in str(e.value) and str(e.value).startswith("f.hlo: ")
     assert "\n" not in str(e.value)
+
+
+def test_tokens_order_side_effects_and_outfeeds_are_ops() -> None:
+    # an op whose result is only a token (outfeed) had been dropped as persistent bytes,
+    # and with it the order its token gives
+    g = from_hlo_text(
+        "HloModule t\nENTRY e {\n  x = f32[4] parameter(0)\n  y = f32[4] negate(x)\n"
+        "  tok = token[] after-all()\n"
+        "  o1 = token[] outfeed(x, tok), outfeed_shape=f32[4]\n"
+        "  o2 = token[] outfeed(y, o1), outfeed_shape=f32[4]\n"
+        "  j = token[] after-all(o1, o2)\n"
+        "  o3 = token[] outfeed(x, j), outfeed_shape=f32[4]\n"
+        "  ROOT r = f32[4] abs(y)\n}\n"
+    )
+    assert g.names == ["x", "y", "o1", "o2", "o3", "r"]
+    assert [g[n].deps for n in ("o1", "o2", "o3")] == [("x",), ("y", "o1"), ("x", "o1", "o2")]
+    assert g["o2"].output_bytes == 0 and g["o2"].attrs["bytes"] == 2 * 16
+    assert "unmapped" not in g.attrs
+
+
+def test_a_tuple_parameter_of_mixed_dtypes_counts_all_its_bytes() -> None:
+    # (f32[1], s8[3]) holds 7 bytes; counted as 7 // 4 float32s it had come out as 4
+    g = from_hlo_text(
+        "HloModule p\nENTRY e {\n  p = (f32[1], s8[3]) parameter(0)\n"
+        "  ROOT g = s8[3] get-tuple-element(p), index=1\n}\n"
+    )
+    assert g["p"].output_bytes == 7 and g["g"].deps == ("p",)
