@@ -213,7 +213,7 @@ def parse_computations(text: str, where: str) -> dict[str, Computation]:
                 comps[cur.name] = cur
                 names = {}
             continue
-        if line == "}":
+        if line == "}" or line.startswith("},"):  # "}, execution_thread=..." closes one too
             cur = None
             continue
         m = _INSTR.match(line)

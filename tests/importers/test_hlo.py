@@ -365,3 +365,14 @@ def test_a_tuple_parameter_of_mixed_dtypes_counts_all_its_bytes() -> None:
         "  ROOT g = s8[3] get-tuple-element(p), index=1\n}\n"
     )
     assert g["p"].output_bytes == 7 and g["g"].deps == ("p",)
+
+
+def test_a_computation_on_another_execution_thread() -> None:
+    # XLA closes a computation of another thread with '}, execution_thread="host"': that line
+    # had been read as an instruction ("expected 'name = type opcode(operands)'")
+    g = from_hlo_text(
+        "HloModule h\nhost {\n  a = f32[4] parameter(0)\n  ROOT m = f32[4] multiply(a, a)\n"
+        '}, execution_thread="host"\n\nENTRY e {\n  x = f32[4] parameter(0)\n'
+        "  ROOT c = f32[4] call(x), to_apply=host\n}\n"
+    )
+    assert g.names == ["x", "c"] and g["c"].attrs["flops"] == 8 and g["c"].deps == ("x",)
