@@ -187,6 +187,10 @@ class GraphBuilder:
     _values: dict[Hashable, _Value] = field(default_factory=dict)
     _unmapped: Counter[str] = field(default_factory=Counter)
     _last_roots: frozenset[str] = frozenset()
+    # per memory (the op owning it): the in-place op that last wrote it, and the ops that
+    # read it since; a later reader must follow that write, and a write all those reads
+    _writer: dict[str, str] = field(default_factory=dict)
+    _readers: dict[str, list[str]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ tensors
     def meta(self, shape: Iterable[int], dtype: str, contiguous: bool = True) -> TensorMeta:
@@ -204,6 +208,18 @@ class GraphBuilder:
     def alias(self, key: Hashable, of: Hashable) -> None:
         """Make ``key`` another name of the value ``of`` (a tuple element, an identity)."""
         self._values[key] = self.value(of)
+
+    def group(self, key: Hashable, of: Iterable[Hashable]) -> None:
+        """Make ``key`` a value made of the values ``of`` without a kernel of its own (an HLO
+        tuple): a reader of it depends on all of them and keeps all their memory alive, and
+        marking it an output marks them all."""
+        held: set[str] = set()
+        for k in of:
+            v = self.value(k)
+            held.update(v.roots)
+            if v.producer is not None:
+                held.add(v.producer)
+        self._values[key] = _Value(None, frozenset(held))
 
     def value(self, key: Hashable) -> _Value:
         """The value registered under ``key``; an unknown key is a malformed source graph."""
@@ -244,22 +260,37 @@ class GraphBuilder:
         key: Hashable | None = None,
         aliasing: bool = False,
         inplace: bool = False,
+        after: Sequence[Hashable] = (),
     ) -> str:
         """Add one op; returns its (unique) name.
 
         ``inputs`` are value keys read by the op; ``outputs`` the metas of what it produces.
         ``key`` registers the result as a value (``None``: the caller registers outputs
         itself with :meth:`alias` / :meth:`register`). ``aliasing`` (a view) and ``inplace``
-        (writes into ``inputs[0]``) ops allocate nothing.
+        (writes into ``inputs[0]``) ops allocate nothing. ``after`` are values whose ops must
+        finish first though their data is not read (control dependencies): a dep on each
+        producer, with no memory kept alive for this op.
         """
         op_name = self._unique(name)
         deps: dict[str, None] = {}
         roots: set[str] = set()
+        read: set[str] = set()  # the memory this op reads
         for k in inputs:
             v = self.value(k)
             if v.producer is not None:
                 deps[v.producer] = None
-            for r in v.roots:
+            for r in sorted(v.roots):  # sorted: the same deps on every run
+                deps[r] = None
+            read |= v.roots
+        for r in sorted(read):  # a view taken before an in-place write reads what it wrote
+            if r in self._writer:
+                deps[self._writer[r]] = None
+        written = self.value(inputs[0]).roots if inplace and inputs else frozenset()
+        for r in sorted(written):  # and the write waits for every read of the old data
+            deps.update(dict.fromkeys(self._readers.get(r, ())))
+        for k in after:
+            v = self.value(k)
+            for r in (v.producer,) if v.producer is not None else sorted(v.roots):
                 deps[r] = None
         a = dict(attrs)
         if "dtype" not in a:
@@ -296,6 +327,10 @@ class GraphBuilder:
         if key is not None:
             self._values[key] = _Value(op_name, frozenset(roots))
         self._last_roots = frozenset(roots)
+        for r in read:
+            self._readers.setdefault(r, []).append(op_name)
+        for r in written:
+            self._writer[r], self._readers[r] = op_name, []
         return op_name
 
     def register(self, key: Hashable, op_name: str) -> None:
@@ -306,7 +341,7 @@ class GraphBuilder:
         """Mark the graph outputs: their ops (and the memory they alias) live to the end."""
         for k in keys:
             v = self.value(k)
-            for n in (v.producer, *v.roots):
+            for n in (v.producer, *sorted(v.roots)):
                 if n is not None:
                     self._ops[n]["output"] = True
 

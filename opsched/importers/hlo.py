@@ -39,7 +39,7 @@ from opsched._files import read_text
 from opsched.errors import InputError, OpschedError
 from opsched.importers._build import GraphBuilder, TensorMeta
 from opsched.importers.hlo_kinds import OpMapper
-from opsched.importers.hlo_text import leaves, parse_computations, parse_type
+from opsched.importers.hlo_text import Instr, leaves, parse_computations, parse_type
 from opsched.ir import kinds
 from opsched.ir.graph import OpGraph
 
@@ -81,32 +81,40 @@ def from_hlo_text(text: str, name: str | None = None, where: str = "<hlo>") -> O
                     f"line {ins.line}: operand {o!r} of {ins.name!r} is not defined", where
                 )
         shapes[ins.name] = ins.shape
-        if ins.root:
-            root = tuples.get(ins.name, [ins.name]) if ins.opcode != "tuple" else ins.operands
+        if ins.root:  # a tuple (or an element of one) marks what it is made of
+            root = [ins.name]
         if ins.opcode == "parameter":
             arrays = leaves(ins.shape)
             if len(arrays) == 1:
                 b.add_input(ins.name, ins.name, arrays[0])
-            elif arrays:  # a tuple parameter: one input of all its bytes
-                total = sum(t.nbytes for t in arrays) // kinds.DTYPE_BYTES[arrays[0].dtype]
-                b.add_input(ins.name, ins.name, TensorMeta((total,), arrays[0].dtype))
+            elif arrays:  # a tuple parameter: one input of all its bytes (as int8 when its
+                # dtypes differ: (f32[1], s8[3]) had been counted as 7 // 4 floats, 4 bytes)
+                dts = {t.dtype for t in arrays}
+                dt = arrays[0].dtype if len(dts) == 1 else "int8"
+                total = sum(t.nbytes for t in arrays) // kinds.DTYPE_BYTES[dt]
+                b.add_input(ins.name, ins.name, TensorMeta((total,), dt))
             else:
                 b.add_persistent(ins.name, 0)
             continue
         if ins.opcode == "constant":
             b.add_persistent(ins.name, sum(t.nbytes for t in leaves(ins.shape)))
             continue
-        if ins.opcode == "tuple":  # no kernel: its elements are the values
+        if ins.opcode == "tuple":  # no kernel: a reader of it (a while) reads its elements
             tuples[ins.name] = ins.operands
-            b.add_persistent(ins.name, 0)
+            b.group(ins.name, ins.operands)
             continue
-        if ins.opcode == "get-tuple-element" and ins.operands[0] in tuples:
-            idx = int(ins.attrs.get("index", "0"))
-            b.alias(ins.name, tuples[ins.operands[0]][idx])
-            continue
+        if ins.opcode == "get-tuple-element":
+            idx = _tuple_index(ins, shapes, where)
+            if ins.operands[0] in tuples:  # the element itself, nested tuples followed
+                elem = tuples[ins.operands[0]][idx]
+                b.alias(ins.name, elem)
+                if elem in tuples:
+                    tuples[ins.name] = tuples[elem]
+                continue
         outs = leaves(ins.shape)
-        if not outs:  # tokens, after-all
-            b.add_persistent(ins.name, 0)
+        if not outs and (ins.opcode == "after-all" or not ins.operands):
+            # a token that joins others: what reads it runs after all they order
+            b.group(ins.name, ins.operands)
             continue
         try:
             m = module.map(ins, [shapes[o] for o in ins.operands])
@@ -120,9 +128,42 @@ def from_hlo_text(text: str, name: str | None = None, where: str = "<hlo>") -> O
             b.unmapped(ins.opcode)
         attrs = {**m.attrs, "hlo_op": ins.opcode}
         keys = [o for o in ins.operands if b.has(o)]
-        b.add_op(ins.name, m.kind, attrs, keys, outs, key=ins.name, aliasing=m.aliasing)
+        b.add_op(ins.name, m.kind, attrs, keys, outs, key=ins.name, aliasing=m.aliasing,
+                 after=_control_predecessors(ins, shapes, where))  # fmt: skip
     b.mark_outputs(r for r in root if b.has(r))
     return b.build()
+
+
+def _tuple_index(ins: Instr, shapes: dict[str, Any], where: str) -> int:
+    """The element a ``get-tuple-element`` takes: its ``index``, checked against its one
+    operand's tuple type."""
+    if len(ins.operands) != 1:
+        raise InputError(f"line {ins.line}: get-tuple-element {ins.name!r} takes one operand, "
+                         f"got {len(ins.operands)}", where)  # fmt: skip
+    raw = ins.attrs.get("index", "")
+    if not raw.isdigit():
+        raise InputError(f"line {ins.line}: get-tuple-element {ins.name!r} needs an index=N, "
+                         f"got {raw!r}", where)  # fmt: skip
+    of = shapes[ins.operands[0]]
+    if not isinstance(of, tuple):
+        raise InputError(f"line {ins.line}: get-tuple-element {ins.name!r}: operand "
+                         f"{ins.operands[0]!r} is not a tuple", where)  # fmt: skip
+    if int(raw) >= len(of):
+        raise InputError(f"line {ins.line}: get-tuple-element {ins.name!r}: index {raw} of "
+                         f"{ins.operands[0]!r}, a tuple of {len(of)} elements", where)  # fmt: skip
+    return int(raw)
+
+
+def _control_predecessors(ins: Instr, shapes: dict[str, Any], where: str) -> list[str]:
+    """The instructions ``ins`` must run after without reading them
+    (``control-predecessors={a, b}``); each must be defined earlier, as XLA prints them."""
+    names = [n.strip().lstrip("%") for n in ins.attrs.get("control-predecessors", "").strip(
+        "{}").split(",")]  # fmt: skip
+    for n in names:
+        if n and n not in shapes:
+            raise InputError(f"line {ins.line}: control predecessor {n!r} of {ins.name!r} is "
+                             "not defined before it", where)  # fmt: skip
+    return [n for n in names if n]
 
 
 def read_hlo(path: str | os.PathLike[str]) -> OpGraph:

@@ -60,7 +60,7 @@ _COPIES = set(
         """
     broadcast transpose copy concatenate slice dynamic-slice dynamic-update-slice pad
     gather scatter reverse sort all-reduce all-gather reduce-scatter all-to-all
-    collective-permute copy-start copy-done send recv
+    collective-permute copy-start copy-done send recv outfeed infeed
     """
     )
 )
@@ -184,6 +184,8 @@ class OpMapper:
         out = ins.shape if isinstance(ins.shape, TensorMeta) else None
         arrays = [t for t in ops if isinstance(t, TensorMeta)]
         numel = out.numel if out else sum(t.numel for t in leaves(ins.shape))
+        if ins.shape is None:  # a token result (outfeed): it moves what it reads
+            numel = sum(t.numel for t in arrays)
         op = ins.opcode
         if op in ("fusion", "call", "while", "conditional", "async-start"):
             keys: tuple[str, ...]
@@ -198,11 +200,11 @@ class OpMapper:
                 if ref.strip()
             ]
             flops = max(per_comp, default=0) if op == "conditional" else sum(per_comp)
-            # each operand read once, however often it is passed (conditional(p, x, x))
-            once = {
-                n: t for n, t in zip(ins.operands, ops, strict=False) if isinstance(t, TensorMeta)
-            }
-            nbytes = sum(t.nbytes for t in once.values()) + sum(t.nbytes for t in leaves(ins.shape))
+            # each operand read once, however often it is passed (conditional(p, x, x)); a
+            # tuple operand (a while's loop state) is read as its arrays
+            once = dict(zip(ins.operands, ops, strict=False))
+            read = sum(t.nbytes for op in once.values() for t in leaves(op))
+            nbytes = read + sum(t.nbytes for t in leaves(ins.shape))
             attrs: dict[str, Any] = {"flops": flops, "bytes": nbytes, "numel": numel}
             if "kind" in ins.attrs:
                 attrs["fusion_kind"] = ins.attrs["kind"]

@@ -35,6 +35,9 @@ _WIDTH = {"pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f1
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\))?\s*(->.*)?\{\s*$")
 _ARRAY = re.compile(r"([a-z]+[0-9a-z]*)\[([^\]]*)\]")
 _INSTR = re.compile(r"^(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
+#: A quoted string (kept) or a ``/*...*/`` comment (dropped): XLA writes ``/*index=5*/``
+#: before every fifth element of a long tuple type and operand list.
+_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|/\*.*?\*/')
 
 
 @dataclass
@@ -108,7 +111,14 @@ def parse_type(text: str, i: int = 0) -> tuple[Any, int]:
     if m is None:
         raise ValueError(f"expected a type at {text[i : i + 20]!r}")
     prim, dims = m.group(1), m.group(2)
-    shape = [int(d.replace("<=", "")) for d in dims.split(",") if d.strip()]
+    if "?" in dims:  # an unbounded dynamic dimension: no size to count bytes by
+        raise ValueError(
+            f"unbounded dynamic dimension in {m.group(0)} (opsched needs its size or a bound, <=N)"
+        )
+    try:
+        shape = [int(d.replace("<=", "")) for d in dims.split(",") if d.strip()]
+    except ValueError:
+        raise ValueError(f"cannot read the dimensions of {m.group(0)}") from None
     neg = next((d for d in shape if d < 0), None)
     if neg is not None:  # a tuple's element shapes are parsed here too
         written = m.group(0) if len(m.group(0)) <= 40 else m.group(0)[:37] + "..."
@@ -189,7 +199,7 @@ def parse_computations(text: str, where: str) -> dict[str, Computation]:
     cur: Computation | None = None
     names: dict[str, int] = {}  # the current computation's instructions: their lines
     for n, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+        line = _COMMENT.sub(lambda c: c[0] if c[0].startswith('"') else "", raw).strip()
         if not line or line.startswith("//"):
             continue
         if cur is None:
@@ -203,7 +213,7 @@ def parse_computations(text: str, where: str) -> dict[str, Computation]:
                 comps[cur.name] = cur
                 names = {}
             continue
-        if line == "}":
+        if line == "}" or line.startswith("},"):  # "}, execution_thread=..." closes one too
             cur = None
             continue
         m = _INSTR.match(line)

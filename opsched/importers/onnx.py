@@ -35,6 +35,7 @@ from typing import Any
 
 from opsched.errors import InputError, OpschedError, ProblemError
 from opsched.importers._build import GraphBuilder, TensorMeta, dtype_name
+from opsched.importers.onnx_graph import bind_dims, outer_reads
 from opsched.importers.torch.aten import Mapped, map_aten
 from opsched.ir.graph import OpGraph
 
@@ -229,7 +230,10 @@ def from_onnx(
         raise InputError(
             f"expected an onnx.ModelProto or a path, got {type(model).__name__}", where
         )
-    model, symbolic = _bind_dims(onnx, model, dict(dims or {}))
+    for k, v in (dims or {}).items():  # a negative size had surfaced as a bad numel of an op
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InputError(f"dims: {k!r} must be a non-negative integer, got {v!r}", where)
+    model, symbolic = bind_dims(onnx, model, dict(dims or {}))
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception as e:
@@ -238,7 +242,12 @@ def from_onnx(
     opset = next((o.version for o in inferred.opset_import if o.domain in ("", "ai.onnx")), 13)
     b = GraphBuilder(name or graph.name or "onnx", where=where, source="onnx")
     b.attrs["opset"] = int(opset)
-    types = {v.name: v.type for v in [*graph.input, *graph.value_info, *graph.output]}
+    # a name's type with a shape wins over one without: a graph input passed straight out as
+    # an output declared without a shape had lost its shape
+    types: dict[str, Any] = {}
+    for v in [*graph.input, *graph.value_info, *graph.output]:
+        if v.name not in types or v.type.tensor_type.HasField("shape"):
+            types[v.name] = v.type
 
     consts: dict[str, TensorMeta] = {}
 
@@ -259,9 +268,11 @@ def from_onnx(
         return b.meta(shape, dtype_name(str(np_dt), np_dt.itemsize))
 
     for init in graph.initializer:
-        np_dt = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
-        consts[init.name] = b.meta(init.dims, dtype_name(str(np_dt), np_dt.itemsize))
+        consts[init.name] = _init_meta(onnx, b, init, where)
         b.add_persistent(init.name, consts[init.name].nbytes)
+    if graph.sparse_initializer:  # onnx's shape inference does not see them either
+        name_ = graph.sparse_initializer[0].values.name
+        raise InputError(f"sparse initializers ({name_!r}) are not supported", where)
     for inp in graph.input:
         if b.has(inp.name):
             continue  # an initializer listed as an input (older exporters)
@@ -269,31 +280,30 @@ def from_onnx(
         if t is None:
             raise InputError(f"graph input {inp.name!r} has no tensor shape", where)
         b.add_input(inp.name, inp.name, t)
+    produced = {v for node in graph.node for v in node.output if v}
     for i, node in enumerate(graph.node):
-        _add_node(b, node, i, meta, opset, where)
+        _add_node(b, node, i, meta, opset, where, produced)
     if symbolic:
         b.attrs["symbolic_dims"] = dict(symbolic)
-    b.mark_outputs(o.name for o in graph.output if b.has(o.name))
+    for o in graph.output:  # one nothing produces had been dropped without a word
+        if not b.has(o.name):
+            raise InputError(f"graph output {o.name!r} is not produced by any node", where)
+    b.mark_outputs(o.name for o in graph.output)
     return b.build()
 
 
-def _bind_dims(onnx: Any, model: Any, dims: dict[str, int]) -> tuple[Any, dict[str, int]]:
-    """A copy of ``model`` whose symbolic input dims are fixed, and those taken as 1."""
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    defaulted: dict[str, int] = {}
-    for inp in out.graph.input:
-        if not inp.type.HasField("tensor_type"):
-            continue
-        for d in inp.type.tensor_type.shape.dim:
-            if not d.HasField("dim_value"):
-                if d.dim_param not in dims:
-                    defaulted[d.dim_param or "?"] = 1
-                d.dim_value = int(dims.get(d.dim_param, 1))
-    return out, defaulted
+def _init_meta(onnx: Any, b: GraphBuilder, init: Any, where: str) -> TensorMeta:
+    """The tensor of an initializer; a negative dimension is refused (its bytes would be)."""
+    if any(d < 0 for d in init.dims):
+        raise InputError(f"initializer {init.name!r} has a negative dimension: "
+                         f"{list(init.dims)}", where)  # fmt: skip
+    np_dt = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
+    return b.meta(init.dims, dtype_name(str(np_dt), np_dt.itemsize))
 
 
-def _add_node(b: GraphBuilder, node: Any, i: int, meta: Any, opset: int, where: str) -> None:
+def _add_node(
+    b: GraphBuilder, node: Any, i: int, meta: Any, opset: int, where: str, produced: set[str]
+) -> None:
     t = node.op_type
     nname = node.name or f"{t}_{i}"
     a = _attrs(node)
@@ -302,9 +312,15 @@ def _add_node(b: GraphBuilder, node: Any, i: int, meta: Any, opset: int, where: 
         b.add_persistent(node.output[0], out.nbytes if out is not None else 0)
         return
     ins = [meta(v, nname) if v else None for v in node.input]
-    for v, m in zip(node.input, ins, strict=True):
-        if v and m is None and not b.has(v):
-            raise InputError(f"node {nname!r} ({t}): input {v!r} is not defined", where)
+    outer = outer_reads(node)
+    for v in [*node.input, *outer]:
+        # a value known only from value_info had been skipped: the edge from a node listed
+        # later (a graph out of topological order, or a cycle) was lost without a word
+        if v and not b.has(v):
+            why = ("is produced by a later node (the nodes are not in topological order, or "
+                   "form a cycle)") if v in produced else "is not defined"  # fmt: skip
+            side = " (read by a subgraph)" if v not in node.input else ""
+            raise InputError(f"node {nname!r} ({t}): input {v!r}{side} {why}", where)
     outs_named = [v for v in node.output if v]
     outs = [meta(v, nname) for v in outs_named]
     missing = [v for v, m in zip(outs_named, outs, strict=True) if m is None]
@@ -329,7 +345,7 @@ def _add_node(b: GraphBuilder, node: Any, i: int, meta: Any, opset: int, where: 
     if not m.known:
         b.unmapped(op_type)
     attrs = {**m.attrs, "onnx_op": op_type}
-    keys = [v for v in node.input if v and b.has(v)]
+    keys = [v for v in [*node.input, *outer] if v]
     op = b.add_op(nname, m.kind, attrs, keys, metas, aliasing=m.aliasing and bool(keys))
     for v in outs_named:
         b.register(v, op)

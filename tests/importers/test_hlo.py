@@ -232,3 +232,147 @@ def test_a_shape_past_2_62_in_a_called_computation_names_the_file_and_line(
         read_hlo(path)
     assert str(e.value).startswith(f"{path}: line 10: ")  # the call
     assert "99999999999999999999" in str(e.value)
+
+
+WHILE = """HloModule w
+body {
+  p = (f32[4], f32[4]) parameter(0)
+  a = f32[4] get-tuple-element(p), index=0
+  b = f32[4] get-tuple-element(p), index=1
+  s = f32[4] add(a, b)
+  ROOT t = (f32[4], f32[4]) tuple(s, b)
+}
+cond {
+  p = (f32[4], f32[4]) parameter(0)
+  ROOT c = pred[] constant(true)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] exponential(x)
+  z = f32[4] negate(x)
+  t = (f32[4], f32[4]) tuple(y, z)
+  w = (f32[4], f32[4]) while(t), condition=cond, body=body
+  ROOT r = f32[4] get-tuple-element(w), index=0
+}
+"""
+
+
+def test_a_while_depends_on_the_elements_of_its_tuple_operand() -> None:
+    # a while's loop state is a tuple, and the tuple had been an op-less value with no
+    # producer: the while depended on nothing, so y and z could be scheduled after it, and it
+    # was priced without reading its 2 x 16 bytes of state
+    g = from_hlo_text(WHILE)
+    w = g["w"]
+    assert set(w.deps) == {"y", "z"}
+    assert w.attrs["bytes"] == 32 + 32 and w.attrs["flops"] == 8  # one body's add of 4
+    assert g["r"].deps == ("w",) and g["r"].output and w.output
+
+
+NESTED = """HloModule n
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] exponential(x)
+  z = f32[4] negate(x)
+  t1 = (f32[4], f32[4]) tuple(y, z)
+  t2 = ((f32[4], f32[4]), f32[4]) tuple(t1, x)
+  g0 = (f32[4], f32[4]) get-tuple-element(t2), index=0
+  g1 = f32[4] get-tuple-element(g0), index=1
+  r = f32[4] abs(g1)
+  ROOT out = ((f32[4], f32[4]), f32[4]) tuple(t1, r)
+}
+"""
+
+
+def test_nested_tuples_keep_their_edges_and_outputs() -> None:
+    # g1 is z (element 1 of element 0 of t2): it had become a view of an op-less value, so r
+    # lost its edge to z; the ROOT's inner tuple had marked neither y nor z an output
+    g = from_hlo_text(NESTED)
+    assert g.names == ["x", "y", "z", "r"]
+    assert g["r"].deps == ("z",)
+    assert [op.name for op in g.ops if op.output] == ["y", "z", "r"]
+
+
+def test_control_predecessors_are_deps() -> None:
+    text = WHILE.replace("z = f32[4] negate(x)", "z = f32[4] negate(x), control-predecessors={y}")
+    assert from_hlo_text(text)["z"].deps == ("x", "y")
+    old = text.replace("control-predecessors={y}", "control-predecessors={%y}")
+    assert from_hlo_text(old)["z"].deps == ("x", "y")
+
+
+def test_index_comments_of_long_tuples_are_skipped() -> None:
+    # XLA writes /*index=5*/ before the sixth element of a tuple type and of an operand list
+    six = ", ".join(["f32[4]{0}"] * 5) + ", /*index=5*/f32[4]{0}"
+    text = (
+        "HloModule c\nENTRY e {\n  x = f32[4]{0} parameter(0)\n  y = f32[4]{0} negate(x)\n"
+        f"  ROOT t = ({six}) tuple(x, x, x, x, x, /*index=5*/y)\n}}\n"
+    )
+    g = from_hlo_text(text)
+    assert g.names == ["x", "y"] and g["y"].output and g["x"].output
+    quoted = text.replace("negate(x)", 'negate(x), metadata={op_name="a/*b*/c"}')
+    assert from_hlo_text(quoted)["y"].attrs["hlo_op"] == "negate"
+
+
+_GTE = "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  t = (f32[4]) tuple(x)\n  ROOT "
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # these had come out as IndexError / ValueError tracebacks
+        (_GTE + "g = f32[4] get-tuple-element(t), index=3\n}\n",
+         "line 5: get-tuple-element 'g': index 3 of 't', a tuple of 1 elements"),
+        (_GTE + "g = f32[4] get-tuple-element(t), index=abc\n}\n",
+         "line 5: get-tuple-element 'g' needs an index=N, got 'abc'"),
+        (_GTE + "g = f32[4] get-tuple-element(), index=0\n}\n",
+         "line 5: get-tuple-element 'g' takes one operand, got 0"),
+        (_GTE + "g = f32[4] get-tuple-element(x), index=0\n}\n",
+         "line 5: get-tuple-element 'g': operand 'x' is not a tuple"),
+        (_GTE + "g = f32[4] negate(x), control-predecessors={q}\n}\n",
+         "line 5: control predecessor 'q' of 'g' is not defined before it"),
+        ("HloModule m\nENTRY e {\n  x = f32[?,4] parameter(0)\n}\n",
+         "line 3: unbounded dynamic dimension in f32[?,4]"),
+    ],
+)  # fmt: skip
+def test_bad_tuple_access_one_line(text: str, message: str) -> None:
+    with pytest.raises(InputError) as e:
+        from_hlo_text(text, where="f.hlo")
+    assert message in str(e.value) and str(e.value).startswith("f.hlo: ")
+    assert "\n" not in str(e.value)
+
+
+def test_tokens_order_side_effects_and_outfeeds_are_ops() -> None:
+    # an op whose result is only a token (outfeed) had been dropped as persistent bytes,
+    # and with it the order its token gives
+    g = from_hlo_text(
+        "HloModule t\nENTRY e {\n  x = f32[4] parameter(0)\n  y = f32[4] negate(x)\n"
+        "  tok = token[] after-all()\n"
+        "  o1 = token[] outfeed(x, tok), outfeed_shape=f32[4]\n"
+        "  o2 = token[] outfeed(y, o1), outfeed_shape=f32[4]\n"
+        "  j = token[] after-all(o1, o2)\n"
+        "  o3 = token[] outfeed(x, j), outfeed_shape=f32[4]\n"
+        "  ROOT r = f32[4] abs(y)\n}\n"
+    )
+    assert g.names == ["x", "y", "o1", "o2", "o3", "r"]
+    assert [g[n].deps for n in ("o1", "o2", "o3")] == [("x",), ("y", "o1"), ("x", "o1", "o2")]
+    assert g["o2"].output_bytes == 0 and g["o2"].attrs["bytes"] == 2 * 16
+    assert "unmapped" not in g.attrs
+
+
+def test_a_tuple_parameter_of_mixed_dtypes_counts_all_its_bytes() -> None:
+    # (f32[1], s8[3]) holds 7 bytes; counted as 7 // 4 float32s it had come out as 4
+    g = from_hlo_text(
+        "HloModule p\nENTRY e {\n  p = (f32[1], s8[3]) parameter(0)\n"
+        "  ROOT g = s8[3] get-tuple-element(p), index=1\n}\n"
+    )
+    assert g["p"].output_bytes == 7 and g["g"].deps == ("p",)
+
+
+def test_a_computation_on_another_execution_thread() -> None:
+    # XLA closes a computation of another thread with '}, execution_thread="host"': that line
+    # had been read as an instruction ("expected 'name = type opcode(operands)'")
+    g = from_hlo_text(
+        "HloModule h\nhost {\n  a = f32[4] parameter(0)\n  ROOT m = f32[4] multiply(a, a)\n"
+        '}, execution_thread="host"\n\nENTRY e {\n  x = f32[4] parameter(0)\n'
+        "  ROOT c = f32[4] call(x), to_apply=host\n}\n"
+    )
+    assert g.names == ["x", "c"] and g["c"].attrs["flops"] == 8 and g["c"].deps == ("x",)

@@ -136,3 +136,111 @@ def test_undefined_input_names_the_node() -> None:
     node = oh.make_node("Add", ["x", "ghost"], ["y"], name="plus")
     with pytest.raises(InputError, match=r"node 'plus' \(Add\): input 'ghost' is not defined"):
         from_onnx(oh.make_model(oh.make_graph([node], "g", [x], [y])))
+
+
+def _vi(name: str, shape: Any) -> Any:
+    return oh.make_tensor_value_info(name, TP.FLOAT, shape)
+
+
+def _if_model(then_nodes: list[Any], then_out: str) -> Any:
+    """x -> e = Exp(x), a = Abs(x), c = ReduceSum(x) > 0; y = If(c) with branches that read
+    e and a from the enclosing graph, not as inputs of the If node."""
+    then = oh.make_graph(then_nodes, "then", [], [_vi(then_out, [4])])
+    other = oh.make_graph([oh.make_node("Neg", ["a"], ["o2"])], "else", [], [_vi("o2", [4])])
+    nodes = [
+        oh.make_node("Exp", ["x"], ["e"], name="e"),
+        oh.make_node("Abs", ["x"], ["a"], name="a"),
+        oh.make_node("ReduceSum", ["x"], ["s"], name="s", keepdims=0),
+        oh.make_node("Cast", ["s"], ["c"], name="c", to=TP.BOOL),
+        oh.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other),
+    ]
+    return oh.make_model(oh.make_graph(nodes, "g", [_vi("x", [4])], [_vi("y", None)]))
+
+
+def test_if_depends_on_what_its_branches_read() -> None:
+    # the If node lists only its condition: its deps had been ('c',), so e and a (read
+    # inside the branches) could be scheduled after it and freed before it ran
+    with pytest.warns(ImporterWarning, match="If x1"):
+        g = from_onnx(_if_model([oh.make_node("Relu", ["e"], ["o1"])], "o1"))
+    assert set(g["if"].deps) == {"c", "e", "a"} and g["if"].output_bytes == 16
+    # a branch may return an outer value as it is, with no node reading it
+    with pytest.warns(ImporterWarning):
+        g = from_onnx(_if_model([], "e"))
+    assert set(g["if"].deps) == {"c", "e", "a"}
+
+
+def test_loop_depends_on_what_its_body_reads() -> None:
+    # the body adds h, which it does not define: h comes from the enclosing graph
+    body = oh.make_graph(
+        [oh.make_node("Add", ["v", "h"], ["v2"]), oh.make_node("Identity", ["ci"], ["co"])],
+        "body",
+        [oh.make_tensor_value_info("i", TP.INT64, []),
+         oh.make_tensor_value_info("ci", TP.BOOL, []), _vi("v", [4])],
+        [oh.make_tensor_value_info("co", TP.BOOL, []), _vi("v2", [4])],
+    )  # fmt: skip
+    nodes = [
+        oh.make_node("Exp", ["x"], ["h"], name="e"),
+        oh.make_node("Loop", ["trip", "", "x"], ["y"], name="loop", body=body),
+    ]
+    trip = oh.make_tensor("trip", TP.INT64, [], [3])
+    model = oh.make_model(oh.make_graph(nodes, "g", [_vi("x", [4])], [_vi("y", [4])], [trip]))
+    with pytest.warns(ImporterWarning, match="Loop x1"):
+        g = from_onnx(model)
+    assert set(g["loop"].deps) == {"x", "e"} and g.persistent_bytes == 8
+
+
+def test_nodes_out_of_order_or_in_a_cycle_are_refused() -> None:
+    # r reads h, made by the later node e: the edge e -> r had been dropped without a word
+    # (the value's type came from value_info), as had the back edge of a cycle
+    nodes = [oh.make_node("Relu", ["h"], ["y"], name="r"), oh.make_node("Exp", ["x"], ["h"])]
+    model = oh.make_model(
+        oh.make_graph(nodes, "g", [_vi("x", [4])], [_vi("y", [4])], value_info=[_vi("h", [4])])
+    )
+    with pytest.raises(InputError, match=r"node 'r' \(Relu\): input 'h' is produced by a later"):
+        from_onnx(model)
+    cycle = [oh.make_node("Add", ["x", "b"], ["a"], name="A"), oh.make_node("Relu", ["a"], ["b"])]
+    model = oh.make_model(oh.make_graph(cycle, "g", [_vi("x", [4])], [_vi("b", [4])],
+                                        value_info=[_vi("a", [4])]))  # fmt: skip
+    with pytest.raises(InputError, match=r"node 'A' \(Add\): input 'b' is produced by a later"):
+        from_onnx(model)
+    outer = _if_model([oh.make_node("Relu", ["late"], ["o1"])], "o1")
+    with pytest.raises(InputError, match=r"input 'late' \(read by a subgraph\) is not defined"):
+        from_onnx(outer)
+
+
+def test_an_input_passed_out_as_an_output() -> None:
+    # x is also a graph output, declared without a shape: that shapeless type had replaced
+    # the input's ("graph input 'x' has no tensor shape") and stopped onnx's inference of r
+    w = _zeros("w", [2])
+    nodes = [oh.make_node("Relu", ["x"], ["y"], name="r")]
+    outs = [_vi("y", None), _vi("x", None), _vi("w", None)]
+    g = from_onnx(oh.make_model(oh.make_graph(nodes, "g", [_vi("x", [4])], outs, [w])))
+    assert [(op.name, op.deps, op.output_bytes, op.output) for op in g.ops] == [
+        ("x", (), 16, True), ("r", ("x",), 16, True),
+    ]  # fmt: skip
+    assert g.persistent_bytes == 8
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("ghost output", "graph output 'z' is not produced by any node"),
+        ("negative initializer", "initializer 'w' has a negative dimension: [-2]"),
+        ("negative dim", "dims: 'b' must be a non-negative integer, got -3"),
+    ],
+)
+def test_bad_models_one_line(case: str, message: str) -> None:
+    w = _zeros("w", [2])
+    outs = [_vi("y", None)]
+    dims = None
+    if case == "ghost output":  # it had been left out, the graph built without it
+        outs.append(_vi("z", [2]))
+    elif case == "negative initializer":  # it had surfaced as a shapeless output of 'add'
+        w.dims[0] = -2
+    else:  # it had surfaced as a negative numel of the input op
+        dims = {"b": -3}
+    x = _vi("x", ["b", 2])
+    nodes = [oh.make_node("Add", ["x", "w"], ["y"], name="add")]
+    with pytest.raises(InputError) as e:
+        from_onnx(oh.make_model(oh.make_graph(nodes, "g", [x], outs, [w])), dims=dims)
+    assert str(e.value) == f"onnx: {message}"

@@ -217,3 +217,32 @@ def test_pt2_archive_read_and_convert(tmp_path, cnn: opsched.OpGraph) -> None:
     res = CliRunner().invoke(main, ["convert", str(bad), str(tmp_path / "b.json")])
     assert res.exit_code == 2 and "bad.pt2" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "b.json").exists()
+
+
+class Mutates(nn.Module):
+    """relu's result y is read (v, a view; z) before ``y.add_(1)`` and after it."""
+
+    def forward(self, x: Any) -> Any:
+        y = x.relu()
+        v = y[:2]
+        z = y * 3
+        y.add_(1)
+        return v * 2, y * 4, z
+
+
+@pytest.mark.parametrize("capture", ["torch.export", "fx.symbolic_trace"])
+def test_an_in_place_write_is_ordered_after_earlier_reads_and_before_later_ones(
+    capture: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # add_ had depended on relu only: z's read of the old y could run after the write, and the
+    # view v (both captures) and, under symbolic_trace, y itself (read through relu's node)
+    # could be read before the write they must see
+    if capture != "torch.export":
+        monkeypatch.setattr(torch.export, "export", lambda *a, **k: 1 / 0)
+    g = from_torch(Mutates(), (torch.randn(4),))
+    assert g.attrs["capture"] == capture
+    view, times3, add_, times2, times4 = (op.name for op in g.ops[2:])
+    assert (g[times3].kind, g[add_].kind, g[add_].output_bytes) == ("elementwise",) * 2 + (0,)
+    assert set(g[add_].deps) == {"relu", view, times3}
+    assert add_ in g[times2].deps and add_ in g[times4].deps
+    assert add_ not in g[times3].deps
