@@ -3,8 +3,10 @@
 Static replay
     What a runtime does with a schedule prepared ahead of time on CUDA streams: every unit
     keeps its op order, and an op starts as soon as its unit is free and its dependencies have
-    finished (:func:`opsched.validate.simulate.execute_orders`). Ops without a unit (zero
-    demand or several units) each wait only for their dependencies. Only the unit orders and
+    finished (:func:`opsched.validate.simulate.execute_orders`). Ops of zero demand wait only
+    for their dependencies; an op of several units also waits for the ops (on every unit)
+    that had ended by its start in the schedule, and the ops that started after its end wait
+    for it. Only the unit orders and
     dependencies are kept: other resources (shared by the streams on one device) and the
     memory cap are not re-enforced, which is what a stream replay does.
 Online list scheduling
@@ -88,6 +90,13 @@ def replay(
     # the orders sequence the units themselves; the pseudo-units of ops that hold none
     # (unit-less, zero-duration) lie past the machine's count, which execute_orders refuses
     free = actual.with_machine(units=None)
+    if orders.after:  # ops of several units keep their place among the others
+        g = free.graph
+        ops = [
+            replace(op, deps=tuple(dict.fromkeys(op.deps + tuple(orders.after.get(op.name, ())))))
+            for op in g.ops
+        ]
+        free = Problem(g.replace_ops(ops), free.machine, free.objective)
     run = execute_orders(free, orders.orders, solver="replay", check=False)
     starts = [o.start for o in run.ops]
     units = [orders.units[n] for n in actual.graph.names]

@@ -37,6 +37,9 @@ def execute_placement(
 ) -> np.ndarray:
     """Earliest start times of ops placed on ``instances`` and run in ``orders``.
 
+    An op that takes no time on its instance occupies nothing there, so it waits only for
+    its inputs, and the instance's next op waits only for the one that takes time before it.
+
     Parameters
     ----------
     problem
@@ -69,11 +72,18 @@ def execute_placement(
     prev = [-1] * n
     seen = 0
     for q, seq in enumerate(orders):
-        for a, i in enumerate(seq):
+        last = -1  # the latest op of this instance that takes time
+        for i in seq:
             if instances[i] != q:
                 raise ScheduleFormatError(f"op {g.ops[i].name!r} is in the order of instance "
                                           f"{q} but placed on {instances[i]}")  # fmt: skip
-            prev[i] = seq[a - 1] if a else -1
+            # a zero-duration op occupies no instance (the model's rule): it neither waits
+            # for the op before it nor holds back the one after it; chained in, it had waited
+            # for a long op it sat beside and delayed its readers (a replay of a valid
+            # schedule with its own durations ended later than the schedule)
+            if float(dur[i, int(itype[q])]) > 0:
+                prev[i] = last
+                last = i
             seen += 1
     if seen != n:
         raise ScheduleFormatError(f"the orders hold {seen} ops, the graph {n}")

@@ -39,6 +39,7 @@ from opsched.ir.graph import Op, OpGraph
 from opsched.problem import Machine, Problem
 from opsched.schedule import Schedule
 from opsched.solver.cpsat.model import assign_units
+from opsched.validate.report import Violation
 
 __all__ = [
     "PipelineMetrics",
@@ -48,6 +49,7 @@ __all__ = [
     "pipeline_metrics",
     "stage_capacities",
     "stage_units",
+    "stage_violations",
     "unroll",
 ]
 
@@ -207,16 +209,55 @@ def stage_units(problem: Problem, starts: Sequence[float] | np.ndarray) -> list[
 
 
 def check_stages(problem: Problem, schedule: Schedule) -> list[str]:
-    """Ops of an unrolled schedule placed on a unit outside their stage's block (empty: fine)."""
+    """Ops of an unrolled schedule placed on a unit outside their stage's block (empty: fine).
+
+    Ops the graph does not have are left to :func:`opsched.validate.validate`.
+    """
     caps = problem.graph.attrs["pipeline"]["capacities"]
     bounds = np.concatenate([[0], np.cumsum(caps)]).astype(int)
     stage = dict(zip(problem.graph.names, _stage_of(problem).tolist(), strict=True))
     bad = []
     for o in schedule.ops:
-        s = stage[o.name]
-        if o.unit is not None and not bounds[s] <= o.unit < bounds[s + 1]:
+        s = stage.get(o.name)
+        if s is not None and o.unit is not None and not bounds[s] <= o.unit < bounds[s + 1]:
             bad.append(f"{o.name} (stage {s}) on unit {o.unit}")
     return bad
+
+
+def stage_violations(problem: Problem, schedule: Schedule) -> list[Violation]:
+    """:func:`check_stages` as validator violations (kind ``stage``) when ``problem`` is an
+    unrolled pipeline (its graph records ``attrs.pipeline``, as ``--graph-out`` writes it);
+    empty for any other problem.
+
+    The stage resources only bound how many ops of a stage run at once: a schedule that runs
+    an op on a unit of another stage's block (another device) passes every other check.
+
+    Raises
+    ------
+    ProblemError
+        If the graph records a pipeline but not its stage capacities or an op's stage.
+    """
+    info = problem.graph.attrs.get("pipeline")
+    if not isinstance(info, dict) or "capacities" not in info:
+        return []
+    caps = info["capacities"]
+    if (
+        not isinstance(caps, list)
+        or not caps
+        or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in caps)
+    ):
+        raise ProblemError(f"attrs.pipeline.capacities must be a list of unit counts >= 1, "
+                           f"got {caps!r}")  # fmt: skip
+    for op in problem.graph.ops:
+        st = op.attrs.get("stage")
+        if isinstance(st, bool) or not isinstance(st, int) or not 0 <= st < len(caps):
+            raise ProblemError(f"attrs.stage must be a stage in 0..{len(caps) - 1} of the "
+                               f"pipeline, got {st!r}", f"op {op.name!r}")  # fmt: skip
+    out = []
+    for line in check_stages(problem, schedule):
+        name = line.split(" ", 1)[0]
+        out.append(Violation("stage", f"{line}, outside its stage's units", (name,)))
+    return out
 
 
 @dataclass(frozen=True)

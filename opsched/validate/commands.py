@@ -104,6 +104,14 @@ def validate(
             f"{schedule}: no schedule to check (status {sched.status.value}, no ops)"
         )
     report = check(problem, sched)
+    # an unrolled pipeline (``opsched pipeline --graph-out``) also keeps each op on its own
+    # stage's units, which the capacities alone do not enforce
+    from opsched.pipeline.model import stage_violations
+
+    try:
+        report.violations += stage_violations(problem, sched)
+    except ProblemError as e:
+        raise e.located(str(graph)) from None
     if as_json:
         _emit_json(report.to_dict() | {"machine": problem.machine_record()})
     else:

@@ -9,6 +9,7 @@ have finished, optionally with actual durations that differ from the estimates.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -287,3 +288,44 @@ class UnitOrders:
             u = o.unit if o.unit is not None and g[o.name].duration > 0 else extra + len(by_unit)
             by_unit.setdefault(u, []).append((o.start, o.end, o.name))
         self.orders = {u: [n for _, _, n in sorted(seq)] for u, seq in by_unit.items()}
+        #: ops each op of several units waits for, and ops that wait for it (see
+        #: :meth:`_sequence_wide_ops`); a replay adds them to the dependencies
+        self.after: dict[str, list[str]] = self._sequence_wide_ops(problem, schedule)
+
+    @staticmethod
+    def _sequence_wide_ops(problem: Problem, schedule: Schedule) -> dict[str, list[str]]:
+        """Extra predecessors that keep an op of several units where its schedule had it.
+
+        Such an op holds no single unit, so no unit order places it: replayed on its
+        dependencies alone it started beside the ops it had waited for (a list schedule
+        with one replayed at zero noise broke the unit capacity every run). It now waits,
+        on every unit, for the last op that ended by its start, and for the other ops of
+        several units that did, and the first op starting at or after its end on every
+        unit, and such ops of several units, wait for it. With the schedule's own
+        durations a left-justified schedule replays to itself.
+        """
+        g = problem.graph
+        busy = [o for o in schedule.ops if g[o.name].duration > 0 and g[o.name].units > 0]
+        wide = [o for o in busy if o.unit is None and g[o.name].units > 1]
+        after: dict[str, list[str]] = {}
+        if not wide:
+            return after
+        lanes: dict[int, list[Any]] = {}
+        for o in busy:
+            if o.unit is not None:
+                lanes.setdefault(o.unit, []).append(o)
+        # a unit's ops do not overlap: by start, their ends are in order too
+        ordered = [sorted(lane, key=lambda o: o.start) for lane in lanes.values()]
+        marks = [([o.start for o in lane], [o.end for o in lane]) for lane in ordered]
+        for x in wide:
+            for lane, (starts, ends) in zip(ordered, marks, strict=True):
+                k = bisect.bisect_right(ends, x.start)  # lane[:k] ended by x's start
+                if k:
+                    after.setdefault(x.name, []).append(lane[k - 1].name)
+                k = bisect.bisect_left(starts, x.end)  # lane[k:] start at or after x's end
+                if k < len(lane):
+                    after.setdefault(lane[k].name, []).append(x.name)
+            for y in wide:
+                if y is not x and y.end <= x.start:
+                    after.setdefault(x.name, []).append(y.name)
+        return after

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from opsched.cli import main
@@ -85,21 +86,48 @@ def test_simulate_reports_memory_and_survives_online_dead_ends(tmp_path):
     assert "online" in r.output
 
 
-def test_replays_past_a_unit_capacity_are_left_out_of_the_statistics():
-    # b takes both units; the replay keeps unit orders only, so it starts b beside a (3 units
-    # busy on 2): its makespan 2 had entered the mean, below the optimum 4
-    from opsched.dynamic.robust import robust_portfolio
+def test_an_op_of_two_units_replays_where_its_schedule_had_it():
+    # b takes both units, so the list schedule runs it after a: a [0, 2), b [2, 4). A replay
+    # that kept unit orders only started b beside a at 0 (3 units busy on 2) in every run,
+    # even at zero noise, and all runs were left out of the statistics (mean NaN)
     from opsched.heuristics.listsched import list_schedule
 
     g = OpGraph((Op("a", 2, output_bytes=1), Op("b", 2, demands={"units": 2})))
     p = Problem(g, Machine(units=2))
     s = list_schedule(p)
     assert validate(p, s).valid and s.makespan == 4
-    st = expected_makespan(p, s, Lognormal(1e-4), runs=3)
-    assert st.info["broken"] == st.info["left_out"] == 3 and st.mean != st.mean  # NaN
-    ranked = robust_portfolio(p, {"static": s, "online": "online"}, Lognormal(0.1), runs=5)
+    r = replay(p, s)
+    assert [(o.name, o.start) for o in r.ops] == [("a", 0), ("b", 2)] and validate(p, r).valid
+    slow = replay(p, s, [3, 1])  # b waits for a whatever a takes
+    assert [(o.name, o.start) for o in slow.ops] == [("a", 0), ("b", 3)]
+    st = expected_makespan(p, s, Lognormal(0.0), runs=3)
+    assert st.info["broken"] == st.info["left_out"] == 0 and st.mean == 4
+
+
+def test_replays_past_a_unit_capacity_are_left_out_of_the_statistics():
+    # 3 units: A [0, 1.5) on 0, B [0, 1) on 1, X (2 units) [1, 2) after B, W (no unit)
+    # [0, 1.5) and C [1.5, 3) on 2 after W. With A 3 and W 0.5, C starts at 0.5 while A and
+    # X run: 4 units busy on 3, a time no machine gives (its makespan had entered the mean)
+    from opsched.dynamic.noise import sample_durations
+    from opsched.dynamic.robust import robust_portfolio
+
+    g = OpGraph((Op("A", 1.5), Op("B", 1), Op("X", 1, demands={"units": 2}),
+                 Op("W", 1.5, demands={"units": 0}), Op("C", 1.5, deps=("W",))))  # fmt: skip
+    p = Problem(g, Machine(units=3))
+    s = Schedule.build(p, [0, 0, 1, 0, 1.5], [0, 1, None, None, 2], solver="hand")
+    assert validate(p, s).valid and s.makespan == 3
+    assert replay(p, s).makespan == 3
+    r = replay(p, s, [3, 1, 1, 0.5, 1.5])
+    assert r.info["broken"] == ["capacity"] and "used 4 > capacity 3" in r.info["reason"]
+    noise = Lognormal(0.5)
+    st = expected_makespan(p, s, noise, runs=20, seed=0)
+    draws = sample_durations(g, noise, 20, 0)
+    bad = [replay(p, s, d).info.get("valid") is False for d in draws]
+    assert 0 < sum(bad) < 20 and st.info["broken"] == st.info["left_out"] == sum(bad)
+    kept = [replay(p, s, d).makespan for d, b in zip(draws, bad, strict=True) if not b]
+    assert st.mean == pytest.approx(sum(kept) / len(kept))
+    ranked = robust_portfolio(p, {"static": s, "online": "online"}, noise, runs=20)
     assert [r.policy for r in ranked] == ["online", "static"]  # fewer runs left out first
-    assert ranked[0].mean >= 4
     # a replay only over the memory cap still counts (its time is one a machine gives)
     held = _held()
     over = expected_makespan(held, _valid(held), Lognormal(0.2), runs=4, seed=3)

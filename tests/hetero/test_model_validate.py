@@ -172,3 +172,25 @@ def test_replay_keeps_placement_and_retimes():
     with pytest.raises(ScheduleFormatError, match="cycle"):
         # c before a on gpu 0, but c depends on a
         execute_placement(p, [0, 2, 0], [[2, 0], [], [1]])
+
+
+def test_replay_of_a_zero_duration_op_beside_a_long_one_keeps_its_times():
+    # gpu: a [0, 4); cpu: p [0, 1) then b [1, 2); z (no time) reads p and feeds b. Every
+    # solver puts z on the gpu at t=1, while a runs (z occupies nothing): makespan 4. A
+    # replay that queued z behind a had started z and b at 4 (makespan 5).
+    g = OpGraph((Op("a", attrs={"durations": {"gpu": 4}}),
+                 Op("p", attrs={"durations": {"cpu": 1}}),
+                 Op("z", 0, deps=("p",)),
+                 Op("b", deps=("z",), attrs={"durations": {"cpu": 1}})))  # fmt: skip
+    p = HeteroProblem(g, HeteroMachine.parse("gpu:1,cpu:1"))
+    s = HeteroSchedule("g", "hand", "FEASIBLE", [
+        PlacedOp("a", 0, 4, "gpu", 0), PlacedOp("p", 0, 1, "cpu", 0),
+        PlacedOp("z", 1, 1, "gpu", 0), PlacedOp("b", 1, 2, "cpu", 0)])  # fmt: skip
+    assert validate_hetero(p, s).valid
+    r = replay(p, s)
+    assert [(o.name, o.start) for o in r.ops] == [("a", 0), ("p", 0), ("z", 1), ("b", 1)]
+    assert r.makespan == 4
+    # the op after a zero-duration one on its instance still waits for the one before
+    assert execute_placement(p, [0, 1, 0, 1], [[0, 2], [1, 3]]).tolist() == [0, 0, 1, 1]
+    h = heft(p)
+    assert h.makespan == 4 and replay(p, h).makespan == 4

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from opsched.cli import main
 from opsched.errors import ProblemError
 from opsched.ir import Op, OpGraph
+from opsched.ir.jsonio import write_graph_json
 from opsched.pipeline import (
     balanced_partition,
     bottleneck,
@@ -206,6 +207,38 @@ def test_cli_pipeline_writes_a_schedule_the_validator_accepts(tmp_path) -> None:
     assert doc["valid"] and len(doc["assignment"]) == 52
     v = CliRunner().invoke(main, ["validate", str(gout), str(out)])
     assert v.exit_code == 0, v.output
+
+
+def test_cli_validate_refuses_an_op_on_another_stages_unit(tmp_path) -> None:
+    # chain a(2) -> b(1) -> c(2) on stages [a] [b, c] of one unit each, 2 micro-batches:
+    # unit 0 runs a@0 [0, 2), a@1 [2, 4); unit 1 runs b@0, c@0, b@1 and c@1 [6, 8). Moving
+    # c@1 to unit 0 (stage 0's device, idle from 4) breaks no capacity, as stage1 still has
+    # one op at a time, but runs a stage-1 op on stage 0's device: the validator must say so.
+    g, s = tmp_path / "g.json", tmp_path / "s.json"
+    write_graph_json(chain(), tmp_path / "chain.json")
+    r = CliRunner().invoke(main, ["pipeline", str(tmp_path / "chain.json"), "-s", "2", "-m",
+                                  "2", "-o", str(s), "--graph-out", str(g)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(s.read_text())
+    units = {o["name"]: o["unit"] for o in doc["ops"]}
+    assert units == {"a@0": 0, "a@1": 0, "b@0": 1, "c@0": 1, "b@1": 1, "c@1": 1}
+    assert CliRunner().invoke(main, ["validate", str(g), str(s)]).exit_code == 0
+    for o in doc["ops"]:
+        if o["name"] == "c@1":
+            assert (o["start"], o["end"]) == (6, 8)
+            o["unit"] = 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    v = CliRunner().invoke(main, ["validate", str(g), str(bad)])
+    assert v.exit_code == 1, v.output
+    assert "[stage] c@1 (stage 1) on unit 0" in v.output
+    # a graph that records a pipeline without the stage of every op is bad input, one line
+    gdoc = json.loads(g.read_text())
+    del gdoc["ops"][0]["attrs"]["stage"]
+    g.write_text(json.dumps(gdoc))
+    v = CliRunner().invoke(main, ["validate", str(g), str(s)])
+    assert v.exit_code == 2 and "attrs.stage must be a stage in 0..1" in v.output
+    assert "Traceback" not in v.output and len(v.output.strip().splitlines()) <= 2
 
 
 def test_cli_pipeline_bad_input_exits_2(tmp_path) -> None:
