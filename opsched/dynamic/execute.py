@@ -44,8 +44,8 @@ from opsched.analysis.ranks import priority as rank
 from opsched.errors import ScheduleFormatError
 from opsched.heuristics.listsched import list_schedule
 from opsched.problem import Problem
-from opsched.schedule import Schedule, Status
-from opsched.validate.simulate import UnitOrders, execute_orders, mark_broken
+from opsched.schedule import Schedule
+from opsched.validate.simulate import UnitOrders
 
 __all__ = ["UnitOrders", "online", "replay", "unit_orders", "with_durations"]
 
@@ -87,21 +87,7 @@ def replay(
     """
     orders = schedule if isinstance(schedule, UnitOrders) else UnitOrders(problem, schedule)
     actual = problem if durations is None else with_durations(problem, durations)
-    # the orders sequence the units themselves; the pseudo-units of ops that hold none
-    # (unit-less, zero-duration) lie past the machine's count, which execute_orders refuses
-    free = actual.with_machine(units=None)
-    if orders.after:  # ops of several units keep their place among the others
-        g = free.graph
-        ops = [
-            replace(op, deps=tuple(dict.fromkeys(op.deps + tuple(orders.after.get(op.name, ())))))
-            for op in g.ops
-        ]
-        free = Problem(g.replace_ops(ops), free.machine, free.objective)
-    run = execute_orders(free, orders.orders, solver="replay", check=False)
-    starts = [o.start for o in run.ops]
-    units = [orders.units[n] for n in actual.graph.names]
-    out = Schedule.build(actual, starts, units, solver="replay", status=Status.FEASIBLE)
-    return mark_broken(actual, out)
+    return orders.run(actual)
 
 
 def online(

@@ -93,15 +93,18 @@ def _expected_makespan(
 ) -> tuple[float, int]:
     """Mean makespan of the replays that some machine could run, and how many could not.
 
-    A replay keeps each unit's order and the dependencies only. Where that does not keep the
-    schedule valid (:func:`~opsched.validate.simulate.orders_suffice`: an op of several
-    units, resources besides ``units``, a memory cap), each replay is checked: one that
-    breaks a capacity other than memory (an op of two units started beside others) has a
+    A replay keeps each unit's order and the dependencies (an op of several units also
+    waits for the ops that had ended by its start: :meth:`UnitOrders.run
+    <opsched.validate.simulate.UnitOrders.run>`, the replay of :mod:`opsched.dynamic`).
+    Where that does not keep the schedule valid
+    (:func:`~opsched.validate.simulate.orders_suffice`: an op of several units, resources
+    besides ``units``, a memory cap), each replay is checked: one that breaks a capacity
+    other than memory (a run stretched so that more units are busy than exist) has a
     makespan no machine gives, so it is left out and counted; one only over the memory cap
     counts, as in :func:`opsched.dynamic.robust.expected_makespan`."""
     from dataclasses import replace
 
-    from opsched.validate.simulate import UnitOrders, execute_orders, mark_broken, orders_suffice
+    from opsched.validate.simulate import UnitOrders, execute_orders, orders_suffice
 
     g = problem.graph
     # ops that hold no unit (none named, or no time) run on pseudo-units of their own, past
@@ -109,19 +112,16 @@ def _expected_makespan(
     orders = UnitOrders(problem, schedule)
     free = problem.with_machine(units=None)
     check = not orders_suffice(problem)
-    units = [orders.units[n] for n in g.names]
     rng = np.random.default_rng(seed)
     spans: list[float] = []
     left_out = 0
     for _ in range(runs):
         actual = g.durations * rng.lognormal(0.0, noise, g.num_ops)
-        run = execute_orders(free, orders.orders, actual, check=False)
-        if check:
+        if not check:  # unit orders keep the schedule valid: the plain replay is enough
+            run = execute_orders(free, orders.orders, actual, check=False)
+        else:  # the replay of opsched.dynamic, checked
             ops = [replace(op, duration=float(x)) for op, x in zip(g.ops, actual, strict=True)]
-            real = Problem(g.replace_ops(ops), problem.machine, problem.objective)
-            run = Schedule.build(real, [o.start for o in run.ops], units, solver="replay",
-                                 status=Status.FEASIBLE)  # fmt: skip
-            run = mark_broken(real, run)
+            run = orders.run(Problem(g.replace_ops(ops), problem.machine, problem.objective))
             if set(run.info.get("broken", ())) - {"memory"}:
                 left_out += 1
                 continue

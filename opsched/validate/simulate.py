@@ -292,6 +292,30 @@ class UnitOrders:
         #: :meth:`_sequence_wide_ops`); a replay adds them to the dependencies
         self.after: dict[str, list[str]] = self._sequence_wide_ops(problem, schedule)
 
+    def run(self, problem: Problem) -> Schedule:
+        """Replay the orders on ``problem``, whose durations are the actual ones: each unit
+        keeps its order, and an op starts once its unit is free and its dependencies (for
+        an op of several units, also the ops of :attr:`after`) have finished. The result is
+        a schedule of ``problem``, each op on its unit of the original schedule, marked by
+        :func:`mark_broken` (memory and resources besides units are not enforced)."""
+        from dataclasses import replace
+
+        # the orders sequence the units themselves; the pseudo-units of ops that hold none
+        # (unit-less, zero-duration) lie past the machine's count, which execute_orders refuses
+        free = problem.with_machine(units=None)
+        if self.after:  # ops of several units keep their place among the others
+            g = free.graph
+            ops = [
+                replace(op, deps=tuple(dict.fromkeys(op.deps + tuple(self.after.get(op.name, ())))))
+                for op in g.ops
+            ]
+            free = Problem(g.replace_ops(ops), free.machine, free.objective)
+        run = execute_orders(free, self.orders, solver="replay", check=False)
+        starts = [o.start for o in run.ops]
+        units = [self.units[n] for n in problem.graph.names]
+        out = Schedule.build(problem, starts, units, solver="replay", status=Status.FEASIBLE)
+        return mark_broken(problem, out)
+
     @staticmethod
     def _sequence_wide_ops(problem: Problem, schedule: Schedule) -> dict[str, list[str]]:
         """Extra predecessors that keep an op of several units where its schedule had it.
