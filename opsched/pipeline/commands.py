@@ -105,6 +105,7 @@ def register(main: click.Group) -> None:
         from opsched._clikit import (
             EXIT_NO_SCHEDULE,
             MAX_GENERATED_OPS,
+            fail,
             machine_from_options,
             progress_lines,
         )
@@ -145,6 +146,10 @@ def register(main: click.Group) -> None:
             raise ProblemError(f"no schedule exists: {why}", str(graph))
         report = validate(res.problem, res.schedule) if res.schedule.has_schedule else None
         misplaced = check_stages(res.problem, res.schedule)
+        if (report is not None and not report.valid) or misplaced:
+            # a solver bug: never hand out an invalid schedule (solve and hetero do the same)
+            first = report.violations[0] if report is not None and not report.valid else None
+            fail(f"{solver} produced an invalid schedule: {first or misplaced[0]}", 3)
         res.schedule.info = {
             **res.schedule.info,
             **res.to_dict(),

@@ -281,3 +281,16 @@ def test_cpsat_progress_lines(formulation: str) -> None:
                                   "3", "--formulation", formulation])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert r.stderr.count("] ") >= 1 and "valid: makespan" in r.stdout
+
+
+def test_cli_pipeline_never_hands_out_an_invalid_schedule(tmp_path, monkeypatch) -> None:
+    # a schedule its own check refuses is a solver bug: exit 3 and no file written (it had
+    # printed the violation, written the schedule and exited 0)
+    import opsched.pipeline
+
+    monkeypatch.setattr(opsched.pipeline, "check_stages", lambda p, s: ["op x@0 on unit 9"])
+    out = tmp_path / "s.json"
+    r = CliRunner().invoke(main, ["pipeline", "datasets/stg/50/rand0000.stg", "--stages", "2",
+                                  "--microbatches", "2", "-k", "4", "-o", str(out)])  # fmt: skip
+    assert r.exit_code == 3, r.output
+    assert "produced an invalid schedule: op x@0 on unit 9" in r.output and not out.exists()
