@@ -15,6 +15,7 @@ from opsched.errors import ProblemError
 from opsched.heuristics import greedy
 from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Problem
+from opsched.transforms import derive_deps, rename_buffers
 from opsched.transforms.fusion import fuse
 from opsched.validate import validate
 from opsched.zoo.generators import random_network
@@ -234,3 +235,26 @@ def test_a_zero_duration_member_adds_no_demand_or_workspace() -> None:
     for graph in (g, f):
         s = solve_brute_force(Problem(graph, Machine(units=1, memory_cap=800)))
         assert (s.status.value, s.makespan, s.peak_memory) == ("OPTIMAL", 2.0, 400)
+
+
+def test_an_in_place_chain_still_reads_its_buffer() -> None:
+    # W writes x; A and B update x in place (x = relu(x); x = neg(x)); C reads x. The fused
+    # A+B reads the x that W wrote: with that read dropped, deriving the RAW edges again (or
+    # renaming buffers) let A+B run before W
+    def op(name: str, reads: tuple[str, ...], writes: tuple[str, ...], kind: str) -> Op:
+        return Op(name, 1, kind=kind, attrs={"numel": 16}, output_bytes=64,
+                  reads=reads, writes=writes)  # fmt: skip
+
+    g = derive_deps(OpGraph((op("W", (), ("x",), "copy"),
+                             op("A", ("x",), ("x",), "elementwise"),
+                             op("B", ("x",), ("x",), "elementwise"),
+                             op("C", ("x",), ("y",), "copy"))))  # fmt: skip
+    f, _ = fuse(g)
+    assert [(o.name, o.deps, o.reads, o.writes) for o in f.ops] == [
+        ("W", (), (), ("x",)),
+        ("A+B", ("W",), ("x",), ("x",)),
+        ("C", ("A+B",), ("x",), ("y",)),
+    ]
+    want = [("W", ()), ("A+B", ("W",)), ("C", ("A+B",))]
+    assert [(o.name, o.deps) for o in derive_deps(f, kinds=("RAW",)).ops] == want
+    assert [(o.name, o.deps) for o in rename_buffers(f)[0].ops] == want
