@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from opsched.cli import main
 from opsched.demo import seed_graph
-from opsched.errors import ProblemError
+from opsched.errors import GraphError, ProblemError
 from opsched.heuristics import greedy
 from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Problem
@@ -258,3 +258,41 @@ def test_an_in_place_chain_still_reads_its_buffer() -> None:
     want = [("W", ()), ("A+B", ("W",)), ("C", ("A+B",))]
     assert [(o.name, o.deps) for o in derive_deps(f, kinds=("RAW",)).ops] == want
     assert [(o.name, o.deps) for o in rename_buffers(f)[0].ops] == want
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        ({"dtype": "half"}, "unknown dtype 'half'"),
+        ({"stride_h": 0}, "stride must be >= 1"),
+        ({"R": 9, "S": 9}, "window 9x9 does not fit the 4x4 input"),
+    ],
+)
+def test_wrong_attrs_are_refused_not_left_unfused(attrs: dict[str, Any], message: str) -> None:
+    # the conv's shape is given but wrong: cost apply refuses it, and fuse had counted it as
+    # "without a known cost" and written the graph unfused, exit 0
+    shape = {"N": 1, "C": 8, "H": 4, "W": 4, "K": 8, "R": 1, "S": 1} | attrs
+    g = OpGraph((Op("conv", 4, kind="conv2d", attrs=shape, output_bytes=512),
+                 ew("relu", ("conv",), numel=128)))  # fmt: skip
+    with pytest.raises(GraphError, match=f"op 'conv': .*{message}"):
+        fuse(g)
+    # a shape left out is still "no known cost": the op stays as it is
+    partial = {k: v for k, v in shape.items() if k != "K"}
+    g = OpGraph((Op("conv", 4, kind="conv2d", attrs=partial, output_bytes=512),
+                 ew("relu", ("conv",), numel=128)))  # fmt: skip
+    f, rep = fuse(g)
+    assert f is g and rep.uncosted == 1
+
+
+def test_cli_fuse_refuses_a_wrong_dtype_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ops = [{"name": "a", "duration": 1, "kind": "elementwise",
+            "attrs": {"numel": 4, "dtype": "half"}},
+           {"name": "b", "duration": 1, "deps": ["a"], "kind": "elementwise",
+            "attrs": {"numel": 4}}]  # fmt: skip
+    src, out = tmp_path / "g.json", tmp_path / "f.json"
+    src.write_text(json.dumps({"format": "opsched-graph/1", "ops": ops}))
+    res = CliRunner().invoke(main, ["fuse", str(src), "-o", str(out)])
+    assert res.exit_code != 0 and not out.exists()
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.output
+    assert "g.json" in lines[0] and "op 'a'" in lines[0] and "unknown dtype 'half'" in lines[0]
