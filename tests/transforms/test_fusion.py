@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -284,7 +285,7 @@ def test_wrong_attrs_are_refused_not_left_unfused(attrs: dict[str, Any], message
     assert f is g and rep.uncosted == 1
 
 
-def test_cli_fuse_refuses_a_wrong_dtype_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_fuse_refuses_a_wrong_dtype_in_one_line(tmp_path: Path) -> None:
     ops = [{"name": "a", "duration": 1, "kind": "elementwise",
             "attrs": {"numel": 4, "dtype": "half"}},
            {"name": "b", "duration": 1, "deps": ["a"], "kind": "elementwise",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -72,7 +73,7 @@ def test_errors_exit_2_without_output(args: list[str], message: str, tmp_path) -
     assert not out.exists()
 
 
-def test_max_duration_help_matches_planted_durations(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_max_duration_help_matches_planted_durations(tmp_path: Path) -> None:
     # planted cuts [0, L) at random points, so one duration can exceed --max-duration (the
     # mean is about (1 + max) / 2); the help had said "integers in [1, max]" for all but
     # network, with a garbled note for planted
