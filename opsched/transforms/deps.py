@@ -130,14 +130,23 @@ def rename_buffers(graph: OpGraph) -> tuple[OpGraph, RenameReport]:
     renamed: dict[str, list[str]] = {}
     new_ops: list[Op] = []
     read_initial: set[str] = set()  # buffers read before any write: their name is taken
+    # a new version's name must not be one the program already uses: renaming x's second
+    # write to "x#1" beside a buffer of that name would merge the two, and readers of the real
+    # "x#1" would wait for (and read) the wrong writer
+    taken = {b for op in graph.ops for b in (*op.reads, *op.writes)}
     for op in graph.ops:
         reads = tuple(current.get(b, b) for b in op.reads)
         read_initial.update(b for b in op.reads if b not in version)
         writes = []
         for b in op.writes:
             k = version.get(b, 0 if b in read_initial else -1) + 1
+            v = b
+            if k > 0:
+                while f"{b}#{k}" in taken:
+                    k += 1
+                v = f"{b}#{k}"
+                taken.add(v)
             version[b] = k
-            v = b if k == 0 else f"{b}#{k}"
             current[b] = v
             writes.append(v)
             renamed.setdefault(b, []).append(v)

@@ -303,8 +303,14 @@ def _fuse_group(
     base, k = name, 2
     while name in used:
         name, k = f"{base}#{k}", k + 1
-    written = {b for op in ops for b in op.writes}
-    reads = dict.fromkeys(b for op in ops for b in op.reads if b not in written)
+    # the group reads a buffer from outside when a member reads it before any earlier member
+    # has written it; an in-place chain (x = relu(x); x = neg(x)) reads x and writes it back,
+    # and leaving x out would lose the edge to x's writer whenever deps are derived again
+    reads: dict[str, None] = {}
+    written: set[str] = set()
+    for op in ops:
+        reads.update((b, None) for b in op.reads if b not in written)
+        written.update(op.writes)
     last = ops[-1]
     attrs: Mapping[str, Any] = {
         "flops": total_flops,

@@ -66,16 +66,19 @@ def op_cost(op: Op) -> OpCost | None:
     Raises
     ------
     GraphError
-        An attr given but wrong (``flops`` of -1, NaN or text), as ``cost apply`` refuses it.
+        An attr given but wrong (``flops`` of -1, NaN or text, a dtype not in the
+        vocabulary, a stride of 0, a window larger than its input), as ``cost apply``
+        refuses it, naming the op.
     """
     kind = op.kind
     if kind is None or kind not in kinds.KINDS:
         return None
+    if any(op.attrs.get(key) is None for key in kinds.KINDS[kind]):
+        return None  # the kind's shape is not given: nothing to cost, the op stays alone
+    # every required attr is there, so any error below is a wrong value, not a missing one:
+    # it is raised (it had been read as "no known cost" and the op silently left unfused)
     try:
         kinds.check_sizes(kind, op.attrs)
-    except GraphError as e:
-        raise GraphError(e.message, f"op {op.name!r}") from None
-    try:
         return OpCost(
             kinds.flops(kind, op.attrs),
             kinds.bytes_min(kind, op.attrs),
@@ -83,8 +86,8 @@ def op_cost(op: Op) -> OpCost | None:
             kinds.dtype_bytes(op.attrs),
             str(op.attrs.get("dtype", "float32")),
         )
-    except GraphError:
-        return None
+    except GraphError as e:
+        raise GraphError(e.message, f"op {op.name!r}") from None
 
 
 def saved_between(prod: OpCost, cons: OpCost) -> int:

@@ -97,7 +97,11 @@ def register(main: click.Group) -> None:
         help="Element type of the tensors (and of the cost model's kernels).",
     )
     @click.option(
-        "--seed", type=int, default=0, show_default=True, help="Seed of RandWire's random graphs."
+        "--seed",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Seed of RandWire's random graphs.",
     )
     @click.option(
         "--fuse/--no-fuse",

@@ -147,8 +147,8 @@ def register(main: click.Group) -> None:
     )  # fmt: skip
     @click.option(
         "--max-duration", type=click.IntRange(min=1, max=2**40), default=None,
-        help="Durations are integers in [1, max] (planted: about that mean x 2; not network) "
-        "[default: 10].",
+        help="Durations are integers in [1, max] (planted: they average about (1 + max) / 2, "
+        "and one may exceed max; not network) [default: 10].",
     )  # fmt: skip
     @click.option("--p", "p", type=FiniteFloat(0, 1), default=None, help="gnp: edge prob.")
     @click.option(

@@ -327,6 +327,22 @@ def test_rename_two_versions():
     assert critical_path(new).length == 2.0
 
 
+def test_rename_never_reuses_a_buffer_name_the_program_has():
+    # x#1 = D(); x = A(); B(x); x = C(); E(x#1). C's version of x must not be called "x#1":
+    # that name is D's buffer, and E (which reads D's value) would then wait for C instead
+    g = program(
+        ("D", (), ("x#1",)),
+        ("A", (), ("x",)),
+        ("B", ("x",), ()),
+        ("C", (), ("x",)),
+        ("E", ("x#1",), ()),
+    )
+    new, rep = rename_buffers(g)
+    assert rep.renamed == {"x": ["x", "x#2"]}
+    assert new["C"].writes == ("x#2",) and new["E"].reads == ("x#1",)
+    assert deps_of(new) == {"D": (), "A": (), "B": ("A",), "C": (), "E": ("D",)}
+
+
 def test_rename_three_versions_and_single_version_buffers():
     # x = A() (8); y = B(x) (2); x = C() (16); D(x); x = E() (4); F(x, y)
     g = program(

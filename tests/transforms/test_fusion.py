@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,10 +12,11 @@ from click.testing import CliRunner
 
 from opsched.cli import main
 from opsched.demo import seed_graph
-from opsched.errors import ProblemError
+from opsched.errors import GraphError, ProblemError
 from opsched.heuristics import greedy
 from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Problem
+from opsched.transforms import derive_deps, rename_buffers
 from opsched.transforms.fusion import fuse
 from opsched.validate import validate
 from opsched.zoo.generators import random_network
@@ -234,3 +236,64 @@ def test_a_zero_duration_member_adds_no_demand_or_workspace() -> None:
     for graph in (g, f):
         s = solve_brute_force(Problem(graph, Machine(units=1, memory_cap=800)))
         assert (s.status.value, s.makespan, s.peak_memory) == ("OPTIMAL", 2.0, 400)
+
+
+def test_an_in_place_chain_still_reads_its_buffer() -> None:
+    # W writes x; A and B update x in place (x = relu(x); x = neg(x)); C reads x. The fused
+    # A+B reads the x that W wrote: with that read dropped, deriving the RAW edges again (or
+    # renaming buffers) let A+B run before W
+    def op(name: str, reads: tuple[str, ...], writes: tuple[str, ...], kind: str) -> Op:
+        return Op(name, 1, kind=kind, attrs={"numel": 16}, output_bytes=64,
+                  reads=reads, writes=writes)  # fmt: skip
+
+    g = derive_deps(OpGraph((op("W", (), ("x",), "copy"),
+                             op("A", ("x",), ("x",), "elementwise"),
+                             op("B", ("x",), ("x",), "elementwise"),
+                             op("C", ("x",), ("y",), "copy"))))  # fmt: skip
+    f, _ = fuse(g)
+    assert [(o.name, o.deps, o.reads, o.writes) for o in f.ops] == [
+        ("W", (), (), ("x",)),
+        ("A+B", ("W",), ("x",), ("x",)),
+        ("C", ("A+B",), ("x",), ("y",)),
+    ]
+    want = [("W", ()), ("A+B", ("W",)), ("C", ("A+B",))]
+    assert [(o.name, o.deps) for o in derive_deps(f, kinds=("RAW",)).ops] == want
+    assert [(o.name, o.deps) for o in rename_buffers(f)[0].ops] == want
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        ({"dtype": "half"}, "unknown dtype 'half'"),
+        ({"stride_h": 0}, "stride must be >= 1"),
+        ({"R": 9, "S": 9}, "window 9x9 does not fit the 4x4 input"),
+    ],
+)
+def test_wrong_attrs_are_refused_not_left_unfused(attrs: dict[str, Any], message: str) -> None:
+    # the conv's shape is given but wrong: cost apply refuses it, and fuse had counted it as
+    # "without a known cost" and written the graph unfused, exit 0
+    shape = {"N": 1, "C": 8, "H": 4, "W": 4, "K": 8, "R": 1, "S": 1} | attrs
+    g = OpGraph((Op("conv", 4, kind="conv2d", attrs=shape, output_bytes=512),
+                 ew("relu", ("conv",), numel=128)))  # fmt: skip
+    with pytest.raises(GraphError, match=f"op 'conv': .*{message}"):
+        fuse(g)
+    # a shape left out is still "no known cost": the op stays as it is
+    partial = {k: v for k, v in shape.items() if k != "K"}
+    g = OpGraph((Op("conv", 4, kind="conv2d", attrs=partial, output_bytes=512),
+                 ew("relu", ("conv",), numel=128)))  # fmt: skip
+    f, rep = fuse(g)
+    assert f is g and rep.uncosted == 1
+
+
+def test_cli_fuse_refuses_a_wrong_dtype_in_one_line(tmp_path: Path) -> None:
+    ops = [{"name": "a", "duration": 1, "kind": "elementwise",
+            "attrs": {"numel": 4, "dtype": "half"}},
+           {"name": "b", "duration": 1, "deps": ["a"], "kind": "elementwise",
+            "attrs": {"numel": 4}}]  # fmt: skip
+    src, out = tmp_path / "g.json", tmp_path / "f.json"
+    src.write_text(json.dumps({"format": "opsched-graph/1", "ops": ops}))
+    res = CliRunner().invoke(main, ["fuse", str(src), "-o", str(out)])
+    assert res.exit_code != 0 and not out.exists()
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.output
+    assert "g.json" in lines[0] and "op 'a'" in lines[0] and "unknown dtype 'half'" in lines[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -70,3 +71,16 @@ def test_errors_exit_2_without_output(args: list[str], message: str, tmp_path) -
     r = run(*args, "-o", str(out))
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
     assert not out.exists()
+
+
+def test_max_duration_help_matches_planted_durations(tmp_path: Path) -> None:
+    # planted cuts [0, L) at random points, so one duration can exceed --max-duration (the
+    # mean is about (1 + max) / 2); the help had said "integers in [1, max]" for all but
+    # network, with a garbled note for planted
+    out = tmp_path / "p.json"
+    r = run("generate", "planted", "--ops", "400", "--max-duration", "10", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    d = read_graph(out).durations
+    assert d.max() > 10 and abs(d.mean() - 5.5) < 0.01  # 4 units x L = 550, 400 ops
+    text = " ".join(run("generate", "--help").output.split())
+    assert "planted: they average about (1 + max) / 2, and one may exceed max" in text

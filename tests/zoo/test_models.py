@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 
 from opsched.errors import ProblemError
@@ -200,6 +201,17 @@ def test_randwire_is_seeded_and_matches_its_stage_graphs() -> None:
             else:
                 assert first.name == f"{stage}.node{v}.relu" and len(first.deps) == 1
                 assert a[f"{stage}.node{v}.depthwise"].attrs["stride_h"] == 2
+
+
+def test_randwire_refuses_a_negative_seed() -> None:
+    # random.Random(-4) is random.Random(4): seed -4 had built seed 4's network while
+    # recording -4, so a sweep over signed seeds held each network twice
+    four = build("randwire", seed=4)
+    assert build("randwire", seed=np.int64(4)).attrs["stages"] == four.attrs["stages"]
+    assert four.attrs["stages"] != build("randwire", seed=3).attrs["stages"]
+    for bad in (-4, True, 1.5):
+        with pytest.raises(ProblemError, match="seed must be an integer >= 0"):
+            build("randwire", seed=bad)  # type: ignore[arg-type]
 
 
 def test_ws_dag_lattice_and_rewiring() -> None:

@@ -57,6 +57,13 @@ def test_export_seed_and_dtype(tmp_path: Path) -> None:
     assert ga.persistent_bytes * 2 == gb.persistent_bytes
 
 
+def test_export_refuses_a_negative_seed(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    code, text, err = run("zoo", "export", "randwire", "--seed", "-4", "-o", str(out))
+    assert code == 2 and not out.exists() and text == ""
+    assert "--seed" in err and "-4" in err and "Traceback" not in err
+
+
 def test_export_fused_pieces(tmp_path: Path) -> None:
     from opsched.transforms import extract
     from opsched.transforms.fusion import fuse

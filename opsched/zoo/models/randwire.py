@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import numbers
 import random
 
 from opsched.errors import ProblemError
@@ -143,7 +144,7 @@ def randwire(
     dtype
         Element type of every tensor.
     seed
-        Seed of the random graphs (the same seed gives the same network).
+        Seed of the random graphs, >= 0 (the same seed gives the same network).
     nodes, channels
         ``N`` and ``C`` of the paper (32 and 78 in the small regime).
     k, p
@@ -162,6 +163,11 @@ def randwire(
     >>> g.attrs["stages"]["stage3"]["nodes"], len(g.attrs["stages"]["stage4"]["edges"])
     (32, 64)
     """
+    # random.Random seeds from abs(seed), so -3 would draw seed 3's graphs while the graph
+    # records -3: a sweep over signed seeds would hold the same network twice under two names
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ProblemError(f"randwire: seed must be an integer >= 0, got {seed!r}")
+    seed = int(seed)
     if nodes < 2 * (k + 1):
         raise ProblemError(f"randwire: nodes must be >= {2 * (k + 1)} for k={k}, got {nodes}")
     rng = random.Random(seed)
