@@ -21,7 +21,8 @@ How each time is taken (CUDA):
   ``bwd_data_kernel``, ``bwd_filter_kernel``; ``kernel`` for a GEMM): its name tells the
   math mode a float32 op ran in (:func:`opsched.cost.mathmode.kernel_math_mode`).
 
-On CPU the same loop is timed with ``time.perf_counter`` (for tests; no graph, no kernels).
+On CPU the same loop is timed with ``time.perf_counter`` ``replays`` times and the median
+taken (for tests; no graph, no kernels).
 
 Convolutions: ``F.conv2d`` forward, and ``torch.ops.aten.convolution_backward`` with only the
 input gradient (backward data) or only the weight gradient (backward filter) asked for,
@@ -197,8 +198,9 @@ def _time(
         torch.cuda.synchronize()
     est = _loop_us(torch, call, cuda, 3) / 3
     n = max(1, min(200, round(replay_us / max(est, 1e-3))))
-    if not cuda:
-        return _loop_us(torch, call, cuda, n) / n, ""
+    if not cuda:  # the median of as many loops as a CUDA graph gets replays (the rows say
+        # "median"; a single loop's mean had been taken, and --repeats had changed nothing)
+        return statistics.median(_loop_us(torch, call, cuda, n) / n for _ in range(replays)), ""
     us = _graph_us(torch, call, n, replays)
     if us is None:
         us = statistics.median(_loop_us(torch, call, cuda, n) / n for _ in range(replays))
@@ -215,9 +217,13 @@ def collect_deepbench(
     replays: int = 5,
     replay_us: float = 2000.0,
     budget_s: float | None = None,
+    threads: int | None = None,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> pd.DataFrame:
     """Time the distinct shapes of a DeepBench-schema ``table`` on ``device``.
+
+    Each time is the median of ``replays`` replays; ``threads`` sets torch's CPU intra-op
+    threads for the run (restored afterwards), as in :func:`opsched.cost.collect.collect`.
 
     ``schema`` is ``deepbench_conv`` or ``deepbench_gemm``. Shapes are timed in the table's
     order; with ``budget_s`` no new shape is started after that many seconds (the rows timed
@@ -231,7 +237,6 @@ def collect_deepbench(
         torch missing, CUDA asked for but absent, an unknown dtype, a half dtype on CPU, a
         table without the schema's shape columns.
     """
-    import pandas as pd
 
     from opsched.cost.collect import _device_name
 
@@ -252,6 +257,36 @@ def collect_deepbench(
     dt, name = getattr(torch, tname), _device_name(torch, device)
     how = "CUDA graph replay" if cuda else "perf_counter loop"
     source = f"opsched cost collect: torch {torch.__version__}, {how}, median"
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _run(torch, schema, shapes, cuda, device, dt, name, spelled, tf32, source,
+                    warmup, replays, replay_us, budget_s, progress)  # fmt: skip
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _run(
+    torch: Any,
+    schema: str,
+    shapes: list[dict[str, Any]],
+    cuda: bool,
+    device: str,
+    dt: Any,
+    name: str,
+    spelled: str,
+    tf32: bool,
+    source: str,
+    warmup: int,
+    replays: int,
+    replay_us: float,
+    budget_s: float | None,
+    progress: Callable[[int, int, dict[str, Any]], None] | None,
+) -> pd.DataFrame:
+    """:func:`collect_deepbench`'s timing loop, under the thread count it set."""
+    import pandas as pd
+
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     with _math_flags(torch, tf32), torch.inference_mode(False), torch.no_grad():

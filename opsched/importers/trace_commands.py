@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from opsched.errors import InputError
 
@@ -163,9 +164,13 @@ def register(main: click.Group) -> None:
         forward, backward data and backward filter, GEMMs, each the median replay of a CUDA
         graph of back-to-back calls (opsched.cost.collect_deepbench).
         """
+        from opsched._files import check_writable
         from opsched.cost.collect import collect, require_torch
 
         _check_suffix(output, (".csv", ".csv.gz"), "-o")
+        # a timing run takes minutes to hours: a missing or read-only folder is found now,
+        # not when the rows are written at the end (it had timed every shape, then failed)
+        check_writable(output)
         if per_op is not None and shapes_file is None:
             raise InputError("--per-op needs --shapes")
         if quick and shapes_file is not None:
@@ -181,9 +186,14 @@ def register(main: click.Group) -> None:
             except InputError:  # a bare shape list: specs_from_rows says what it lacks
                 schema = ""
             if schema.startswith("deepbench"):
+                # --repeats counts the replays whose median is each time (default: the
+                # collector's own 5); --threads holds as for the grid (both were ignored)
+                given = click.get_current_context().get_parameter_source("repeats")
+                replays = repeats if given is not ParameterSource.DEFAULT else None
                 frame = _collect_deepbench(
-                    table, schema, device, dtype, per_op, warmup, shapes_file, as_json
-                )
+                    table, schema, device, dtype, per_op, warmup, shapes_file, as_json,
+                    replays, threads,
+                )  # fmt: skip
                 _write_collected(frame, output, device, as_json)
                 return
             specs, skipped = specs_from_rows(table, per_op, source=str(shapes_file))
@@ -217,7 +227,7 @@ def register(main: click.Group) -> None:
 
     def _collect_deepbench(
         table: Any, schema: str, device: str, dtype: str, per_op: int | None, warmup: int,
-        source: Path, as_json: bool,
+        source: Path, as_json: bool, replays: int | None = None, threads: int | None = None,
     ) -> Any:  # fmt: skip
         """Time a DeepBench-schema table's shapes (at most ``per_op``, a fixed sample)."""
         import pandas as pd
@@ -234,8 +244,9 @@ def register(main: click.Group) -> None:
             if not as_json:
                 click.echo(f"\r[{i + 1}/{n}] {schema}", nl=False, err=True)
 
+        more = {} if replays is None else {"replays": replays}
         return collect_deepbench(pd.DataFrame(shapes), schema, device, dtype, warmup=warmup,
-                                 progress=show)  # fmt: skip
+                                 threads=threads, progress=show, **more)  # fmt: skip
 
     if not isinstance(main.commands.get("cost"), click.Group):
         try:

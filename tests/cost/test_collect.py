@@ -206,3 +206,78 @@ def test_cli_collect_deepbench_shapes(tmp_path: Path) -> None:
                                   str(tmp_path / "h.csv"), "--dtype", "float16"])  # fmt: skip
     assert r.exit_code != 0 and "only timed on cuda" in r.output
     assert not (tmp_path / "h.csv").exists()
+
+
+def test_cli_collect_checks_the_output_folder_before_timing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a GPU run takes hours: a typo in -o's folder had been found only when the rows were
+    # written, after every shape was timed
+    import opsched.cost.collect as collect_mod
+
+    def timed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("timing started before the output was checked")
+
+    monkeypatch.setattr(collect_mod, "collect", timed)
+    out = tmp_path / "no_such_dir" / "rows.csv"
+    res = CliRunner().invoke(main, ["cost", "collect", "--quick", "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "no such folder" in res.output and "Traceback" not in res.output
+    assert "[1/" not in res.output  # no progress line: nothing was timed
+
+
+def test_deepbench_times_on_cpu_are_the_median_of_the_replays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch
+
+    import opsched.cost.collect_deepbench as cdb
+
+    _, gemm = _deepbench_tables()
+    loops: list[tuple[int, int]] = []  # (calls in the loop, torch threads while timing)
+    # the estimate (3 calls at 1 us each: 200 calls a replay), then loops of 10, 1000 and
+    # 20 us a call: their median is 20, the first loop's mean 10
+    per_call = iter([1.0, 10.0, 1000.0, 20.0] * 2)
+
+    def fake_loop(torch_: object, call: object, cuda: bool, n: int) -> float:
+        loops.append((n, torch.get_num_threads()))
+        return next(per_call) * n
+
+    monkeypatch.setattr(cdb, "_loop_us", fake_loop)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        g = cdb.collect_deepbench(gemm.iloc[:1], "deepbench_gemm", "cpu", warmup=0,
+                                  replays=3, replay_us=200, threads=1)  # fmt: skip
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(before)
+    assert g["time_us"].tolist() == [20.0]
+    assert [n for n, _ in loops] == [3, 200, 200, 200]
+    assert {t for _, t in loops} == {1}  # timed on the thread count asked for
+
+
+def test_cli_collect_deepbench_passes_repeats_and_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import opsched.cost.collect_deepbench as cdb
+
+    _, gemm = _deepbench_tables()
+    src = tmp_path / "gemm.csv"
+    gemm.iloc[:1].to_csv(src, index=False)
+    seen: list[dict[str, object]] = []
+    real = cdb.collect_deepbench
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(kwargs)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cdb, "collect_deepbench", spy)
+    base = ["cost", "collect", "--shapes", str(src), "--warmup", "0"]
+    r = CliRunner().invoke(main, [*base, "-o", str(tmp_path / "a.csv"), "--repeats", "3",
+                                  "--threads", "1"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert seen[-1]["replays"] == 3 and seen[-1]["threads"] == 1
+    r = CliRunner().invoke(main, [*base, "-o", str(tmp_path / "b.csv")])
+    assert r.exit_code == 0, r.output
+    assert "replays" not in seen[-1] and seen[-1]["threads"] is None  # the collector's own
