@@ -143,7 +143,11 @@ def register(main: click.Group) -> None:
         help="float32, or float16 / bfloat16 on cuda; with DeepBench shapes also tf32 "
         "(float32 with TF32 allowed; float32 then means TF32 off).",
     )  # fmt: skip
-    @click.option("--repeats", type=click.IntRange(min=3), default=25, show_default=True)
+    @click.option(
+        "--repeats", type=click.IntRange(min=3), default=25, show_default=True,
+        help="Timed calls per shape, the median kept; with DeepBench shapes the replays of "
+        "each loop (default there: 5).",
+    )  # fmt: skip
     @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
     @click.option(
         "--threads", type=click.IntRange(min=1), default=None,
