@@ -143,14 +143,21 @@ class GpuSpec:
 
         A class the GPU lacks falls back to the next slower one (bf16 -> fp32: no GPU with
         fp16 tensor cores but none for bf16 runs bf16 on them; fp8/int8 -> fp16 -> fp32,
-        tf32 -> fp32). ``"float16_fp32math"`` (half-precision
-        storage, FP32 arithmetic) is bounded by the FP32 peak.
+        tf32 -> fp32). ``"float8"`` never takes the int8 peak: integer tensor cores multiply
+        no floats, so a GPU without fp8 ones (before Ada / Hopper) runs an fp8 GEMM as fp16
+        at best. ``"float16_fp32math"`` (half-precision storage, FP32 arithmetic) is bounded
+        by the FP32 peak.
+
+        >>> from opsched.cost.specs import load_specs
+        >>> a100 = load_specs()["A100-SXM4-80GB"]
+        >>> a100.peak_tflops("float8") == a100.peaks["fp16"] == a100.peaks["int8"] / 2
+        True
         """
         cls = {
             "float16": ("fp16", "fp32"),
             "bfloat16": ("bf16", "fp32"),
             "tf32": ("tf32", "fp32"),
-            "float8": ("fp8", "int8", "fp16", "fp32"),
+            "float8": ("fp8", "fp16", "fp32"),
             "int8": ("int8", "fp16", "fp32"),
         }.get(dtype, ("fp32",))
         for c in cls:

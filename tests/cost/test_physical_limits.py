@@ -239,3 +239,22 @@ def test_matmul_batches_broadcast_as_torch_does() -> None:
     kind, a = aten_kind("aten::matmul", [[128, 64], [8, 64, 32]], f)
     assert kind == "matmul"
     assert (a["B"], a["M"], a["N"], a["K"]) == (8, 128, 32, 64)
+
+
+@pytest.mark.parametrize("gpu", ["T4", "A100-SXM4-80GB", "A40"])
+def test_float8_without_fp8_tensor_cores_is_no_faster_than_float16(gpu):
+    # int8 tensor cores run no floats: before Ada/Hopper an fp8 GEMM is fp16 work at best.
+    # 8192^3 is compute-bound at either peak: 2 * 8192^3 FLOPs = 1.1 TFLOP, so on the A100
+    # 3,524 us at 312 TFLOPS (fp16), not 1,762 us at 624 TOPS (int8)
+    p = load_profile(gpu)
+    assert "fp8" not in p.spec.peaks and p.spec.peaks["int8"] > p.spec.peaks["fp16"]
+    mm = {"M": 8192, "N": 8192, "K": 8192}
+    fp16_peak_us = 2 * 8192**3 / (p.spec.peaks["fp16"] * 1e6)
+    assert p.roofline("matmul", mm | {"dtype": "float8"}) == pytest.approx(fp16_peak_us)
+    assert p.predict("matmul", mm | {"dtype": "float8"}) >= fp16_peak_us * (1 - 1e-9)
+
+
+def test_float8_keeps_its_tensor_cores_on_hopper():
+    p = load_profile("H100-SXM5")
+    mm = {"M": 8192, "N": 8192, "K": 8192, "dtype": "float8"}
+    assert p.roofline("matmul", mm) == pytest.approx(2 * 8192**3 / (1978.9 * 1e6))
