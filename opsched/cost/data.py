@@ -185,6 +185,8 @@ def read_table(path: str | Path) -> Any:
     import pandas as pd
 
     p = Path(path)
+    if p.is_dir():  # say so: "no such file" sent users looking for a typo in the name
+        raise InputError("is a directory, not a timing table", str(p))
     if not p.is_file():
         raise InputError("no such file", str(p))
     note_input(p)

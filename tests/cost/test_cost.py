@@ -263,6 +263,12 @@ def test_cli_predict_evaluate_apply(tmp_path):
     bad.write_text("a,b\n1,2\n")
     r = CliRunner().invoke(main, ["cost", "evaluate", str(bad)])
     assert r.exit_code == 2 and "unknown timing schema" in r.output
+    # a folder given for the table: said so, not "no such file" (it exists)
+    for args in (["evaluate", str(tmp_path)], ["predict", "-i", str(tmp_path), "-o",
+                                               str(tmp_path / "p.csv")]):  # fmt: skip
+        r = CliRunner().invoke(main, ["cost", *args])
+        assert r.exit_code == 2 and f"{tmp_path}: is a directory" in r.output, r.output
+        assert "no such file" not in r.output
 
 
 def test_aten_mapping_pool_reduce_and_conv_padding_from_output():
