@@ -23,6 +23,7 @@ from opsched.cost.fit import FIT_FILES, Model, fit_model, fitted_on_traces, load
 from opsched.cost.floor import floor_of
 from opsched.cost.sibling import pick_sibling
 from opsched.cost.specs import GpuSpec, load_specs
+from opsched.errors import InputError
 
 __all__ = ["fit_profiles", "profile_docs"]
 
@@ -112,6 +113,15 @@ def fit_profiles(
            "gpus": [s.to_dict() for s in specs.values()]}  # fmt: skip
     specs_text = json.dumps(doc, indent=1) + "\n"
     files = (*FIT_FILES, *(str(Path(e).resolve()) for e in extra))
+    # every table at once, before the reading starts: a folder lacking some (the H200's,
+    # say) had failed on the first after 20 s of reading, naming that one only
+    missing = [f for f in files if not (base / f).is_file()]
+    if missing:
+        raise InputError(
+            f"{len(missing)} of the {len(files)} timing tables the fit reads are missing: "
+            f"{', '.join(missing)} (copy the shipped datasets/kernel-timings, then add yours)",
+            str(base),
+        )
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "gpus.json").write_text(specs_text, encoding="utf-8")
         with profiles_from(tmp):
@@ -156,8 +166,6 @@ def fit_profiles(
 def _check_out_dir(out: Path) -> None:
     """Raise if ``out`` cannot become a folder: it, or the nearest of its parents that
     exists, is not a folder."""
-    from opsched.errors import InputError
-
     p = out
     while not p.exists() and p != p.parent:
         p = p.parent

@@ -94,3 +94,21 @@ def test_profiles_env_pointing_nowhere(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv(PROFILES_ENV, str(tmp_path))
     with pytest.raises(InputError, match=r"no gpus\.json in the profiles folder"):
         load_profile("T4")
+
+
+def test_fit_names_every_missing_table_before_reading(tmp_path: Path) -> None:
+    # a folder with the spec table and one timing table: the eleven others are named at
+    # once (it had read the tables in turn and stopped at the first one missing)
+    src, data = dataset_path("kernel-timings"), tmp_path / "data"
+    data.mkdir()
+    shutil.copy(src / "gpu_specs.csv", data / "gpu_specs.csv")
+    shutil.copy(src / FIT_FILES[0], data / FIT_FILES[0])
+    out = tmp_path / "profiles"
+    res = CliRunner().invoke(main, ["cost", "fit", "--data", str(data), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    line = res.stderr.strip()
+    assert "\n" not in line and line.startswith(f"opsched: error: {data}: ")
+    n = len(FIT_FILES)
+    assert f"{n - 1} of the {n} timing tables the fit reads are missing" in line
+    assert all(f in line for f in FIT_FILES[1:]) and FIT_FILES[0] + "," not in line
+    assert not out.exists()
