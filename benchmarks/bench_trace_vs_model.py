@@ -12,7 +12,10 @@ traces (recorded on 2026-11-30, ``scripts/device/``) are not: the H200's calibra
 single PyTorch calls timed with CUDA events (``opsched_h200.csv.gz``), so these tables check
 both the transfer from per-call to in-model kernel times and the shapes of real models.
 
-Reproduce (2 cores, about 20 s): ``python benchmarks/bench_trace_vs_model.py [--min-rows 3]``.
+A second table prices the op graph ``import-trace`` writes (what a user schedules) with
+``cost apply``, against each op's measured GPU time.
+
+Reproduce (2 cores, about 30 s): ``python benchmarks/bench_trace_vs_model.py [--min-rows 3]``.
 The "transfer" column of docs/cost-model.md (eighth round) is the same run on the profiles
 fitted before any H200 row existed::
 
@@ -69,6 +72,38 @@ def main() -> None:
             print(f"| {label} | {f} | {int(s.sum())} | {np.median(ape):.1f} | {ape.mean():.1f} "
                   f"| {np.median(rape):.1f} | {ratio:.2f} |")  # fmt: skip
             label = ""
+    graphs()
+
+
+def graphs() -> None:
+    """The same traces through the graph a user schedules: ``import-trace``'s op graph,
+    priced by ``opsched cost apply`` with the trace's GPU (each op's kind, shapes and dtype
+    as imported; copies left out), against each op's measured GPU time. ``autocast`` counts
+    the ops whose dtype came from the inner op that ran their kernels (``dtype_from``)."""
+    import warnings
+
+    from opsched.cost import apply
+
+    print()
+    print("| trace (graph ops, cost apply) | priced ops | median % | predicted / measured total "
+          "| autocast ops: predicted / measured us |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    for name, role in TRACES:
+        g = import_trace(dataset_path("traces") / name).timeline.graph
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # kinds the model prices by roofline, named
+            priced = apply(g, g.attrs["gpu"])
+        names = [op.name for op in g.ops if op.kind and op.kind != "copy" and op.duration > 0]
+        p = np.array([priced[n].duration for n in names])
+        m = np.array([g[n].duration for n in names])
+        ape = np.abs(p - m) / m * 100
+        auto = [op.name for op in g.ops if op.attrs.get("dtype_from")]
+        cast = (f"{len(auto)}: {sum(priced[n].duration for n in auto):.0f} / "
+                f"{sum(g[n].duration for n in auto):.0f}") if auto else "-"  # fmt: skip
+        print(
+            f"| {name.split('.pt.')[0]} ({role}) | {len(names)} | {np.median(ape):.1f} | "
+            f"{p.sum() / m.sum():.2f} | {cast} |"
+        )
 
 
 if __name__ == "__main__":

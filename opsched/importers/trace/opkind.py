@@ -31,11 +31,42 @@ from opsched.importers.trace.shapes import (
     _CONV_BWD,
     _concrete,
     _short,
+    dtype_of,
     infer_kind,
     tensor_dims,
 )
 
-__all__ = ["FrameKinds"]
+__all__ = ["FrameKinds", "kernel_dtype"]
+
+#: Ops that convert, copy or fill tensors: under autocast they cast an op's inputs to the
+#: dtype its math runs in, so their own inputs say nothing of that dtype.
+_CASTS = frozenset(
+    {"to", "_to_copy", "copy_", "_copy_from", "_copy_from_and_resize", "clone", "contiguous",
+     "fill_", "zero_", "zeros", "zeros_like", "empty", "empty_like", "ones", "full"}
+)  # fmt: skip
+
+
+def kernel_dtype(trace: TraceData, launches: Iterable[Any]) -> tuple[str, str] | None:
+    """``(dtype, op name)`` of the innermost op that ran most of ``launches``' kernel time,
+    casts and fills left out (None if no such op ran a kernel).
+
+    Under autocast the op a graph takes its kind from (``aten::linear``) is recorded with its
+    float32 inputs, and the cast copies and the inner op it dispatches to
+    (``aten::addmm`` on bfloat16 tensors) run the kernels: the inner op's inputs give the
+    dtype the kernels ran in. Launches are :class:`~opsched.importers.trace.link.Launch`.
+    """
+    busy: dict[int, float] = {}
+    for la in launches:
+        casts = la.leaf < 0 or _short(trace.cpu_ops[la.leaf].name) in _CASTS
+        if la.gpu.kind == "kernel" and not casts:
+            busy[la.leaf] = busy.get(la.leaf, 0.0) + la.gpu.dur
+    if not busy:
+        return None
+    leaf = trace.cpu_ops[max(busy, key=lambda i: (busy[i], -i))]
+    if not tensor_dims(leaf.dims):  # no shapes recorded: no dtype either
+        return None
+    return dtype_of(leaf.dims, leaf.types), leaf.name
+
 
 _HINT_WINDOW = 64  # later ops searched for a convolution's output shape
 _PART_OF = {

@@ -47,7 +47,7 @@ from opsched.importers.trace.link import (
     stack_of,
     step_of,
 )
-from opsched.importers.trace.opkind import FrameKinds
+from opsched.importers.trace.opkind import FrameKinds, kernel_dtype
 from opsched.ir import kinds as K
 from opsched.ir.graph import Op, OpGraph
 from opsched.problem import Machine, Problem
@@ -346,6 +346,10 @@ def _ops(t: TraceData, runs: list[_Run], origin: float) -> list[Op]:
                 attrs["input_types"] = op.types
             leaves = {t.cpu_ops[la.leaf].name for la in r.launches if la.leaf >= 0}
             kind, shape = fk.kind(r.key, leaves)
+            inner = kernel_dtype(t, r.launches) if kind is not None else None
+            if inner is not None and "dtype" in shape and inner[0] != shape["dtype"]:
+                # autocast: the kernels ran in the inner op's dtype (opkind.kernel_dtype)
+                shape["dtype"], attrs["dtype_from"] = inner
             if kind is not None:
                 out_bytes = K.output_numel(kind, shape) * K.dtype_bytes(shape)
         kept = kept_launches(acts) if kind is None else None

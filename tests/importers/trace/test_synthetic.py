@@ -203,3 +203,32 @@ def test_an_autograd_profiler_export_is_named() -> None:
 def _timeline_of(doc):  # type: ignore[no-untyped-def]
     t = parse_trace(doc, "synthetic.json")
     return build_step(t, link_launches(t))
+
+
+def test_an_autocast_op_takes_the_dtype_its_kernels_ran_in() -> None:
+    # torch.autocast: aten::linear is recorded with its float32 tensors, casts them
+    # (aten::to -> aten::copy_, a conversion kernel) and runs aten::addmm on bfloat16 ones,
+    # which launches the GEMM. The graph op had been a float32 GEMM, priced 8-16x too slow
+    # (the H200 transformer step: 5,043 us for 637 measured); its dtype now follows addmm.
+    b = TraceBuilder()
+    b.cpu("aten::linear", 0, 20, [[64, 32], [16, 32], [16]], ["float", "float", "float"])
+    b.cpu("aten::to", 1, 4, [[16, 32], [], [], [], [], []], ["float"] + [""] * 5)
+    b.cpu("aten::copy_", 2, 2, [[16, 32], [16, 32], []], ["c10::BFloat16", "float", ""])
+    b.launch("bfloat16_copy_kernel", 2.5, 0, 1)
+    b.cpu("aten::addmm", 6, 10, [[16], [64, 32], [32, 16], [], []],
+          ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"])  # fmt: skip
+    b.launch("gemm_bf16", 7, 2, 10)
+    g = _timeline(b).graph
+    (op,) = g.ops
+    assert op.kind == "matmul" and (op.attrs["M"], op.attrs["N"], op.attrs["K"]) == (64, 16, 32)
+    assert op.attrs["dtype"] == "bfloat16" and op.attrs["dtype_from"] == "aten::addmm"
+    assert op.output_bytes == 64 * 16 * 2
+    # without autocast (a float32 addmm) nothing changes
+    b = TraceBuilder()
+    b.cpu("aten::linear", 0, 20, [[64, 32], [16, 32], [16]], ["float", "float", "float"])
+    b.cpu("aten::addmm", 6, 10, [[16], [64, 32], [32, 16], [], []],
+          ["float", "float", "float", "Scalar", "Scalar"])  # fmt: skip
+    b.launch("gemm_fp32", 7, 2, 10)
+    (op,) = _timeline(b).graph.ops
+    assert op.attrs["dtype"] == "float32" and "dtype_from" not in op.attrs
+    assert op.output_bytes == 64 * 16 * 4
