@@ -19,6 +19,7 @@ import warnings
 from typing import Any
 
 from opsched.cost.batch import distinct_ops
+from opsched.cost.mathmode import MathMode, kernel_math_mode, with_math_dtype
 from opsched.errors import GraphError
 from opsched.ir import Op, OpGraph, kinds
 from opsched.ir.graph import require_graph
@@ -53,7 +54,10 @@ def apply(
     allow_tf32
         Math mode of float32 GEMMs and convolutions on GPUs with TF32 tensor cores
         (:mod:`opsched.cost.mathmode`): None follows PyTorch's defaults (convolutions in TF32,
-        matmuls in FP32), True / False runs both in TF32 / FP32. Op dtypes stay as they are.
+        matmuls in FP32), except for an op whose recorded kernel names
+        (``attrs["kernels"]``, from ``opsched import-trace``) show the math it ran, which is
+        priced so and marked ``attrs["math_mode"]``; True / False runs every one in TF32 /
+        FP32. Op dtypes stay as they are.
 
     Returns
     -------
@@ -84,6 +88,7 @@ def apply(
     traced: dict[int, float] = {}  # communication ops: index -> traced time (us)
     at, kind_list, attrs_list = [], [], []  # the ops to price: index, kind, attrs
     recorded: list[str] = []  # kind-less ops priced from their trace record
+    shown: dict[int, dict[str, Any]] = {}  # op index -> attrs written, where priced otherwise
     for i, op in enumerate(graph.ops):
         if op.kind is None and _communication(op):
             traced[i] = float(op.attrs["gpu_time_us"])
@@ -99,6 +104,12 @@ def apply(
             recorded.append(op.name)
         if dtype is not None:
             a = _retyped(kind, a, dtype)
+        mode = _kernels_math_mode(op) if allow_tf32 is None else None
+        if mode is not None:  # a traced op: its kernels show the math it ran
+            priced_as = dict(with_math_dtype(kind, a, profile.spec, mode=mode))
+            if priced_as != a:
+                shown[i] = a | {"math_mode": "tf32" if mode[0] else "fp32"}
+                a = priced_as
         at.append(i)
         kind_list.append(kind)
         attrs_list.append(a)
@@ -141,6 +152,7 @@ def apply(
             kind_i, a, (dur, out_bytes, sm) = None, dict(op.attrs), (traced[i], op.output_bytes, 1)
         else:
             kind_i, a, (dur, out_bytes, sm) = priced[i]
+            a = shown.get(i, a)
         if tick_us is not None and dur > 0:
             ticks = dur / tick_us
             if not ticks <= MAX_TICKS:  # inf under a subnormal tick
@@ -189,6 +201,25 @@ def _kept_bytes(op: Op, kind: str | None, attrs: dict[str, Any], from_shapes: in
         return from_shapes
     stated = kinds.dtype_bytes(op.attrs) if "dtype" in op.attrs else kinds.dtype_bytes(attrs)
     return max(from_shapes, round(op.output_bytes * kinds.dtype_bytes(attrs) / stated))
+
+
+def _kernels_math_mode(op: Op) -> MathMode | None:
+    """The math mode the names of a traced op's kernels show (``attrs["kernels"]``, as
+    ``opsched import-trace`` records them), None where it has none or they do not say.
+
+    PyTorch's default runs a float32 GEMM in FP32, but a trace records what ran: the HTA
+    A100 trace's float32 ``mm`` / ``linear`` launched TF32 tensor-op GEMMs
+    (``cutlass_80_tensorop_s1688gemm``), which the FP32 peak had priced 8-9x too slow.
+
+    >>> _kernels_math_mode(Op("a", 1, attrs={"kernels": ["cutlass_80_tensorop_s1688gemm"]}))
+    (True, True)
+    >>> _kernels_math_mode(Op("a", 1)) is None
+    True
+    """
+    names = op.attrs.get("kernels")
+    if not isinstance(names, list | tuple) or not names:
+        return None
+    return kernel_math_mode(" ".join(str(n) for n in names))
 
 
 def _retyped(kind: str, attrs: dict[str, Any], dtype: str) -> dict[str, Any]:

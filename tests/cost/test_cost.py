@@ -620,3 +620,27 @@ def test_left_out_gpus_get_the_convolution_trees_on_the_pooled_curve():
     assert moved.mean() > 0.5
     mm = data.families["matmul"].gpu == "T4"
     assert trees["matmul"][mm] == pytest.approx(bare["matmul"][mm], rel=1e-12)
+
+
+def test_apply_prices_a_traced_gemm_in_the_math_its_kernels_show() -> None:
+    # PyTorch's default prices a float32 GEMM at the FP32 peak, but the HTA A100 trace's
+    # float32 mm ran TF32 tensor-op kernels: priced at FP32 its graph came to 2.17x the
+    # measured kernel time (now 0.95x, bench_trace_vs_model.py's second table)
+    from opsched.ir import Op, OpGraph
+
+    shape = {"M": 1024, "N": 2048, "K": 4864, "dtype": "float32"}
+    tf32 = ["void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"]
+    simt = ["ampere_sgemm_128x64_nn"]
+    g = OpGraph((Op("plain", 1, kind="matmul", attrs=shape),
+                 Op("traced", 1, kind="matmul", attrs=shape | {"kernels": tf32}),
+                 Op("sgemm", 1, kind="matmul", attrs=shape | {"kernels": simt})))  # fmt: skip
+    out = apply(g, "A100-SXM4-80GB")
+    on = apply(g.replace_ops([g["plain"]]), "A100-SXM4-80GB", allow_tf32=True)["plain"]
+    assert out["traced"].duration == pytest.approx(on.duration)
+    assert out["traced"].duration < out["plain"].duration / 4  # TF32: 8x the FP32 peak
+    assert out["sgemm"].duration == out["plain"].duration  # SIMT kernels: the default
+    assert out["traced"].attrs["dtype"] == "float32" and out["traced"].attrs["math_mode"] == "tf32"
+    assert "math_mode" not in out["plain"].attrs and "math_mode" not in out["sgemm"].attrs
+    # an explicit setting prices every op by it, whatever its kernels show
+    off = apply(g, "A100-SXM4-80GB", allow_tf32=False)
+    assert off["traced"].duration == off["plain"].duration
