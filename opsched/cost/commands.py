@@ -180,7 +180,8 @@ def fit(data: Path | None, extra: tuple[Path, ...], output: Path | None, quiet: 
 @click.option("--tf32", "tf32", type=click.Choice(["pytorch", "on", "off"]), default="pytorch",
               show_default=True,
               help="float32 GEMMs/convs on TF32 tensor cores (sm_80+): PyTorch's defaults "
-                   "(convs TF32, matmuls FP32), both, or neither.")  # fmt: skip
+                   "(convs TF32, matmuls FP32; a traced op whose kernel names show its math "
+                   "is priced so), both, or neither.")  # fmt: skip
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path))
 @handle_errors
 def apply_cmd(
@@ -204,8 +205,8 @@ def apply_cmd(
         raise e.located(str(graph)) from None
     write_graph_json(g, output)
     total = sum(op.duration for op in g.ops)
-    click.echo(f"wrote {output}: {len(g.ops)} ops, {total:.1f} {g.attrs['time_unit']} of work, "
-               f"{g.resources['sm']} SMs")  # fmt: skip
+    work = f"{total:.1f} us" if tick_us is None else f"{total:.0f} ticks of {tick_us:g} us"
+    click.echo(f"wrote {output}: {len(g.ops)} ops, {work} of work, {g.resources['sm']} SMs")
 
 
 @cost.command("show")
