@@ -14,12 +14,25 @@ never does (useful to debug a kernel with pdb). Tests run both ways and compare.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["JIT_MIN_SIZE", "call", "clock", "compiled", "kernel", "ready"]
+__all__ = [
+    "COMPILE_MIN_SIZE",
+    "JIT_MIN_SIZE",
+    "call",
+    "clock",
+    "compiled",
+    "kernel",
+    "plain",
+    "ready",
+    "without_compiling",
+]
 
 #: Inputs at least this large (ops + edges) run compiled when ``OPSCHED_JIT`` is unset.
 #: Interpreted, a kernel is ~1000x slower (NumPy scalar access), so only toy graphs stay so.
@@ -62,9 +75,67 @@ def compiled(size: int) -> bool:
     return (mode == "1" or (mode != "0" and size >= JIT_MIN_SIZE)) and _numba is not None
 
 
+#: Under :func:`without_compiling`, inputs at least this large still run compiled when the
+#: kernel must be compiled first (about a second per kernel, once per installation):
+#: interpreted, 20,000 elements take about as long as one compile.
+COMPILE_MIN_SIZE = 20_000
+
+_READY: set[Callable[..., Any]] = set()
+_AVOID = contextvars.ContextVar("opsched_avoid_compiling", default=False)
+
+
+@contextlib.contextmanager
+def without_compiling() -> Iterator[None]:
+    """Within this block a kernel that is neither compiled in this process nor in numba's
+    cache runs interpreted on inputs below :data:`COMPILE_MIN_SIZE` instead of compiling.
+
+    For work under a time limit: on a fresh installation the first ``opsched solve`` of a
+    300-op graph with ``--time-limit 2`` had spent 12 s compiling the heuristic start's
+    kernels, work that takes milliseconds interpreted (:func:`opsched.solver.solve_cpsat`
+    runs in this block). Outside it the first large call compiles, for every later one."""
+    token = _AVOID.set(True)
+    try:
+        yield
+    finally:
+        _AVOID.reset(token)
+
+
 def call(fn: Callable[..., Any], size: int, *args: Any) -> Any:
-    """Run kernel ``fn`` on ``args``, compiled if ``size`` is large (see module docstring)."""
-    return fn(*args) if compiled(size) else fn.py_func(*args)  # type: ignore[attr-defined]
+    """Run kernel ``fn`` on ``args``, compiled if ``size`` is large (see module docstring
+    and :func:`without_compiling`)."""
+    if not compiled(size):
+        return plain(fn)(*args)
+    avoid = _AVOID.get() and size < COMPILE_MIN_SIZE and os.environ.get("OPSCHED_JIT") != "1"
+    if avoid and fn not in _READY:
+        if not ready(fn):
+            return plain(fn)(*args)
+        _READY.add(fn)
+    return fn(*args)
+
+
+_PLAIN: dict[Any, Callable[..., Any]] = {}
+
+
+def plain(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Kernel ``fn``'s Python code, calling the Python code of the kernels it calls.
+
+    ``fn.py_func`` alone still called its helpers (``_heap_push``...) as compiled
+    functions, and calling one from Python compiles it: an interpreted run compiled four
+    helpers, a second and more on a fresh installation."""
+    done = _PLAIN.get(fn)
+    if done is not None:
+        return done
+    py = getattr(fn, "py_func", fn)
+    if not isinstance(py, types.FunctionType):  # not a numba kernel: its own Python form
+        return py
+    names = dict(py.__globals__)
+    out = types.FunctionType(py.__code__, names, py.__name__, py.__defaults__, py.__closure__)
+    _PLAIN[fn] = out  # before the helpers: a kernel that calls itself finds this one
+    for key, value in py.__globals__.items():
+        if value is not fn and hasattr(value, "py_func") and hasattr(value, "overloads"):
+            names[key] = plain(value)
+    names[py.__name__] = out if names.get(py.__name__) is fn else names.get(py.__name__)
+    return out
 
 
 def ready(fn: Callable[..., Any]) -> bool:

@@ -295,3 +295,39 @@ def test_ready_is_false_until_compiled_and_true_after() -> None:
     assert not _jit.ready(fresh)
     assert fresh(21) == 42
     assert _jit.ready(fresh)
+
+
+def test_without_compiling_small_inputs_wait_for_a_compiled_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPSCHED_JIT", "")
+    probe = _Probe()  # neither compiled nor cached
+    with _jit.without_compiling():
+        assert _jit.call(probe, _jit.JIT_MIN_SIZE, 1, 2) == "py"
+        assert _jit.call(probe, _jit.COMPILE_MIN_SIZE, 1, 2) == "jit"  # worth compiling
+    assert _jit.call(probe, _jit.JIT_MIN_SIZE, 1, 2) == "jit"
+    ready = _Probe()
+    ready.overloads = {"sig": None}  # type: ignore[attr-defined]  # as a compiled dispatcher
+    with _jit.without_compiling():
+        assert _jit.call(ready, _jit.JIT_MIN_SIZE, 1, 2) == "jit"
+
+
+def test_a_time_limited_solve_compiles_nothing(tmp_path: Any) -> None:
+    # the Python form of a kernel had called its helpers compiled (compiling them), and a
+    # solve compiled the heuristic start's kernels inside its time limit: on a fresh
+    # installation the first 2 s solve of STG rand0000 (300 tasks) took 14 s. A fresh
+    # process with numba's cache in an empty folder now solves within the limit.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "OPSCHED_JIT": ""}
+    args = [sys.executable, "-m", "opsched", "solve", "datasets/stg/300/rand0000.stg",
+            "-k", "4", "--time-limit", "2", "--json"]  # fmt: skip
+    out = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["wall_time_s"] < 3.0
+    # the heuristic start's kernels are not compiled (reading the graph, before the limit's
+    # clock starts, may compile its topological sort)
+    assert not [p for p in tmp_path.rglob("*.nbi") if "heuristics" in p.parent.name]

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from opsched._jit import JIT_MIN_SIZE, call, ready
+from opsched._jit import COMPILE_MIN_SIZE, call, ready
 from opsched.analysis.topo import topo_indices
 from opsched.errors import ProblemError
 from opsched.heuristics.greedy import greedy
@@ -313,8 +313,9 @@ def downset_search(
         return DownsetResult(None, None, True, "", (0, 0), 0, time.perf_counter() - t0)
     arrays = _arrays(problem, nw)
     dur, out, ws = arrays["dur"], arrays["out"], arrays["ws"]
-    # the work grows with the down-sets, not with the graph: compiled beyond toy sizes
-    size = JIT_MIN_SIZE if n > INTERPRETED_OPS else 0
+    # the work grows with the down-sets, not with the graph: compiled beyond toy sizes, even
+    # where that means compiling first (must_compile and compile_kernels plan for it)
+    size = COMPILE_MIN_SIZE if n > INTERPRETED_OPS else 0
     until = math.inf if deadline is None else float(deadline)
     keys, table, rows, _, live, work, good, status = call(
         downset_table, size, n, nw, arrays["pm"], arrays["rm"], arrays["pred_ptr"],

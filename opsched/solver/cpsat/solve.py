@@ -16,6 +16,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from opsched._jit import without_compiling
 from opsched.analysis.bounds import lower_bounds, min_memory_bound
 from opsched.analysis.cap_orders import cap_orders, flow_budget
 from opsched.errors import ProblemError
@@ -99,6 +100,7 @@ _STATUS = {
 }
 
 
+@without_compiling()  # the time limit is the solver's: no kernel compiles within it
 def solve_cpsat(
     problem: Problem,
     objective: Objective | str | None = None,
