@@ -132,9 +132,10 @@ def plain(fn: Callable[..., Any]) -> Callable[..., Any]:
     out = types.FunctionType(py.__code__, names, py.__name__, py.__defaults__, py.__closure__)
     _PLAIN[fn] = out  # before the helpers: a kernel that calls itself finds this one
     for key, value in py.__globals__.items():
-        if value is not fn and hasattr(value, "py_func") and hasattr(value, "overloads"):
+        if value is fn:  # a kernel that calls itself
+            names[key] = out
+        elif hasattr(value, "py_func") and hasattr(value, "overloads"):
             names[key] = plain(value)
-    names[py.__name__] = out if names.get(py.__name__) is fn else names.get(py.__name__)
     return out
 
 
