@@ -137,6 +137,9 @@ class TensorMeta:
     shape: tuple[int, ...]
     dtype: str = "float32"
     contiguous: bool = True  # False: a strided view (a reshape of it must copy)
+    #: bits per element of a packed sub-byte type (ONNX int4 / uint4 / float4, XLA's ``E(4)``
+    #: layouts), stored two to a byte under the same-width label ``int8``; 0: whole bytes
+    bits: int = 0
 
     @property
     def numel(self) -> int:
@@ -145,7 +148,13 @@ class TensorMeta:
 
     @property
     def nbytes(self) -> int:
-        """Size in bytes."""
+        """Size in bytes (a packed type rounds its last byte up).
+
+        >>> TensorMeta((3, 5), "int8").nbytes, TensorMeta((3, 5), "int8", bits=4).nbytes
+        (15, 8)
+        """
+        if self.bits:
+            return -(-self.numel * self.bits // 8)
         return self.numel * kinds.DTYPE_BYTES[self.dtype]
 
     @property
@@ -193,9 +202,11 @@ class GraphBuilder:
     _readers: dict[str, list[str]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ tensors
-    def meta(self, shape: Iterable[int], dtype: str, contiguous: bool = True) -> TensorMeta:
+    def meta(
+        self, shape: Iterable[int], dtype: str, contiguous: bool = True, bits: int = 0
+    ) -> TensorMeta:
         """A :class:`TensorMeta`, with the builder's dtype override applied to floats."""
-        t = TensorMeta(tuple(int(d) for d in shape), dtype, contiguous)
+        t = TensorMeta(tuple(int(d) for d in shape), dtype, contiguous, bits)
         if self.dtype is not None and t.is_float:
             t = TensorMeta(t.shape, self.dtype, contiguous)
         return t

@@ -38,7 +38,7 @@ from typing import Any
 from opsched._files import read_text
 from opsched.errors import InputError, OpschedError
 from opsched.importers._build import GraphBuilder, TensorMeta
-from opsched.importers.hlo_kinds import OpMapper
+from opsched.importers.hlo_kinds import OpMapper, start_outputs
 from opsched.importers.hlo_text import Instr, leaves, parse_computations, parse_type
 from opsched.ir import kinds
 from opsched.ir.graph import OpGraph
@@ -111,7 +111,7 @@ def from_hlo_text(text: str, name: str | None = None, where: str = "<hlo>") -> O
                 if elem in tuples:
                     tuples[ins.name] = tuples[elem]
                 continue
-        outs = leaves(ins.shape)
+        outs = start_outputs(ins)
         if not outs and (ins.opcode == "after-all" or not ins.operands):
             # a token that joins others: what reads it runs after all they order
             b.group(ins.name, ins.operands)

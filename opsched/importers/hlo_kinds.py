@@ -36,7 +36,7 @@ from opsched.importers.hlo_text import Computation, Instr, leaves
 from opsched.importers.torch.aten import Mapped, map_aten
 from opsched.ir import kinds
 
-__all__ = ["OpMapper"]
+__all__ = ["OpMapper", "start_outputs"]
 
 
 def _words(text: str) -> list[str]:
@@ -60,11 +60,41 @@ _COPIES = set(
         """
     broadcast transpose copy concatenate slice dynamic-slice dynamic-update-slice pad
     gather scatter reverse sort all-reduce all-gather reduce-scatter all-to-all
-    collective-permute copy-start copy-done send recv outfeed infeed
+    collective-permute copy-start copy-done send recv outfeed infeed all-reduce-start
+    all-gather-start collective-permute-start
     """
     )
 )
 _VIEWS = {"bitcast", "reshape", "get-tuple-element", "optimization-barrier", "domain"}
+#: The second half of an asynchronous pair: its value is what its start already holds, so
+#: it runs no kernel and holds no memory of its own (a view of the start).
+_ASYNC_DONE = set(
+    _words(
+        "copy-done async-done all-reduce-done all-gather-done collective-permute-done "
+        "send-done recv-done"
+    )
+)
+#: The element of an asynchronous start's tuple that is its operand passed through
+#: (``copy-start`` returns (destination, source, context); the others lead with theirs).
+_PASSED_THROUGH = {"copy-start": 1, "async-start": 0, "all-gather-start": 0,
+                   "collective-permute-start": 0, "send": 0}  # fmt: skip
+
+
+def start_outputs(ins: Instr) -> list[TensorMeta]:
+    r"""The arrays an instruction allocates: its type's arrays, less the element an
+    asynchronous start passes through from its operand (counted there already).
+
+    >>> from opsched.importers.hlo_text import parse_computations
+    >>> comps = parse_computations("ENTRY e {\n  p = f32[8] parameter(0)\n"
+    ...     "  s = (f32[8], f32[8], u32[]) copy-start(p)\n  ROOT d = f32[8] copy-done(s)\n}",
+    ...     "<doc>")
+    >>> [t.nbytes for t in start_outputs(comps["e"].instrs[1])]
+    [32, 4]
+    """
+    at = _PASSED_THROUGH.get(ins.opcode)
+    if at is None or not isinstance(ins.shape, tuple) or len(ins.shape) <= at:
+        return leaves(ins.shape)
+    return leaves(ins.shape[:at] + ins.shape[at + 1 :])
 
 
 def _dims(attrs: dict[str, str], key: str) -> list[int]:
@@ -104,7 +134,7 @@ def _conv(ins: list[TensorMeta], out: TensorMeta, a: dict[str, str]) -> Mapped:
 
     def order(t: TensorMeta, labels: str, first: str, second: str) -> TensorMeta:
         pos = [labels.index(first), labels.index(second), *(labels.index(c) for c in sp)]
-        return TensorMeta(tuple(t.shape[p] for p in pos), t.dtype)
+        return TensorMeta(tuple(t.shape[p] for p in pos), t.dtype, bits=t.bits)
 
     x, w = order(ins[0], lhs_l, "b", "f"), order(ins[1], rhs_l, "o", "i")
     y = order(out, out_l, "b", "f")
@@ -183,7 +213,7 @@ class OpMapper:
         """Kind and attrs of one instruction (``ops``: operand types)."""
         out = ins.shape if isinstance(ins.shape, TensorMeta) else None
         arrays = [t for t in ops if isinstance(t, TensorMeta)]
-        numel = out.numel if out else sum(t.numel for t in leaves(ins.shape))
+        numel = out.numel if out else sum(t.numel for t in start_outputs(ins))
         if ins.shape is None:  # a token result (outfeed): it moves what it reads
             numel = sum(t.numel for t in arrays)
         op = ins.opcode
@@ -204,7 +234,7 @@ class OpMapper:
             # tuple operand (a while's loop state) is read as its arrays
             once = dict(zip(ins.operands, ops, strict=False))
             read = sum(t.nbytes for op in once.values() for t in leaves(op))
-            nbytes = read + sum(t.nbytes for t in leaves(ins.shape))
+            nbytes = read + sum(t.nbytes for t in start_outputs(ins))
             attrs: dict[str, Any] = {"flops": flops, "bytes": nbytes, "numel": numel}
             if "kind" in ins.attrs:
                 attrs["fusion_kind"] = ins.attrs["kind"]
@@ -221,7 +251,7 @@ class OpMapper:
         if op == "reduce-window" and arrays and out is not None:
             fn = self._root_op(ins.attrs.get("to_apply", ""), ins.line)
             return _reduce_window(arrays, out, ins.attrs, fn)
-        if op in _VIEWS:
+        if op in _VIEWS or op in _ASYNC_DONE:
             return Mapped("view", {"numel": numel}, aliasing=True)
         if op in _ELEMENTWISE:
             return Mapped("elementwise", {"numel": numel, "arity": max(1, len(arrays)), "fn": op})

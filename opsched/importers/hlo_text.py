@@ -32,6 +32,8 @@ __all__ = ["Computation", "Instr", "leaves", "parse_computations", "parse_type"]
 _WIDTH = {"pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2,
           "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8,
           "c128": 16}  # fmt: skip
+#: A layout's element size in bits (``s4[64]{0:E(4)}``: packed, two elements to a byte).
+_PACKED = re.compile(r"E\((\d+)\)")
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\))?\s*(->.*)?\{\s*$")
 _ARRAY = re.compile(r"([a-z]+[0-9a-z]*)\[([^\]]*)\]")
 _INSTR = re.compile(r"^(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
@@ -86,7 +88,7 @@ def parse_type(text: str, i: int = 0) -> tuple[Any, int]:
     Examples
     --------
     >>> parse_type("f32[8,64]{1,0} dot(...)")[0]
-    TensorMeta(shape=(8, 64), dtype='float32', contiguous=True)
+    TensorMeta(shape=(8, 64), dtype='float32', contiguous=True, bits=0)
     >>> t, _ = parse_type("(bf16[2]{0}, s32[]) tuple(a, b)")
     >>> [x.dtype for x in t]
     ['bfloat16', 'int32']
@@ -124,14 +126,19 @@ def parse_type(text: str, i: int = 0) -> tuple[Any, int]:
         written = m.group(0) if len(m.group(0)) <= 40 else m.group(0)[:37] + "..."
         raise ValueError(f"negative dimension {neg} in {written}")
     end = m.end()
+    bits = 0
     if end < len(text) and text[end] == "{":
+        start = end
         end = _match(text, end, "{", "}")
         if end < 0:
             raise ValueError("unterminated layout")
+        packed = _PACKED.search(text, start, end)  # E(4): 4 bits an element, two to a byte
+        if packed is not None and 0 < int(packed.group(1)) < 8:
+            bits = int(packed.group(1))
     width = _WIDTH.get(prim)
     if width is None and not prim.startswith("f8"):
         raise ValueError(f"unknown element type {prim!r}")
-    return TensorMeta(tuple(shape), dtype_name(prim, width or 1)), end
+    return TensorMeta(tuple(shape), dtype_name(prim, width or 1), bits=bits), end
 
 
 def _split_top(text: str) -> list[str]:

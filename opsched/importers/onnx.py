@@ -265,7 +265,7 @@ def from_onnx(
                 symbolic[d.dim_param or "?"] = 1
                 shape.append(1)
         np_dt = onnx.helper.tensor_dtype_to_np_dtype(tt.tensor_type.elem_type)
-        return b.meta(shape, dtype_name(str(np_dt), np_dt.itemsize))
+        return b.meta(shape, dtype_name(str(np_dt), np_dt.itemsize), bits=_packed_bits(np_dt))
 
     for init in graph.initializer:
         consts[init.name] = _init_meta(onnx, b, init, where)
@@ -298,7 +298,23 @@ def _init_meta(onnx: Any, b: GraphBuilder, init: Any, where: str) -> TensorMeta:
         raise InputError(f"initializer {init.name!r} has a negative dimension: "
                          f"{list(init.dims)}", where)  # fmt: skip
     np_dt = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
-    return b.meta(init.dims, dtype_name(str(np_dt), np_dt.itemsize))
+    return b.meta(init.dims, dtype_name(str(np_dt), np_dt.itemsize), bits=_packed_bits(np_dt))
+
+
+def _packed_bits(np_dt: Any) -> int:
+    """Bits an element of ONNX's packed sub-byte types (int4, uint4, float4e2m1: 4; int2,
+    uint2: 2), which ONNX stores several to a byte; 0 for whole-byte types.
+
+    >>> import numpy as np
+    >>> _packed_bits(np.dtype("float32"))
+    0
+    """
+    name = str(np_dt)
+    if name.startswith(("int4", "uint4", "float4")):
+        return 4
+    if name.startswith(("int2", "uint2")):
+        return 2
+    return 0
 
 
 def _add_node(
@@ -307,6 +323,11 @@ def _add_node(
     t = node.op_type
     nname = node.name or f"{t}_{i}"
     a = _attrs(node)
+    named = [v for v in node.output if v]
+    again = next((v for k, v in enumerate(named) if b.has(v) or v in named[:k]), None)
+    if again is not None:  # a second definition had silently replaced the first
+        raise InputError(f"node {nname!r} ({t}): output {again!r} is already defined (an ONNX "
+                         "value is assigned once)", where)  # fmt: skip
     if t == "Constant" and node.domain in ("", "ai.onnx"):
         out = meta(node.output[0], nname)
         b.add_persistent(node.output[0], out.nbytes if out is not None else 0)

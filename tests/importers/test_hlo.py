@@ -376,3 +376,35 @@ def test_a_computation_on_another_execution_thread() -> None:
         "  ROOT c = f32[4] call(x), to_apply=host\n}\n"
     )
     assert g.names == ["x", "c"] and g["c"].attrs["flops"] == 8 and g["c"].deps == ("x",)
+
+
+def test_packed_4_bit_layouts_count_half_a_byte_an_element() -> None:
+    # E(4) in a layout packs two s4 elements to a byte: 9 of them take 5 bytes; without
+    # it XLA stores one to a byte. Both had been counted at one byte an element
+    assert parse_type("s4[9]{0:E(4)}")[0].nbytes == 5
+    assert parse_type("s4[9]{0}")[0].nbytes == 9
+    g = from_hlo_text(
+        "HloModule q\nENTRY e {\n  w = s4[3,5]{1,0:E(4)} parameter(0)\n"
+        "  ROOT c = f32[3,5]{1,0} convert(w)\n}\n"
+    )
+    assert g["w"].output_bytes == 8 and g["c"].output_bytes == 60
+
+
+def test_an_async_copy_moves_its_data_once() -> None:
+    # copy-start returns (destination, source, context) and copy-done the destination: the
+    # source was counted again as new memory and copy-done as a second copy of it all
+    g = from_hlo_text(
+        "HloModule c\nENTRY e {\n  p = f32[8] parameter(0)\n"
+        "  s = (f32[8], f32[8], u32[]) copy-start(p)\n  d = f32[8] copy-done(s)\n"
+        "  ROOT n = f32[8] negate(d)\n}\n"
+    )
+    assert (g["s"].kind, g["s"].output_bytes, g["s"].attrs["numel"]) == ("copy", 36, 9)
+    assert (g["d"].kind, g["d"].output_bytes) == ("view", 0)
+    assert set(g["n"].deps) == {"d", "s"}
+    # a collective's start passes its operand through as the tuple's first element
+    g = from_hlo_text(
+        "HloModule a\nENTRY e {\n  p = f32[4] parameter(0)\n"
+        "  s = (f32[4], f32[16]) all-gather-start(p), dimensions={0}\n"
+        "  ROOT d = f32[16] all-gather-done(s)\n}\n"
+    )
+    assert (g["s"].output_bytes, g["s"].attrs["numel"], g["d"].output_bytes) == (64, 16, 0)

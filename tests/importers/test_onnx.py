@@ -244,3 +244,46 @@ def test_bad_models_one_line(case: str, message: str) -> None:
     with pytest.raises(InputError) as e:
         from_onnx(oh.make_model(oh.make_graph(nodes, "g", [x], outs, [w])), dims=dims)
     assert str(e.value) == f"onnx: {message}"
+
+
+def test_packed_int4_counts_half_a_byte_an_element() -> None:
+    # a 4-bit weight of 3 x 5 elements is stored in 8 bytes (two to a byte, the last half
+    # empty) and its DequantizeLinear output is 15 floats; int4 had been counted as 15 bytes
+    w = oh.make_tensor("w", TP.INT4, [3, 5], [1] * 15)
+    scale = oh.make_tensor("s", TP.FLOAT, [], [0.5])
+    x = oh.make_tensor_value_info("x", TP.INT4, [7])
+    nodes = [
+        oh.make_node("DequantizeLinear", ["w", "s"], ["y"], name="dq"),
+        oh.make_node("Identity", ["x"], ["z"], name="id"),
+    ]
+    model = oh.make_model(
+        oh.make_graph(nodes, "q", [x], [_vi("y", None), _vi("z", None)], [w, scale]),
+        opset_imports=[oh.make_opsetid("", 21)],
+    )
+    with pytest.warns(ImporterWarning, match="DequantizeLinear"):
+        g = from_onnx(model)
+    assert g.persistent_bytes == 8 + 4
+    by = {op.name: op.output_bytes for op in g.ops}
+    assert by["x"] == 4 and by["dq"] == 15 * 4
+
+
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (["y"], "node 'again' (Relu): output 'y' is already defined"),
+        (["x"], "node 'again' (Relu): output 'x' is already defined"),  # a graph input
+        (["w"], "node 'again' (Relu): output 'w' is already defined"),  # an initializer
+    ],
+)
+def test_a_value_defined_twice_is_refused(outputs: list[str], message: str) -> None:
+    # the second definition had silently replaced the first, so later readers depended on
+    # the wrong node
+    nodes = [
+        oh.make_node("Add", ["x", "w"], ["y"], name="add"),
+        oh.make_node("Relu", ["y"], outputs, name="again"),
+    ]
+    model = oh.make_model(oh.make_graph(nodes, "g", [_vi("x", [2])], [_vi("y", None)],
+                                        [_zeros("w", [2])]))  # fmt: skip
+    with pytest.raises(InputError) as e:
+        from_onnx(model)
+    assert str(e.value) == f"onnx: {message} (an ONNX value is assigned once)"
