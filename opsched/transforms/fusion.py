@@ -64,6 +64,7 @@ from opsched.transforms.fusion_patterns import (
     find_groups,
     op_cost,
     pattern_name,
+    reread_saving,
 )
 
 __all__ = ["EPILOGUE_KINDS", "HEAD_KINDS", "FusedGroup", "FusionReport", "fuse"]
@@ -276,6 +277,11 @@ def _fuse_group(
     for i in range(len(ops) - 1):
         lost[i] += cost[i].numel * cost[i].esize
         lost[i + 1] += cost[i].numel * cost[i + 1].esize
+    # and the read of an outside tensor an earlier member already reads (one read in all)
+    read: set[str] = set()
+    for i, (m, op) in enumerate(zip(members, ops, strict=True)):
+        lost[i] += reread_saving(graph, costs, m, read - names)
+        read.update(op.deps)
     saved = sum(lost)
     total_bytes = max(0, sum(c.bytes for c in cost) - saved)
     total_flops = sum(c.flops for c in cost)

@@ -95,6 +95,28 @@ def saved_between(prod: OpCost, cons: OpCost) -> int:
     return prod.numel * prod.esize + prod.numel * cons.esize
 
 
+def reread_saving(graph: OpGraph, costs: list[OpCost | None], c: int, read: set[str]) -> int:
+    """Traffic saved when member ``c`` reads outside tensors the group already reads
+    (``read``, names): a fused kernel reads each of its inputs once. Each such read is
+    counted as ``bytes_min`` counts an epilogue's inputs, at most the tensor's own size.
+
+    >>> from opsched.ir import Op, OpGraph
+    >>> ew = lambda n, deps: Op(n, 1, deps=deps, kind="elementwise", attrs={"numel": 100})
+    >>> g = OpGraph((ew("x", ()), ew("a", ("x",)), ew("b", ("a", "x"))))
+    >>> reread_saving(g, [op_cost(op) for op in g.ops], 2, {"x"})
+    400
+    """
+    cc = costs[c]
+    if cc is None:
+        return 0
+    total = 0
+    for d in set(graph.ops[c].deps) & read:
+        dc = costs[graph.index(d)]
+        numel = cc.numel if dc is None else min(cc.numel, dc.numel)
+        total += numel * cc.esize
+    return total
+
+
 def find_groups(
     graph: OpGraph,
     costs: list[OpCost | None],
@@ -125,7 +147,8 @@ def find_groups(
             extra = set(graph.ops[c].deps) - needs - {graph.ops[cur].name}
             if not new_inputs and any(graph[d].kind != "input" for d in extra):
                 break
-            new_traffic = traffic + cc.bytes - saved_between(pc, cc)
+            reread = reread_saving(graph, costs, c, needs)
+            new_traffic = traffic + cc.bytes - saved_between(pc, cc) - reread
             if max_bytes is not None and new_traffic > max_bytes:
                 break
             members.append(c)

@@ -297,3 +297,17 @@ def test_cli_fuse_refuses_a_wrong_dtype_in_one_line(tmp_path: Path) -> None:
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in res.output
     assert "g.json" in lines[0] and "op 'a'" in lines[0] and "unknown dtype 'half'" in lines[0]
+
+
+def test_an_outside_tensor_two_members_read_is_read_once() -> None:
+    # a = exp(x); b = a + x: the fused kernel reads x once and writes b (800 B); x's second
+    # read had been counted too (1,200 B), against the rule of one read per group input
+    g = OpGraph((inp("x"), ew("a", ("x",), fn="exp", dur=9), ew("b", ("a", "x"), fn="add", dur=12)))
+    f, rep = fuse(g)
+    op = f["a+b"]
+    assert op.attrs["bytes"] == 800 and rep.bytes_saved == 2000 - 800
+    # duration: a (100 flops, 800 B) loses its write, 400 B; b (200 flops, 1,200 B) its reads
+    # of a and x, 800 B: 9 * 500 / 900 + 12 * 600 / 1400 = 10.14 -> 11 (it had been 14)
+    assert op.duration == 11
+    # a byte limit of exactly that traffic lets the group form
+    assert [len(grp.members) for grp in fuse(g, max_bytes=800)[1].groups] == [2]
