@@ -257,6 +257,17 @@ class DaskExecutor:
         if cluster is not None and self.address is None:
             cluster.close()
 
+    def parallelism(self) -> int:
+        """How many tasks run at once: the cluster's worker threads once connected (at
+        least 1), else the workers asked for."""
+        if self._c is None or self.address is None:
+            return max(1, self.workers)
+        try:
+            info = self._c.scheduler_info().get("workers", {})
+            return max(1, sum(int(w.get("nthreads", 1)) for w in info.values()))
+        except Exception:  # the count only paces an estimate: never fail a run for it
+            return max(1, self.workers)
+
     def _client(self) -> Any:
         _need_distributed()
         from distributed import Client, LocalCluster

@@ -57,7 +57,8 @@ class Progress:
     On a terminal the line is redrawn in place; otherwise a line is printed at most every
     ``every`` seconds and at the end (logs of batch systems stay short). The ETA is the pace
     since the first job finished, so starting the workers (a Dask cluster, numba's cache)
-    does not inflate it; after the first job it is that job's time.
+    does not inflate it; after the first job it is that job's time, shared among the
+    ``parallel`` jobs that run at once.
 
     Examples
     --------
@@ -67,12 +68,22 @@ class Progress:
     >>> p.done = 3
     >>> p.eta(now=34.0)
     2.0
+    >>> p = Progress(9, io.StringIO(), parallel=2)
+    >>> p.t0, p.t_first, p.done = 0.0, 10.0, 1  # 8 jobs left, two at a time
+    >>> p.eta(now=10.0)
+    40.0
     """
 
     def __init__(
-        self, total: int, stream: IO[str] | None = None, enabled: bool = True, every: float = 10.0
+        self,
+        total: int,
+        stream: IO[str] | None = None,
+        enabled: bool = True,
+        every: float = 10.0,
+        parallel: int = 1,
     ) -> None:
         self.total, self.done, self.failed = total, 0, 0
+        self.parallel = max(1, parallel)
         self.stream = stream or sys.stderr
         self.enabled = enabled
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -89,8 +100,8 @@ class Progress:
         left = self.total - self.done
         if not self.done or self.t_first is None:
             return float("nan")
-        if self.done == 1 or now <= self.t_first:
-            return (self.t_first - self.t0) * left
+        if self.done == 1 or now <= self.t_first:  # one job's time, several at once
+            return (self.t_first - self.t0) * left / min(self.parallel, max(1, left))
         return (now - self.t_first) / (self.done - 1) * left
 
     def line(self) -> str:
@@ -284,7 +295,8 @@ def run_experiment(
             raise
         limits = {j.job_id: j.time_limit for j in todo}
         tasks = [(k, p, _deadline(limits[k])) for k, p in iter_payloads(todo, graphs)]
-        bar = Progress(len(todo), stream, progress)
+        parallel = ex.parallelism() if isinstance(ex, DaskExecutor) else workers
+        bar = Progress(len(todo), stream, progress, parallel=min(parallel, len(todo)))
         try:
             for outcome in ex.run(tasks):
                 result = _as_result(outcome, _deadline(limits[outcome.key]))

@@ -8,12 +8,14 @@ schedule comes back as a result with status ``ERROR`` and the error text.
 
 from __future__ import annotations
 
+import math
 import socket
 import time
 import traceback
+from fractions import Fraction
 from typing import Any
 
-__all__ = ["RESULT_FIELDS", "error_result", "run_job"]
+__all__ = ["RESULT_FIELDS", "cap_of", "error_result", "run_job"]
 
 #: Keys of the dict :func:`run_job` returns (the store's result columns).
 RESULT_FIELDS = (
@@ -37,6 +39,17 @@ RESULT_FIELDS = (
 #: of its own (the out-of-memory killer, a lost Dask worker, an interpreter crash), so the
 #: next run of the experiment runs it again (:meth:`ResultStore.finished_ids`).
 CRASHED = "crashed: "
+
+
+def cap_of(fraction: float, peak: int | float) -> int:
+    """The memory cap ``fraction`` of ``peak`` makes: the exact product, rounded down to a
+    whole byte, with the fraction read as written (in binary, 0.29 * 100 is 28.999..., which
+    ``int`` had made 28).
+
+    >>> cap_of(0.29, 100), cap_of(0.6, 1001), int(0.29 * 100)
+    (29, 600, 28)
+    """
+    return math.floor(Fraction(repr(float(fraction))) * Fraction(peak))
 
 
 def error_result(status: str, error: str, **extra: Any) -> dict[str, Any]:
@@ -93,7 +106,7 @@ def _run(payload: dict[str, Any]) -> dict[str, Any]:
                 "no schedule without a memory cap, so no peak to take a fraction of",
                 wall_time_s=0.0,
             )
-        cap = int(job["cap_fraction"] * unconstrained)
+        cap = cap_of(job["cap_fraction"], unconstrained)
     problem = Problem(
         graph,
         Machine(units=job["units"], resources=base.resources, memory_cap=cap),

@@ -163,3 +163,19 @@ def test_a_valid_schedule_of_an_instance_proved_infeasible_is_a_conflict() -> No
     # a heuristic's INFEASIBLE proves nothing
     heur = df.assign(exact=False)
     assert (stats.instance_optima(heur)["source"] == "none").all()
+
+
+def test_a_lexicographic_optimum_proves_the_makespan_and_only_makespan_first() -> None:
+    import pandas as pd
+
+    def one(objective: str) -> float:
+        df = pd.DataFrame({"instance_id": ["i", "i"], "scheduler": ["cpsat", "greedy"],
+                           "exact": [True, False], "status": ["OPTIMAL", "FEASIBLE"],
+                           "valid": True, "objective": objective, "makespan": [10.0, 12.0],
+                           "known_lb": None, "known_ub": None})  # fmt: skip
+        return float(stats.instance_optima(df).loc["i", "optimum"])
+
+    # makespan first: its OPTIMAL had been ignored, so a lex study reported no optimum
+    assert one("makespan") == one("makespan_then_memory") == 10
+    # the least makespan at the least peak, or the least peak alone, proves no makespan
+    assert math.isnan(one("memory_then_makespan")) and math.isnan(one("peak_memory"))
