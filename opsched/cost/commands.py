@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -55,7 +56,26 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
         row, why = bad[0]
         notes += [f"{bad_rows} rows with a shape no kernel can have (data row {row + 1}: {why})"]
     note = f" (left empty: {'; '.join(notes)})" if notes else ""
-    click.echo(f"wrote {len(out)} rows to {output}{note}")
+    click.echo(f"wrote {len(out)} rows to {output}{note}{_read_as_aten(out)}")
+
+
+def _read_as_aten(out: Any) -> str:
+    """A note on the NeuSight-schema rows whose op NeuSight's rules do not name, which are
+    priced as the profiler's ATen ops of that name (:func:`opsched.cost.sources.neusight_op`).
+    """
+    from opsched.cost.sources import neusight_named
+
+    if out.attrs["_opsched"]["schema"] != "neusight" or "op" not in out.columns:
+        return ""
+    ops = [str(o).strip() for o in out["op"] if isinstance(o, str) and o.strip()]
+    other = [o for o in ops if not neusight_named(o)]
+    if not other:
+        return ""
+    names = sorted(set(other))
+    shown = ", ".join(repr(n) for n in names[:5]) + (
+        f" and {len(names) - 5} more" if len(names) > 5 else ""
+    )
+    return f" ({len(other)} rows of ops NeuSight's rules do not name, read as ATen ops: {shown})"
 
 
 def _left_out(skipped: list[tuple[int, str, str]]) -> str:

@@ -393,7 +393,9 @@ def canonical_rows(
                 base = ("conv2d", deepbench_conv_attrs(r))
                 dtype, spelt = deepbench_dtype(getattr(r, "dtype", None))
             elif schema == "neusight":
-                base = neusight_op(r)  # NeuSight's own rows are all float32; collect's may not be
+                # NeuSight's own rows are all float32; collect's may not be. Ops its rules do
+                # not name are priced as the profiler's ATen ops, never fitted
+                base = neusight_op(r, other=not timed)
                 raw = getattr(r, "dtype", None)
                 blank = raw is None or (isinstance(raw, float) and math.isnan(raw)) or raw == ""
                 dtype = "float32" if blank else torch_dtype(raw)

@@ -169,11 +169,35 @@ def _elementwise(op: str) -> tuple[str, int] | None:
     return None
 
 
-def neusight_op(r: Any) -> tuple[str, dict[str, Any]]:
+_NEUSIGHT_SHAPED = ("linear", "bmm", "conv", "ln", "softmax")
+
+
+def neusight_named(op: str) -> bool:
+    """Whether NeuSight's own rules read ``op`` (its GEMMs, convolutions, norms, softmax and
+    elementwise ops); other ops are read as the profiler's ATen op of that name.
+
+    >>> neusight_named("addu"), neusight_named("ln"), neusight_named("sum")
+    (True, True, False)
+    """
+    return op in _NEUSIGHT_SHAPED or _elementwise(op) is not None
+
+
+def neusight_op(r: Any, other: bool = False) -> tuple[str, dict[str, Any]]:
+    """Kind and attrs of a NeuSight-schema row.
+
+    An op NeuSight's rules do not name (a collected or held-back table may time ``sum``,
+    ``layer_norm``, ``max_pool2d``...) raises :class:`NoRule` (a fit leaves it out); with
+    ``other`` (a prediction) it is read as the profiler reads ``aten::<op>`` over one tensor
+    of ``B x H_dim`` elements: a shape rule where one applies, else the catch-all with the
+    row's ``flops`` and ``bytes_min``. With neither a ``B x H_dim`` shape nor a byte count it
+    has no readable shape.
+    """
     op = _op_name(r)
     ew = _elementwise(op)
-    if op not in ("linear", "bmm", "conv", "ln", "softmax") and ew is None:
-        raise NoRule("NeuSight", op)  # left out, not guessed
+    if op not in _NEUSIGHT_SHAPED and ew is None:
+        if not other:
+            raise NoRule("NeuSight", op)  # not fitted on a guess
+        return _neusight_other(r, op)
     if op in ("linear", "bmm"):
         # NeuSight's columns: N is the contracted dimension and K the output columns.
         b, m, n_in, n_out = size_cell(r.B), size_cell(r.M), size_cell(r.N), size_cell(r.K)
@@ -192,6 +216,22 @@ def neusight_op(r: Any) -> tuple[str, dict[str, Any]]:
         return "softmax", {"rows": rows, "cols": cols}
     assert ew is not None
     return "elementwise", {"numel": rows * cols, "arity": ew[1], "fn": ew[0]}
+
+
+def _neusight_other(r: Any, op: str) -> tuple[str, dict[str, Any]]:
+    try:
+        dims: list[Any] = [[size_cell(r.B), size_cell(r.H_dim)]]
+    except (ValueError, TypeError, AttributeError):
+        dims = []
+    known = lambda v: isinstance(v, int | float) and math.isfinite(v)  # noqa: E731
+    by = getattr(r, "bytes_min", None)
+    if not dims and not known(by):
+        raise ValueError(f"no B x H_dim shape and no bytes_min for NeuSight op {op!r}")
+    raw = str(getattr(r, "dtype", "") or "").removeprefix("torch.")
+    spelt = {"float16": "half", "half": "half", "bfloat16": "bfloat16"}.get(raw, "float")
+    name = op if "::" in op else f"aten::{op}"
+    return profiled_kind(name, dims, [spelt] if dims else [], "", "",
+                         getattr(r, "flops", None), by)  # fmt: skip
 
 
 def vidur_op(r: Any) -> tuple[str, dict[str, Any]]:

@@ -24,7 +24,8 @@ _DEFINITIONS = [
     "Makespans and peaks are recomputed from each schedule after the independent validator "
     "accepted it; an invalid schedule is an ERROR.",
     "Proven optimum of an instance: a valid OPTIMAL result of an exact scheduler (objective "
-    "makespan, or makespan then memory) or a known optimum from the built-in tables (STG, PSPLIB J30). Gaps "
+    "makespan, or makespan then memory) or a known optimum from the built-in tables (STG, "
+    "PSPLIB J30). Gaps "
     "<code>100 (makespan - optimum) / optimum</code> are taken only over such instances; "
     "<em>optimal share</em> counts a job without a schedule as not optimal.",
     "Wins: the schedulers with the best makespan found on an instance (ties all win).",

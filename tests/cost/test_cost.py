@@ -369,10 +369,35 @@ def test_neusight_names_of_the_elementwise_ops_the_profiler_rules_know():
     # others: one operand, two, three (where reads its condition and both sides)
     assert [attrs(op)["arity"] for op in ("softplus", "maximum", "where", "whereu")] == [1, 2, 3, 2]
     assert attrs("where")["numel"] == 32
-    with pytest.raises(ValueError, match="no rule for NeuSight op 'zap'"):
-        neusight_op(SimpleNamespace(op="zap", B=None, H_dim=None))
+    # to price, ops NeuSight's rules do not name are read as the profiler's ATen ops (they had
+    # been left unpriced): a rule where one applies, else the catch-all sized by the row
+    sum_ = SimpleNamespace(op="sum", B=4, H_dim=8, dtype="float16")
+    assert neusight_op(sum_, other=True)[0] == "reduce"
+    assert neusight_op(SimpleNamespace(op="layer_norm", B=4, H_dim=8), other=True) == (
+        "layernorm", {"rows": 4, "cols": 8, "dtype": "float32"})  # fmt: skip
+    zap = SimpleNamespace(op="zap", B=None, H_dim=None, bytes_min=4096)
+    kind, a = neusight_op(zap, other=True)
+    assert (kind, a["bytes"], a["fn"]) == ("opaque", 4096, "aten::zap")
+    with pytest.raises(ValueError, match="no B x H_dim shape and no bytes_min for NeuSight op"):
+        neusight_op(SimpleNamespace(op="zap", B=None, H_dim=None), other=True)
+    # to fit, they are left out, not guessed
+    with pytest.raises(ValueError, match="no rule for NeuSight op 'sum'"):
+        neusight_op(sum_)
     with pytest.raises(ValueError, match="blank op"):
         neusight_op(SimpleNamespace(op=float("nan"), B=4, H_dim=8))
+
+
+def test_cost_predict_prices_neusight_rows_of_other_ops_and_says_so(tmp_path):
+    rows = pd.DataFrame({"gpu": "NVIDIA A100-PCIE-40GB", "op": ["relu", "sum", "zap"],
+                         "dtype": "float32", "B": 127, "H_dim": 168, "Cin": None,
+                         "measured_time_us": 30.0})  # fmt: skip
+    src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
+    rows.to_csv(src, index=False)
+    r = CliRunner().invoke(main, ["cost", "predict", "-i", str(src), "-o", str(dst)])
+    assert r.exit_code == 0, r.output
+    assert "2 rows of ops NeuSight's rules do not name, read as ATen ops: 'sum', 'zap'" in r.output
+    pred = pd.read_csv(dst)["predicted_time_us"]
+    assert pred.notna().all() and (pred > 5).all() and (pred < 200).all()
 
 
 def test_folds_keep_a_shape_together():
