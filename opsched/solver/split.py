@@ -35,7 +35,6 @@ from opsched.ir.graph import OpGraph
 from opsched.ir.op import Op
 from opsched.problem import Problem
 from opsched.schedule import Schedule, Status
-from opsched.solver.cpsat.model import assign_units
 from opsched.solver.settle import settle_starts
 
 __all__ = ["MIN_PHASE_OPS", "Phase", "cut_ops", "phases", "solve_phases", "split_points"]
@@ -241,6 +240,10 @@ def solve_phases(
         for s, r in zip(done, report, strict=True)
     )  # fmt: skip
     status = Status.OPTIMAL if proven else Status.FEASIBLE
+    # here, not at the top: CP-SAT's package imports this module (a circular import when
+    # this one is loaded first, as ``from opsched.solver import cut_ops`` does)
+    from opsched.solver.cpsat.model import assign_units
+
     starts = settle_starts(starts, g.durations)  # the phases' offsets add rounding noise
     ends = starts + g.durations
     units = assign_units(starts.tolist(), ends.tolist(), g.demand_array("units").tolist())

@@ -239,3 +239,25 @@ def test_time_left_goes_to_the_unproven_phases() -> None:
     calls.clear()
     solve_phases(p, [3], never_better, 0.05)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["from opsched.solver import cut_ops", "import opsched.solver.split"],
+)
+def test_split_imports_first_in_a_fresh_interpreter(statement: str) -> None:
+    """``cut_ops`` is a lazy export of :mod:`opsched.solver`: loaded before the CP-SAT
+    package, :mod:`opsched.solver.split` must not start a circular import (CP-SAT's solve
+    imports ``solve_phases`` from it)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import opsched
+
+    root = str(Path(opsched.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root}
+    r = subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True,
+                       env=env, timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr
