@@ -154,6 +154,8 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
         prio = [float(x) for x in priority]
         if len(prio) != n:
             raise ValueError(f"priority needs {n} values, got {len(prio)}")
+        if not all(np.isfinite(prio)):  # a NaN key leaves the heaps' order undefined
+            raise ValueError(f"priority needs {n} finite numbers, got a NaN or infinity")
 
     dur = g.durations.tolist()
     succ_ptr, succ_idx = g.succ_ptr.tolist(), g.succ_idx.tolist()

@@ -28,8 +28,9 @@ import time
 import numpy as np
 
 from opsched._jit import call
+from opsched.errors import ScheduleFormatError
 from opsched.heuristics._kernels import insertion
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule
 
 __all__ = ["justify", "justify_arrays"]
@@ -88,6 +89,9 @@ def justify(problem: Problem, schedule: Schedule, max_rounds: int = 10) -> Sched
     """
     from opsched.heuristics.listsched import units_only
 
+    require_problem(problem, "justify")
+    if not isinstance(schedule, Schedule):
+        raise TypeError(f"justify: schedule must be a Schedule, got {type(schedule).__name__}")
     if (
         not schedule.ops  # no schedule, or the empty one of a graph without ops
         or problem.memory_cap is not None
@@ -96,7 +100,15 @@ def justify(problem: Problem, schedule: Schedule, max_rounds: int = 10) -> Sched
     ):
         return schedule
     t0 = time.perf_counter()
-    starts = np.array([o.start for o in schedule.ops])
+    by_name = schedule.starts()  # in graph order, whatever the order of the schedule's ops
+    missing = [n for n in problem.graph.names if n not in by_name]
+    if missing or len(by_name) != problem.graph.num_ops:
+        raise ScheduleFormatError(
+            f"justify: the schedule (of graph {schedule.graph!r}) does not schedule the ops "
+            f"of graph {problem.graph.name!r}"
+            + (f" (no start for {missing[:5]})" if missing else "")
+        )
+    starts = np.array([by_name[n] for n in problem.graph.names], dtype=np.float64)
     new, units, rounds = justify_arrays(problem, starts, max_rounds)
     if float((new + problem.graph.durations).max()) >= (schedule.makespan or 0.0) - 1e-9:
         return schedule

@@ -33,6 +33,7 @@ from opsched.analysis.bounds import lower_bounds
 from opsched.heuristics._forward import Forward
 from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.memory import min_memory_order
+from opsched.heuristics.memory.common import check_order
 from opsched.heuristics.safe_list import safe_list
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
@@ -113,7 +114,7 @@ def memory_list(
         return none
     if order is None:
         order = min_memory_order(problem, **{"deadline": deadline, **(order_options or {})})
-    order = np.asarray(order, dtype=np.int64)
+    order = check_order(g, order)  # a given one may be of the wrong length or not topological
     prio = np.empty(g.num_ops)
     prio[order] = np.arange(g.num_ops, 0, -1, dtype=np.float64)
     a = list_schedule(problem, prio, "memory")

@@ -167,6 +167,15 @@ def portfolio(
         candidates = DEFAULT_CANDIDATES
         if problem.memory_cap is not None:
             candidates = (*candidates, *_MEMORY_CANDIDATES)
+    # members are duck-typed (anything with run(problem, seed=, deadline=)): a string or a
+    # single Candidate is the slip to catch, not a list of list_schedule's rule names
+    if isinstance(candidates, str | Candidate) or not all(
+        callable(getattr(c, "run", None)) for c in candidates
+    ):
+        raise TypeError(
+            "portfolio: candidates must be a sequence of Candidate "
+            "(e.g. [Candidate('b-level', 'insertion')])"
+        )
     scores: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
     left_out: dict[str, int] = {}

@@ -57,7 +57,7 @@ import numpy as np
 from opsched.analysis.paths import b_level
 from opsched.heuristics._forward import Forward
 from opsched.heuristics.memory.common import check_order, step_memory
-from opsched.problem import Problem
+from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
 __all__ = ["SCAN_LIMIT", "safe_list"]
@@ -167,6 +167,7 @@ def safe_list(
         FEASIBLE (never a dead end when ``order`` fits the cap), or UNKNOWN with a reason when
         ``order`` itself breaks the cap or an op can never fit its units or resources.
     """
+    require_problem(problem, "safe_list")
     t0 = time.perf_counter()
     name = "memory-safe"
     none = Schedule.if_impossible(problem, solver=name)

@@ -67,7 +67,9 @@ def simulate(problem: Problem, schedule: Schedule) -> SimulationReport:
     """Execute ``schedule`` as given and measure it.
 
     Utilisation is the busy unit-time (duration x units demand, summed) over
-    ``units x makespan``; with unlimited units, over ``max concurrent units x makespan``.
+    ``units x makespan``; with unlimited units, over ``width x makespan``, where the width
+    is the units the schedule names or, where more, the most units its ops demand at once
+    (an op of several units names none).
     Busy and idle time are listed for each unit the schedule names and each unit up to the
     ops' total unit demand (:attr:`Problem.unit_pool`): the units of a machine beyond that
     are never used, idle throughout, and not listed one by one.
@@ -108,10 +110,23 @@ def simulate(problem: Problem, schedule: Schedule) -> SimulationReport:
     for u in range(problem.unit_pool or 0):  # not units past all the ops' demand: never used
         busy.setdefault(u, 0.0)
     idle = {u: makespan - b for u, b in sorted(busy.items())}
-    unit_work = float((g.durations * g.demand_array("units")).sum())
-    width = k if k is not None else max(len(busy), 1)
+    unit_dem = g.demand_array("units")
+    unit_work = float((g.durations * unit_dem).sum())
+    width = k if k is not None else max(len(busy), _peak_units(starts, ends, unit_dem), 1)
     util = unit_work / (width * makespan) if makespan > 0 else 0.0
     return SimulationReport(makespan, int(m.max()), t, m, dict(sorted(busy.items())), idle, util)
+
+
+def _peak_units(starts: np.ndarray, ends: np.ndarray, demand: np.ndarray) -> int:
+    """The most units the running ops demand at once (an op ending as another starts does
+    not overlap it; a zero-duration op holds nothing)."""
+    busy = (ends > starts) & (demand > 0)
+    if not busy.any():
+        return 0
+    times = np.concatenate([starts[busy], ends[busy]])
+    delta = np.concatenate([demand[busy], -demand[busy]])
+    order = np.lexsort((delta, times))  # by time, ends before starts at one instant
+    return int(np.cumsum(delta[order]).max())
 
 
 def execute_orders(

@@ -65,6 +65,18 @@ def test_simulate_unlimited_units_uses_units_seen():
     assert simulate(p, s).utilisation == pytest.approx(0.75)
 
 
+def test_simulate_unlimited_units_counts_ops_of_several_units():
+    # an op of three units names none: the width is the three units it holds, not 1 (300 %)
+    g = OpGraph((Op("a", 1, demands={"units": 3}), Op("b", 1), Op("c", 2, deps=("a",))))
+    p = Problem(g, Machine(units=None))
+    s = Schedule.build(p, [0, 0, 1], [None, 0, 0], solver="hand")
+    assert validate(p, s).valid
+    # work 3 + 1 + 2 = 6 over 4 units at once (a and b) x makespan 3
+    assert simulate(p, s).utilisation == pytest.approx(6 / 12)
+    one = Problem(OpGraph((Op("a", 1, demands={"units": 3}),)), Machine(units=None))
+    assert simulate(one, Schedule.build(one, [0], solver="hand")).utilisation == 1.0
+
+
 def test_simulate_serial_is_fully_utilised():
     g = _three_ops()
     p = Problem(g, Machine(units=1))
