@@ -258,6 +258,7 @@ class Profile:
         out = np.zeros(len(kind_list))
         groups: dict[tuple[str, str], list[int]] = {}
         unfused: list[tuple[int, str]] = []  # attention priced from its parts, with its dtype
+        empty: list[tuple[int, str]] = []  # ops of no output element, with their dtype
         attrs_list = list(attrs_list)
         for i, (kind, a) in enumerate(zip(kind_list, attrs_list, strict=True)):
             check_op(kind, a)
@@ -274,6 +275,9 @@ class Profile:
             # kernel (one read, one write) over n / 2, which is how it is priced
             attrs_list[i] = a = as_priced(kind, a)
             dtype = math_dtype(kind, a, self.spec, allow_tf32)
+            if _empty(kind, a):  # PyTorch launches no kernel for it: a call's cost alone
+                empty.append((i, dtype))
+                continue
             if kind == "attention" and not (
                 fused_attention(self.spec, dtype) and self.curve("attention", dtype) is not None
             ):
@@ -337,6 +341,10 @@ class Profile:
                 t = np.maximum(t, [conv_bound_us(k, a, self.spec, d) for k, a, d
                                    in zip(kinds_of, attrs, stored, strict=True)])  # fmt: skip
             out[idx] = np.maximum(t, self.family_floors.get(fam, 0.0))
+        for i, dtype in empty:  # a call's dispatch: the overhead of a plain unary kernel
+            c = self.curve("elementwise_unary", dtype, method)
+            if c is not None and method in FREE_OVERHEAD_METHODS:
+                out[i] = c["overheads"].get(method, 0.0)
         nonzero = np.array([k not in ZERO_KINDS for k in kind_list], dtype=bool)
         out[nonzero] = np.maximum(out[nonzero], self.kernel_floor)
         return out
@@ -353,6 +361,22 @@ class Profile:
         4
         """
         return sm_footprint(kind, attrs, self.spec.sm_count)
+
+
+def _empty(kind: str, attrs: Mapping[str, Any]) -> bool:
+    """Whether the op's output has no element (a batch of 0, an empty sequence): PyTorch
+    returns such a result without launching a kernel, so it is priced at the kernel floor
+    (per call, the dispatch of a plain unary op), not by a curve that never saw it (a T4
+    convolution of batch 0 had come out at 192 us, twice the same convolution of batch 1).
+
+    >>> _empty("conv2d", {"N": 0, "C": 8, "H": 4, "W": 4, "K": 8, "R": 3, "S": 3}), _empty(
+    ...     "matmul", {"M": 4, "N": 4, "K": 0})
+    (True, False)
+    """
+    try:
+        return kind not in ("fused", "opaque") and kinds.output_numel(kind, attrs) == 0
+    except (GraphError, KeyError, ValueError, TypeError):
+        return False
 
 
 @cache

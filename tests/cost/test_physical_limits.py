@@ -262,3 +262,19 @@ def test_float8_keeps_its_tensor_cores_on_hopper():
     p = load_profile("H100-SXM5")
     mm = {"M": 8192, "N": 8192, "K": 8192, "dtype": "float8"}
     assert p.roofline("matmul", mm) == pytest.approx(2 * 8192**3 / (1978.9 * 1e6))
+
+
+@pytest.mark.parametrize("gpu", ["T4", "A100-SXM4-80GB", "H100-SXM5"])
+def test_an_op_of_no_output_element_costs_no_more_than_a_call(gpu):
+    # PyTorch returns an empty result without a kernel; the conv curve had priced a batch of
+    # 0 above a batch of 1 (T4: 192 us against 88; per call 368 against 272)
+    p = load_profile(gpu)
+    conv = {"N": 0, "C": 64, "H": 56, "W": 56, "K": 64, "R": 3, "S": 3, "stride_h": 1,
+            "stride_w": 1, "pad_h": 1, "pad_w": 1}  # fmt: skip
+    relu0 = {"numel": 0, "arity": 1, "fn": "relu"}
+    for method in ("kernel", "events"):
+        empty = p.predict("conv2d", conv, method=method)
+        assert empty <= p.predict("conv2d", {**conv, "N": 1}, method=method)
+        assert empty == p.predict("elementwise", relu0, method=method)
+    assert p.predict("conv2d", conv) == p.kernel_floor
+    assert p.predict("matmul", {"M": 0, "N": 64, "K": 64}) == p.kernel_floor
