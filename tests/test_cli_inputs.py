@@ -393,7 +393,8 @@ def test_cost_predict_leaves_a_row_no_kernel_can_have_empty_and_names_it(tmp_pat
 def test_cost_predict_prices_elementwise_names_and_names_ops_without_a_rule(tmp_path):
     # a NeuSight-schema table with ops NeuSight's train split does not have: the elementwise
     # ones the profiler rules know are priced (softplus: one operand; maximum: two; subu: a
-    # sub with a scalar); an op of no rule is left empty and named, not called unreadable
+    # sub with a scalar); an op of no rule is priced as the profiler's aten op of that name
+    # (here the catch-all) and named; without sizes or bytes it has no readable shape
     head = "gpu,op,dtype,shape,B,Cin,H_dim,measured_time_us\n"
     rows = [
         f"Tesla T4,{op},float32,x=[127 168],127,,168,30\n"
@@ -405,25 +406,28 @@ def test_cost_predict_prices_elementwise_names_and_names_ops_without_a_rule(tmp_
         "Tesla T4,,float32,x=[127 168],127,,168,30\n",  # no op: unreadable, not an op
         "Tesla T4,relu,float64,x=[127 168],127,,168,30\n",  # a dtype of no class
         "Tesla T4,zap,float32,x=?,,,,30\n",
-    ]  # an op of no rule, named before its sizes
+    ]  # an op of no rule, and no sizes: unreadable
     path.write_text(head + "".join(rows) + "".join(odd))
     out = tmp_path / "out.csv"
     r = invoke("cost", "predict", "-i", path, "-o", out)
     assert r.exit_code == 0, r.output
-    assert "3 rows of ops without a shape rule: 'frobnicate', 'zap' (first: data row 5)" in r.output
+    assert "2 rows of ops NeuSight's rules do not name, read as ATen ops: 'frobnicate'" in r.output
     assert "1 rows of dtypes without a class: float64 (first: data row 9)" in r.output
-    assert "2 rows without a readable shape" in r.output and "not priced" not in r.output
+    assert "3 rows without a readable shape" in r.output and "not priced" not in r.output
     import pandas as pd
 
     pred = pd.read_csv(out)["predicted_time_us"].tolist()
-    assert all(p > 0 for p in pred[:4]) and all(pd.isna(p) for p in pred[4:])
+    assert all(p > 0 for p in pred[:6]) and all(pd.isna(p) for p in pred[6:])
     # maximum reads two operands, subu one (and a scalar): priced from different curves
     assert pred[2] != pred[3]
     r = invoke("cost", "evaluate", path)
     assert r.exit_code == 0, r.output
-    # the same rows, counted the same way
-    assert "not scored: 3 rows of ops without a shape rule: 'frobnicate', 'zap'" in r.output
-    assert "float64 (first: data row 9); 2 rows without a readable shape" in r.output
+    # the same rows, counted the same way; the catch-all's two rows scored
+    assert (
+        "not scored: 1 rows of dtypes without a class: float64 (first: data row 9); 3 rows "
+        "without a readable shape" in r.output
+    )
+    assert "opaque" in r.output
 
 
 def test_an_attention_table_without_its_dtype_column_is_refused(tmp_path):

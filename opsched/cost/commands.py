@@ -67,7 +67,9 @@ def _read_as_aten(out: Any) -> str:
 
     if out.attrs["_opsched"]["schema"] != "neusight" or "op" not in out.columns:
         return ""
-    ops = [str(o).strip() for o in out["op"] if isinstance(o, str) and o.strip()]
+    priced = out["predicted_time_us"].notna()
+    ops = [str(o).strip() for o, p in zip(out["op"], priced, strict=True)
+           if p and isinstance(o, str) and o.strip()]  # fmt: skip
     other = [o for o in ops if not neusight_named(o)]
     if not other:
         return ""
