@@ -203,16 +203,18 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
     guard = _GUARD.get()
     if guard is not None:
         guard[1].add(k)
+    mode = None
+    with contextlib.suppress(OSError):
+        mode = p.stat().st_mode  # through a link: /dev/stdout's target may be "pipe:[N]"
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        try:
+            with open(p, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
+        return
     if p.is_symlink():
         p = Path(os.path.realpath(p))
-    with contextlib.suppress(OSError):
-        if not stat.S_ISREG(p.stat().st_mode) and not p.is_dir():
-            try:
-                with open(p, "wb") as f:
-                    f.write(data)
-            except OSError as e:
-                raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
-            return
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
     staged = _STAGED.get()
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,16 @@ def test_reexported_names_are_the_functions_not_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc")
+def test_write_to_a_link_to_a_pipe_writes_into_the_pipe() -> None:
+    # /dev/stdout under `| head` is a link to /proc/self/fd/1, whose target reads
+    # "pipe:[N]": resolving it gave a path that does not exist, and the write failed
+    r, w = os.pipe()
+    try:
+        write_bytes_atomic(b"data", f"/proc/self/fd/{w}")
+        assert os.read(r, 16) == b"data"
+    finally:
+        os.close(r)
+        os.close(w)

@@ -106,6 +106,13 @@ def solve_downsets(
         info["beam"] = found.to_info()
     if found.starts is None:
         info["reason"] = "the search's budget ran out before any schedule"
+        compile_s = info.get("compile_s", 0.0)
+        if compile_s >= 0.5 * time_limit:  # the budget went to compiling, not to the cap
+            info["reason"] += (
+                f": compiling the search's kernels took {compile_s:g} s of the"
+                f" {time_limit:g} s limit (once per installation; they are cached now,"
+                " run it again)"
+            )
         return Schedule.empty(problem, solver="downsets", status=Status.UNKNOWN, info=info,
                               wall_time_s=time.perf_counter() - t0)  # fmt: skip
     ticks = found.starts

@@ -394,3 +394,20 @@ def test_table_hash_spreads_down_sets() -> None:
     home = np.array([dt._row_hash(keys[r], 1, mask) for r in range(0, rows, 7)])
     moved = (slot[::7] - home) & mask
     assert moved.mean() < 1.0 and moved.max() < 64, (moved.mean(), moved.max())
+
+
+def test_a_compile_that_eats_the_limit_is_named_in_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fresh installation compiles the kernels first (about 13 s, 30 s on a loaded
+    machine): with the default 10 s limit ``--solver downsets`` then had no budget left and
+    said only "the search's budget ran out", as if the cap were hard."""
+    from opsched.solver import downset_solver as ds
+
+    monkeypatch.setattr(ds, "must_compile", lambda n: True)
+    monkeypatch.setattr(ds, "compile_kernels", lambda: 12.5)
+    monkeypatch.setattr(ds, "downset_budget", lambda seconds: (1, 1))
+    s = ds.solve_downsets(_greedy_trap(), time_limit=10)
+    assert s.status is Status.UNKNOWN and s.info["compile_s"] == 12.5
+    assert "compiling the search's kernels took 12.5 s of the 10 s limit" in s.info["reason"]
+    assert "cached" in s.info["reason"]
