@@ -18,6 +18,10 @@ kernel alone with b-level keys, ``heft`` with its ranks and the schedule built a
 ``portfolio``) and the growth exponent between sizes (1 is linear).
 
     python benchmarks/bench_insertion_gaps.py [--sizes 15000 60000 240000] [--portfolio-max 60000]
+        [--layered-sizes 30000 100000 300000]
+
+A second table times the kernel alone on layered DAGs with ``random``, ``perturbed`` and
+``b-level`` priorities (the gap index's case, :mod:`opsched.heuristics._insertion`).
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ import time
 import numpy as np
 
 from opsched.analysis.ranks import priority
-from opsched.heuristics._kernels import insertion
+from opsched.heuristics._insertion import insertion
 from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.portfolio import portfolio
 from opsched.ir import Op, OpGraph
 from opsched.problem import Machine, Problem
 from opsched.validate import validate
+from opsched.zoo.generators import layered
 
 
 def staircase(n: int) -> Problem:
@@ -48,6 +53,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[15000, 60000, 240000])
     ap.add_argument("--portfolio-max", type=int, default=60000)
+    ap.add_argument("--layered-sizes", type=int, nargs="+", default=[30000, 100000, 300000])
     a = ap.parse_args()
     list_schedule(staircase(30), "heft", "insertion")  # load the compiled kernels
     print("| ops | kernel s | growth | heft s | growth | portfolio s | growth | makespan | valid |")
@@ -83,6 +89,26 @@ def main() -> None:
             ps, pg = f"{secs:.2f}", grow("portfolio", n, secs)
         print(f"| {n:,} | {k:.3f} | {kg} | {h:.3f} | {hg} | {ps} | {pg} | {s.makespan:g} | "
               f"{validate(p, s).valid} |", flush=True)  # fmt: skip
+
+    # priorities far from topological order leave usable gaps behind: the gap index's case
+    print("\nKernel alone on layered DAGs, 8 units (growth: exponent between sizes)\n")
+    print("| ops | random s | growth | perturbed s | growth | b-level s | growth |")
+    print("|---|---|---|---|---|---|---|")
+    for n in a.layered_sizes:
+        g = layered(n, seed=0)
+        cells = []
+        for rule in ("random", "perturbed", "b-level"):
+            if rule == "random":
+                key = np.random.default_rng(0).random(n)
+            else:
+                key = -np.asarray(priority(g, rule), dtype=float)
+            args = (8, g.durations, np.ones(n, dtype=np.int64), key, g.pred_ptr, g.pred_idx,
+                    g.succ_ptr, g.succ_idx)  # fmt: skip
+            t = time.perf_counter()
+            insertion(*args)
+            secs = time.perf_counter() - t
+            cells += [f"{secs:.3f}", grow(rule, n, secs)]
+        print(f"| {n:,} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import opsched.analysis._kernels as analysis_kernels
+import opsched.heuristics._insertion as insertion_kernels
 import opsched.heuristics._kernels as list_kernels
 from opsched import _jit
 from opsched.errors import GraphError
@@ -27,7 +28,7 @@ kahn_order: Any = analysis_kernels.kahn_order
 forward_longest: Any = analysis_kernels.forward_longest
 backward_longest: Any = analysis_kernels.backward_longest
 nondelay: Any = list_kernels.nondelay
-insertion: Any = list_kernels.insertion
+insertion: Any = insertion_kernels.insertion
 
 
 def _random_case(i: int) -> tuple[OpGraph, np.ndarray, np.ndarray, np.ndarray]:

@@ -29,7 +29,7 @@ import numpy as np
 
 from opsched._jit import call
 from opsched.errors import ScheduleFormatError
-from opsched.heuristics._kernels import insertion
+from opsched.heuristics._insertion import insertion
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule
 

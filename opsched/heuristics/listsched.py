@@ -45,7 +45,8 @@ from opsched._jit import call
 from opsched.analysis.bounds import lower_bounds
 from opsched.analysis.ranks import PRIORITY_RULES, priority
 from opsched.errors import ProblemError
-from opsched.heuristics._kernels import insertion, nondelay
+from opsched.heuristics._insertion import insertion
+from opsched.heuristics._kernels import nondelay
 from opsched.heuristics.greedy import greedy
 from opsched.problem import Problem, check_seed, require_problem
 from opsched.schedule import Schedule, Status

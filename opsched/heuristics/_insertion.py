@@ -1,0 +1,289 @@
+"""The insertion kernel (HEFT's placement, :func:`insertion`) and an index over its idle
+gaps, so that an op ready late does not walk every earlier gap of a unit. They share one
+file so that numba's on-disk cache, which checks only the file of the function it caches,
+sees a change to either.
+
+Each unit keeps its gaps as a linked list sorted by time; they are disjoint, so their ends
+rise along the list. The index holds every :data:`STRIDE`-th gap of each unit with its end
+and its node's *version* (bumped whenever the kernel frees the node). A gap of the index
+whose version still matches is still in its unit's list, and its end can only have shrunk
+since (a placement splits a gap or cuts it short, never lengthens it), so every gap before
+it in the list ends before that end. An op that cannot end before ``target`` (its ready time
+plus its duration) can therefore start its walk at the last such gap that ends before
+``target``: none of the gaps it skips could hold it (nor that gap itself, so the walk goes
+on from the gap after it, knowing its predecessor), and the walk finds the same gap it would
+have found from the head.
+
+The kernel rebuilds the index when the gaps walked past without a chance (each ending before
+its op's ``target``) add up to more than the gaps there are, so rebuilding costs no more
+than the walking it saves. Before the index, priorities far from topological order
+(``random``, ``perturbed``) left long lists of usable gaps behind the ops being placed, and
+every op ready late walked them all: 19-44 s at 300,000 ops (docs/heuristics.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from opsched._jit import kernel
+from opsched.heuristics._kernels import _heap_pop, _heap_push
+
+__all__ = ["STRIDE", "gap_index", "gap_start", "insertion"]
+
+#: One index entry per this many gaps of a unit.
+STRIDE = 8
+
+
+@kernel
+def gap_index(
+    units: int,
+    head: np.ndarray,
+    gn: np.ndarray,
+    ge: np.ndarray,
+    ver: np.ndarray,
+    cp_node: np.ndarray,
+    cp_ver: np.ndarray,
+    cp_ge: np.ndarray,
+    cp_off: np.ndarray,
+    cp_len: np.ndarray,
+) -> int:
+    """Rebuild the index: every :data:`STRIDE`-th gap of each unit, from its head, with its
+    version and end; returns the number of gaps in all the lists."""
+    pos = 0
+    total = 0
+    for u in range(units):
+        cp_off[u] = pos
+        g = head[u]
+        k = 0
+        while g != 0:
+            if k % STRIDE == 0:
+                cp_node[pos] = g
+                cp_ver[pos] = ver[g]
+                cp_ge[pos] = ge[g]
+                pos += 1
+            k += 1
+            g = gn[g]
+        cp_len[u] = pos - cp_off[u]
+        total += k
+    return total
+
+
+@kernel
+def gap_start(
+    u: int,
+    target: float,
+    head: np.ndarray,
+    ver: np.ndarray,
+    cp_node: np.ndarray,
+    cp_ver: np.ndarray,
+    cp_ge: np.ndarray,
+    cp_off: np.ndarray,
+    cp_len: np.ndarray,
+) -> int:
+    """The gap of unit ``u`` to start a walk at: the last indexed gap, still in the list,
+    that ended before ``target`` when indexed (every gap before it ends before ``target``
+    too); the list's head when there is none."""
+    lo = cp_off[u]
+    a = lo
+    b = lo + cp_len[u]
+    while a < b:  # the first entry whose end is not before target
+        m = (a + b) >> 1
+        if cp_ge[m] < target:
+            a = m + 1
+        else:
+            b = m
+    i = a - 1
+    while i >= lo:
+        g = cp_node[i]
+        if ver[g] == cp_ver[i]:
+            return g
+        i -= 1
+    return head[u]
+
+
+@kernel
+def insertion(
+    units: int,
+    d: np.ndarray,
+    wants_unit: np.ndarray,
+    key: np.ndarray,
+    pred_ptr: np.ndarray,
+    pred_idx: np.ndarray,
+    succ_ptr: np.ndarray,
+    succ_idx: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """HEFT-style placement: ops in priority order among those whose preds are placed; each
+    goes to the unit where it can start earliest, in an idle gap between placed ops or after
+    the last one (ties: lowest unit). ``units`` must be >= 1.
+
+    Each unit keeps its idle gaps as a singly linked list in arrays, sorted by time; the open
+    end after the unit's last op is ``tail[u]``. Gaps no op can use any more are dropped from
+    the front of each list: every op not yet placed is ready no earlier than the earliest
+    ready time ``low`` among the ops waiting in the heap (it descends from one of them), so
+    a gap ending before ``low`` plus the shortest duration is dead, and the dead gaps are a
+    prefix of the list (gaps are disjoint). Without this, graphs that leave a trail of
+    small gaps behind (a chain with side ops) walked every gap for every op: quadratic.
+    """
+    n = len(d)
+    starts = np.zeros(n)
+    unit_of = np.full(n, -1, dtype=np.int64)
+    needs_unit = (wants_unit != 0) & (d > 0)
+    indeg = np.empty(n, dtype=np.int64)
+    for v in range(n):
+        indeg[v] = pred_ptr[v + 1] - pred_ptr[v]
+    rk = np.empty(n)
+    rv = np.empty(n, dtype=np.int64)
+    nr = 0
+    # each op's ready time (the latest end of its producers), set as it enters the heap;
+    # the ready times of the ops waiting, in a second heap (entries of placed ops are stale)
+    ready_at = np.zeros(n)
+    tk = np.empty(n)
+    tv = np.empty(n, dtype=np.int64)
+    nt = 0
+    placed = np.zeros(n, dtype=np.bool_)
+    dmin = np.inf  # the shortest op that takes a unit: no gap shorter than it is ever used
+    for v in range(n):
+        if needs_unit[v] and d[v] < dmin:
+            dmin = d[v]
+    for v in range(n):
+        if indeg[v] == 0:
+            nr = _heap_push(rk, rv, nr, key[v], v)
+            nt = _heap_push(tk, tv, nt, 0.0, v)
+    k_units = max(units, 1)
+    tail = np.zeros(k_units)
+    gtail = np.zeros(k_units, dtype=np.int64)  # last gap of each unit (0: none)
+    gs = np.empty(n + 1)  # gap start / end / next, node 0 unused
+    ge = np.empty(n + 1)
+    gn = np.zeros(n + 1, dtype=np.int64)
+    head = np.zeros(k_units, dtype=np.int64)
+    nodes = 1
+    free_nodes = np.empty(n + 1, dtype=np.int64)
+    nfree = 0
+    # the gap index (module docstring): a node's version changes when it is freed
+    ver = np.zeros(n + 1, dtype=np.int64)
+    cp_node = np.zeros(n + k_units + 1, dtype=np.int64)
+    cp_ver = np.zeros(n + k_units + 1, dtype=np.int64)
+    cp_ge = np.zeros(n + k_units + 1)
+    cp_off = np.zeros(k_units, dtype=np.int64)
+    cp_len = np.zeros(k_units, dtype=np.int64)
+    wasted = 0  # gaps walked past that ended before their op could
+    indexed = 0  # gaps in all lists when the index was last built
+    while nr > 0:
+        v = rv[0]
+        nr = _heap_pop(rk, rv, nr)
+        ready = ready_at[v]
+        while nt > 0 and placed[tv[0]] and tv[0] != v:
+            nt = _heap_pop(tk, tv, nt)
+        low = tk[0]  # no op placed from here on is ready earlier (v's entry is still there)
+        placed[v] = True
+        for u in range(units):
+            while head[u] != 0 and ge[head[u]] < low + dmin:
+                g = head[u]
+                head[u] = gn[g]
+                if gtail[u] == g:
+                    gtail[u] = 0
+                ver[g] += 1
+                free_nodes[nfree] = g
+                nfree += 1
+        if not needs_unit[v]:
+            starts[v] = ready
+            if wants_unit[v]:
+                unit_of[v] = 0
+        else:
+            best = np.inf
+            best_u = 0
+            best_gap = 0
+            best_prev = 0
+            target = ready + d[v]  # a gap ending before this cannot hold v
+            for u in range(units):
+                prev = 0
+                g = head[u]
+                if cp_len[u] > 0:
+                    c = gap_start(u, target, head, ver, cp_node, cp_ver, cp_ge, cp_off, cp_len)
+                    if c != g:  # c ends before target, so v fits neither c nor any gap before
+                        prev = c
+                        g = gn[c]
+                found = False
+                while g != 0:
+                    s = max(gs[g], ready)
+                    if s + d[v] <= ge[g]:
+                        if s < best:
+                            best, best_u, best_gap, best_prev = s, u, g, prev
+                        found = True
+                        break
+                    if gs[g] >= best:
+                        break
+                    if ge[g] < target:
+                        wasted += 1
+                    prev = g
+                    g = gn[g]
+                if not found:
+                    s = max(tail[u], ready)
+                    if s < best:
+                        best, best_u, best_gap, best_prev = s, u, 0, 0
+            starts[v] = best
+            unit_of[v] = best_u
+            end = best + d[v]
+            u = best_u
+            if best_gap == 0:  # after the last op: the skipped stretch becomes a gap
+                if best > tail[u]:
+                    if nfree > 0:
+                        nfree -= 1
+                        g = free_nodes[nfree]
+                    else:
+                        g = nodes
+                        nodes += 1
+                    gs[g] = tail[u]
+                    ge[g] = best
+                    gn[g] = 0
+                    if head[u] == 0:
+                        head[u] = g
+                    else:
+                        gn[gtail[u]] = g
+                    gtail[u] = g
+                tail[u] = end
+            else:  # split the gap [gs, ge) around [best, end)
+                g = best_gap
+                left = best > gs[g]
+                right = end < ge[g]
+                if left and right:
+                    if nfree > 0:
+                        nfree -= 1
+                        h = free_nodes[nfree]
+                    else:
+                        h = nodes
+                        nodes += 1
+                    gs[h] = end
+                    ge[h] = ge[g]
+                    gn[h] = gn[g]
+                    ge[g] = best
+                    gn[g] = h
+                    if gtail[u] == g:
+                        gtail[u] = h
+                elif left:
+                    ge[g] = best
+                elif right:
+                    gs[g] = end
+                else:  # the gap is used up: unlink it
+                    if best_prev == 0:
+                        head[u] = gn[g]
+                    else:
+                        gn[best_prev] = gn[g]
+                    if gtail[u] == g:
+                        gtail[u] = best_prev
+                    ver[g] += 1
+                    free_nodes[nfree] = g
+                    nfree += 1
+            if wasted > indexed + 64:  # the walks past dead ends outgrew a rebuild
+                indexed = gap_index(units, head, gn, ge, ver, cp_node, cp_ver, cp_ge, cp_off,
+                                    cp_len)  # fmt: skip
+                wasted = 0
+        for k in range(succ_ptr[v], succ_ptr[v + 1]):
+            w = succ_idx[k]
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                nr = _heap_push(rk, rv, nr, key[w], w)
+                for j in range(pred_ptr[w], pred_ptr[w + 1]):
+                    ready_at[w] = max(ready_at[w], starts[pred_idx[j]] + d[pred_idx[j]])
+                nt = _heap_push(tk, tv, nt, ready_at[w], w)
+    return starts, unit_of
