@@ -18,7 +18,7 @@ import numpy as np
 
 from opsched.ir.graph import OpGraph
 
-__all__ = ["memory_curve", "peak_memory", "release_times"]
+__all__ = ["memory_curve", "peak_demand", "peak_memory", "release_times"]
 
 
 def release_times(graph: OpGraph, starts: np.ndarray, makespan: float | None = None) -> np.ndarray:
@@ -89,6 +89,22 @@ def memory_curve(
         t = np.r_[t0, t]
         m = np.r_[graph.persistent_bytes, m]
     return t, m.astype(np.int64)
+
+
+def peak_demand(starts: np.ndarray, ends: np.ndarray, demand: np.ndarray) -> int:
+    """The most of ``demand`` the ops hold at once: each over ``[start, end)``, so an op
+    ending as another starts does not overlap it and a zero-duration op holds nothing.
+
+    >>> peak_demand(np.array([0, 1, 1]), np.array([1, 3, 2]), np.array([2, 1, 1]))
+    2
+    """
+    held = (ends > starts) & (demand > 0)
+    if not held.any():
+        return 0
+    times = np.concatenate([starts[held], ends[held]])
+    delta = np.concatenate([demand[held], -demand[held]])
+    order = np.lexsort((delta, times))  # by time, ends before starts at one instant
+    return int(np.cumsum(delta[order]).max())
 
 
 def peak_memory(graph: OpGraph, starts: np.ndarray, makespan: float | None = None) -> int:

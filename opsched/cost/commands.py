@@ -73,11 +73,17 @@ def _read_as_aten(out: Any) -> str:
     other = [o for o in ops if not neusight_named(o)]
     if not other:
         return ""
-    names = sorted(set(other))
-    shown = ", ".join(repr(n) for n in names[:5]) + (
-        f" and {len(names) - 5} more" if len(names) > 5 else ""
-    )
+    shown = _first_five([repr(n) for n in sorted(set(other))])
     return f" ({len(other)} rows of ops NeuSight's rules do not name, read as ATen ops: {shown})"
+
+
+def _first_five(names: list[str]) -> str:
+    """``names`` joined, the first five of them and how many more.
+
+    >>> _first_five(list("abcdefg"))
+    'a, b, c, d, e and 2 more'
+    """
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _left_out(skipped: list[tuple[int, str, str]]) -> str:
@@ -102,7 +108,7 @@ def _left_out(skipped: list[tuple[int, str, str]]) -> str:
         rows = [(row, name) for row, kind, name in skipped if kind == what]
         if rows:
             names = sorted({name for _, name in rows})
-            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            shown = _first_five(names)
             first = rows[0][0] + 1
             parts.append(f"{len(rows)} rows of {phrase}: {shown} (first: data row {first})")
     unread = sum(kind == "shape" for _, kind, _ in skipped)

@@ -218,14 +218,18 @@ def neusight_op(r: Any, other: bool = False) -> tuple[str, dict[str, Any]]:
     return "elementwise", {"numel": rows * cols, "arity": ew[1], "fn": ew[0]}
 
 
+def _finite(v: Any) -> bool:
+    """Whether a table cell holds a finite number (not blank, text or NaN)."""
+    return isinstance(v, int | float) and math.isfinite(v)
+
+
 def _neusight_other(r: Any, op: str) -> tuple[str, dict[str, Any]]:
     try:
         dims: list[Any] = [[size_cell(r.B), size_cell(r.H_dim)]]
     except (ValueError, TypeError, AttributeError):
         dims = []
-    known = lambda v: isinstance(v, int | float) and math.isfinite(v)  # noqa: E731
     by = getattr(r, "bytes_min", None)
-    if not dims and not known(by):
+    if not dims and not _finite(by):
         raise ValueError(f"no B x H_dim shape and no bytes_min for NeuSight op {op!r}")
     raw = str(getattr(r, "dtype", "") or "").removeprefix("torch.")
     spelt = {"float16": "half", "half": "half", "bfloat16": "bfloat16"}.get(raw, "float")
@@ -336,10 +340,9 @@ def profiled_kind(
     found = aten_kind(op, dims, types, shape_text, kernel_names)
     if found is not None:
         return found
-    known = lambda v: isinstance(v, int | float) and math.isfinite(v)  # noqa: E731
     # counts, not sizes: a fraction (a table's averaged FLOPs) is rounded, not refused
-    fl = size_cell(round(flops)) if known(flops) else 0
-    by = size_cell(round(bytes_min)) if known(bytes_min) else input_bytes(dims, types)
+    fl = size_cell(round(flops)) if _finite(flops) else 0
+    by = size_cell(round(bytes_min)) if _finite(bytes_min) else input_bytes(dims, types)
     names = [k for k in kernel_names.split(" | ") if k.strip()]
     count = _kernel_count(n_kernels, len(names))
     comm = op.startswith(COMM_PREFIXES) or any("nccl" in k.lower() for k in names)

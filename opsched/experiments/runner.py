@@ -296,7 +296,7 @@ def run_experiment(
         limits = {j.job_id: j.time_limit for j in todo}
         tasks = [(k, p, _deadline(limits[k])) for k, p in iter_payloads(todo, graphs)]
         parallel = ex.parallelism() if isinstance(ex, DaskExecutor) else workers
-        bar = Progress(len(todo), stream, progress, parallel=min(parallel, len(todo)))
+        bar = Progress(len(todo), stream, progress, parallel=parallel)
         try:
             for outcome in ex.run(tasks):
                 result = _as_result(outcome, _deadline(limits[outcome.key]))

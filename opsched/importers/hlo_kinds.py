@@ -60,7 +60,7 @@ _COPIES = set(
         """
     broadcast transpose copy concatenate slice dynamic-slice dynamic-update-slice pad
     gather scatter reverse sort all-reduce all-gather reduce-scatter all-to-all
-    collective-permute copy-start copy-done send recv outfeed infeed all-reduce-start
+    collective-permute copy-start send recv outfeed infeed all-reduce-start
     all-gather-start collective-permute-start
     """
     )

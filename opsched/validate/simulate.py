@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from opsched.errors import ScheduleFormatError
-from opsched.liveness import memory_curve
+from opsched.liveness import memory_curve, peak_demand
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
@@ -112,21 +112,9 @@ def simulate(problem: Problem, schedule: Schedule) -> SimulationReport:
     idle = {u: makespan - b for u, b in sorted(busy.items())}
     unit_dem = g.demand_array("units")
     unit_work = float((g.durations * unit_dem).sum())
-    width = k if k is not None else max(len(busy), _peak_units(starts, ends, unit_dem), 1)
+    width = k if k is not None else max(len(busy), peak_demand(starts, ends, unit_dem), 1)
     util = unit_work / (width * makespan) if makespan > 0 else 0.0
     return SimulationReport(makespan, int(m.max()), t, m, dict(sorted(busy.items())), idle, util)
-
-
-def _peak_units(starts: np.ndarray, ends: np.ndarray, demand: np.ndarray) -> int:
-    """The most units the running ops demand at once (an op ending as another starts does
-    not overlap it; a zero-duration op holds nothing)."""
-    busy = (ends > starts) & (demand > 0)
-    if not busy.any():
-        return 0
-    times = np.concatenate([starts[busy], ends[busy]])
-    delta = np.concatenate([demand[busy], -demand[busy]])
-    order = np.lexsort((delta, times))  # by time, ends before starts at one instant
-    return int(np.cumsum(delta[order]).max())
 
 
 def execute_orders(

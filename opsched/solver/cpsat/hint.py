@@ -52,6 +52,7 @@ import numpy as np
 
 from opsched.heuristics.greedy import greedy
 from opsched.heuristics.memory_list import memory_list
+from opsched.liveness import peak_demand
 from opsched.problem import Problem
 
 if TYPE_CHECKING:
@@ -222,14 +223,6 @@ def feasible_starts(tick: Problem, starts: list[int]) -> bool:
     for name, cap in caps.items():
         if cap is None:
             continue
-        dem = g.demand_array(name).astype(np.int64)
-        use = (dem > 0) & (d > 0)
-        if not use.any():
-            continue
-        # the level just after each start: every op running then, added up
-        times = np.concatenate([s[use], end[use]])
-        delta = np.concatenate([dem[use], -dem[use]])
-        order = np.lexsort((delta, times))  # ends before starts at the same time
-        if np.cumsum(delta[order]).max() > cap:
+        if peak_demand(s, end, g.demand_array(name).astype(np.int64)) > cap:
             return False
     return True
