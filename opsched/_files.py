@@ -10,19 +10,25 @@ Inside a command, files are also *staged*: each output is written in full to a t
 next to it, and the temporaries are renamed into place only when the command ends well (it
 returns, or exits with status 0 or 1, the "no schedule" / "invalid" verdicts). A command that
 fails after writing one output, say on a disk that fills up while it writes its second, so
-leaves none of its files written or replaced. (The renames at the end are not one atomic
-step: should the k-th of them fail, the ones before it stay in place; each rename is within
-one folder, so this takes a folder made read-only during the command.) A device or a pipe
-(``/dev/stdout``) cannot be staged and is written at once. A command whose standard output
-is closed under it (``| head``) keeps its files; one stopped with Ctrl-C leaves none.
+leaves none of its files written or replaced. The renames at the end are undone together:
+before each one, the file it replaces is kept under a second name (a hard link), so a k-th
+rename that fails (a folder made read-only during the command) puts the earlier files back
+as they were and removes the ones that were new. Only a crash in the middle of the renames
+(power lost, ``kill -9``) can leave some done and some not. A device or a pipe
+(``/dev/stdout``) cannot be staged and is written at once; when that is the command's own
+standard output, what the command says after it (``wrote ...``, a summary, ``--json``) goes
+to stderr, so the piped file is the output alone. A command whose standard output is closed
+under it (``| head``) keeps its files; one stopped with Ctrl-C leaves none.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import stat
+import sys
 from collections.abc import Collection, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -74,6 +80,7 @@ def guarding_outputs() -> Iterator[None]:
     'a'
     """
     token = _GUARD.set((set(), set()))
+    stdout = sys.stdout  # an output written to it sends the rest of what is said to stderr
     staged: list[tuple[Path, Path]] = []
     stage_token = _STAGED.set(staged)
     ok = False
@@ -87,6 +94,9 @@ def guarding_outputs() -> Iterator[None]:
         ok = True
         raise
     finally:
+        if sys.stdout is not stdout:
+            sys.stdout.flush()
+            sys.stdout = stdout
         _STAGED.reset(stage_token)
         _GUARD.reset(token)
         if ok:
@@ -97,14 +107,57 @@ def guarding_outputs() -> Iterator[None]:
 
 
 def _commit(staged: list[tuple[Path, Path]]) -> None:
-    """Rename each staged temporary onto its path; on a failure drop the ones not yet moved."""
-    for i, (tmp, final) in enumerate(staged):
-        try:
-            os.replace(tmp, final)
-        except OSError as e:
-            for t, _ in staged[i:]:
-                t.unlink(missing_ok=True)
-            raise InputError(f"cannot write: {e.strerror or e}", str(final)) from None
+    """Rename each staged temporary onto its path, all or none: the file each rename replaces
+    is kept under a second name (a hard link) until every rename is done, and put back if a
+    later one fails; a file that was new is removed then. (On a file system without hard
+    links an old file cannot be kept: its rename is not undone.)"""
+    done: list[tuple[Path, Path | None, bool]] = []  # (final, its old file kept, was new)
+    try:
+        for i, (tmp, final) in enumerate(staged):
+            keep: Path | None = final.with_name(f".{final.name}.old{os.getpid()}")
+            new = False
+            with contextlib.suppress(OSError):
+                keep.unlink(missing_ok=True)  # type: ignore[union-attr]  # a crash's leftover
+            try:
+                os.link(final, keep)  # type: ignore[arg-type]
+            except FileNotFoundError:
+                keep, new = None, True
+            except OSError:
+                keep = None
+            try:
+                os.replace(tmp, final)
+            except OSError as e:
+                if keep is not None:
+                    keep.unlink(missing_ok=True)
+                for t, _ in staged[i:]:
+                    t.unlink(missing_ok=True)
+                _undo(done)
+                raise InputError(f"cannot write: {e.strerror or e}", str(final)) from None
+            done.append((final, keep, new))
+    finally:
+        for _, keep, _ in done:
+            if keep is not None:
+                keep.unlink(missing_ok=True)
+
+
+def _undo(done: list[tuple[Path, Path | None, bool]]) -> None:
+    """Put back the files the renames in ``done`` replaced, and remove those they created."""
+    for final, keep, new in reversed(done):
+        with contextlib.suppress(OSError):
+            if keep is not None:
+                os.replace(keep, final)
+            elif new:
+                final.unlink()
+
+
+def _is_stdout(p: Path) -> bool:
+    """Whether ``p`` is this process's standard output (``/dev/stdout``, a link to the pipe
+    or terminal that fd 1 is)."""
+    try:
+        a, b = os.stat(p), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False  # no stdout, or one without a file descriptor (a test's capture)
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _key(path: str | os.PathLike[str]) -> str:
@@ -207,11 +260,15 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
     with contextlib.suppress(OSError):
         mode = p.stat().st_mode  # through a link: /dev/stdout's target may be "pipe:[N]"
     if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        if guard is not None and _is_stdout(p):
+            sys.stdout.flush()  # what the command printed before stays ahead of the file
         try:
             with open(p, "wb") as f:
                 f.write(data)
         except OSError as e:
             raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
+        if guard is not None and _is_stdout(p):
+            sys.stdout = sys.stderr  # the rest of what the command says (guarding_outputs)
         return
     if p.is_symlink():
         p = Path(os.path.realpath(p))

@@ -61,3 +61,54 @@ def test_write_to_a_link_to_a_pipe_writes_into_the_pipe() -> None:
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_a_failed_rename_puts_back_the_files_renamed_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the renames at a command's end had not been undone together: with the third failing,
+    # the first had already replaced its file and the second created its own
+    from opsched import _files
+
+    (tmp_path / "a.txt").write_text("old a")
+    real = os.replace
+
+    def failing(src: object, dst: object) -> None:
+        if Path(str(dst)).name == "c.txt":
+            raise PermissionError(13, "Permission denied")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_files.os, "replace", failing)
+    with pytest.raises(InputError, match="c.txt: cannot write: Permission denied"):
+        with _files.guarding_outputs():
+            _files.write_text_atomic("new a", tmp_path / "a.txt")
+            _files.write_text_atomic("new b", tmp_path / "b.txt")
+            _files.write_text_atomic("new c", tmp_path / "c.txt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]  # no temporary, no copy
+    assert (tmp_path / "a.txt").read_text() == "old a"
+
+
+def test_renames_that_all_succeed_leave_no_second_names(tmp_path: Path) -> None:
+    from opsched import _files
+
+    (tmp_path / "a.txt").write_text("old a")
+    with _files.guarding_outputs():
+        _files.write_text_atomic("new a", tmp_path / "a.txt")
+        _files.write_text_atomic("new b", tmp_path / "b.txt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
+    assert (tmp_path / "a.txt").read_text() == "new a"
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="needs /dev/stdout")
+def test_an_output_piped_to_stdout_is_not_followed_by_the_wrote_line(tmp_path: Path) -> None:
+    # `cost predict -o /dev/stdout | ...` had its "wrote 2 rows" line after the CSV rows
+    rows = tmp_path / "rows.csv"
+    src = Path(__file__).parents[1] / "datasets" / "kernel-timings" / "deepbench_gemm.csv"
+    rows.write_text("".join(src.read_text().splitlines(keepends=True)[:3]))
+    r = subprocess.run(
+        [sys.executable, "-m", "opsched", "cost", "predict", "-i", str(rows), "-o", "/dev/stdout"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].endswith(",predicted_time_us")
+    assert "wrote 2 rows to /dev/stdout" in r.stderr
