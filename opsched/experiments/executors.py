@@ -228,6 +228,23 @@ def check_address(address: str) -> None:
         raise OpschedError(f"--cluster {address!r}: {e} (expected tcp://HOST:PORT)") from None
 
 
+def _failure_kind(exc: BaseException) -> str:
+    """The outcome kind of a Dask task that raised ``exc``: ``"crash"`` when the cluster lost
+    it (a worker that kept dying, ``KilledWorker``; a future the scheduler cancelled, as when
+    it restarts or drops this client), so the job runs again on resume; ``"error"`` for the
+    task's own failure.
+
+    >>> import concurrent.futures
+    >>> _failure_kind(concurrent.futures.CancelledError("lost")), _failure_kind(ValueError())
+    ('crash', 'error')
+    """
+    import concurrent.futures
+
+    if type(exc).__name__ == "KilledWorker" or isinstance(exc, concurrent.futures.CancelledError):
+        return "crash"
+    return "error"
+
+
 class DaskExecutor:
     """Run tasks on a Dask distributed cluster (``address``) or a local one it starts."""
 
@@ -305,9 +322,8 @@ class DaskExecutor:
                 # status here stored such a job as an error, seen once in CI)
                 try:
                     value = fut.result()
-                except Exception as exc:  # the task's own failure, or KilledWorker
-                    kind = "crash" if type(exc).__name__ == "KilledWorker" else "error"
-                    yield Outcome(key, kind, f"{type(exc).__name__}: {exc}")
+                except Exception as exc:  # the task's own failure, KilledWorker, cancelled
+                    yield Outcome(key, _failure_kind(exc), f"{type(exc).__name__}: {exc}")
                 else:
                     yield Outcome(key, "ok", value)
                 fut.release()

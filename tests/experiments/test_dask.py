@@ -174,3 +174,40 @@ def test_a_scheduler_out_of_reach_records_no_run(tmp_path, monkeypatch) -> None:
         run_experiment(parse_config(TOML), db, cluster="tcp://127.0.0.1:9", progress=False)
     with ResultStore(db) as store:
         assert store.runs() == []
+
+
+def test_a_cancelled_future_is_a_crash_that_runs_again(monkeypatch) -> None:
+    # a future the scheduler cancels (it restarted, or dropped this client) had been stored
+    # as the job's own error, which a resumed run keeps instead of running the job again
+    import distributed
+    from distributed.client import FutureCancelledError
+
+    from opsched.experiments.executors import DaskExecutor
+
+    class Fut:
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+        def result(self) -> object:
+            if self.key.startswith("opsched-b-"):
+                raise FutureCancelledError(self.key, reason="scheduler-restart")
+            return {"status": "OPTIMAL"}
+
+        def release(self) -> None:
+            pass
+
+    class Client:
+        cluster = None
+
+        def submit(self, fn, payload, key, pure):  # noqa: ANN001, ANN202
+            return Fut(key)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(distributed, "as_completed", iter)
+    ex = DaskExecutor(address="tcp://127.0.0.1:1", tag="t")
+    monkeypatch.setattr(ex, "_client", Client)
+    got = {o.key: o for o in ex.run([("a", None, None), ("b", None, None)])}
+    assert got["a"].kind == "ok"
+    assert got["b"].kind == "crash" and "FutureCancelledError" in str(got["b"].value)
