@@ -79,11 +79,11 @@ def test_a_failed_rename_puts_back_the_files_renamed_before_it(
         real(src, dst)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_files.os, "replace", failing)
-    with pytest.raises(InputError, match="c.txt: cannot write: Permission denied"):
-        with _files.guarding_outputs():
-            _files.write_text_atomic("new a", tmp_path / "a.txt")
-            _files.write_text_atomic("new b", tmp_path / "b.txt")
-            _files.write_text_atomic("new c", tmp_path / "c.txt")
+    failed = pytest.raises(InputError, match=r"c\.txt: cannot write: Permission denied")
+    with failed, _files.guarding_outputs():
+        _files.write_text_atomic("new a", tmp_path / "a.txt")
+        _files.write_text_atomic("new b", tmp_path / "b.txt")
+        _files.write_text_atomic("new c", tmp_path / "c.txt")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]  # no temporary, no copy
     assert (tmp_path / "a.txt").read_text() == "old a"
 

@@ -199,7 +199,7 @@ def test_a_cancelled_future_is_a_crash_that_runs_again(monkeypatch) -> None:
     class Client:
         cluster = None
 
-        def submit(self, fn, payload, key, pure):  # noqa: ANN001, ANN202
+        def submit(self, fn, payload, key, pure):
             return Fut(key)
 
         def close(self) -> None:
