@@ -29,6 +29,7 @@ __all__ = [
     "clock",
     "compiled",
     "kernel",
+    "kernels_digest",
     "plain",
     "ready",
     "without_compiling",
@@ -155,3 +156,28 @@ def ready(fn: Callable[..., Any]) -> bool:
         return bool(fn._cache._cache_file._load_index())  # type: ignore[attr-defined]
     except Exception:  # pragma: no cover
         return False
+
+
+def kernels_digest(module: types.ModuleType) -> str:
+    """A digest of the source of every kernel defined in ``module``.
+
+    numba's on-disk cache of a kernel checks only the time stamp of the kernel's own file,
+    yet a kernel compiles the kernels it calls from other files into itself. A module whose
+    kernels call another module's keeps this digest of that module as a constant, and a
+    test compares the two (``tests/test_jit_cache.py``): a change to the called kernels then
+    fails that test until the constant is updated, and updating it changes the caller's
+    file, which makes numba compile the caller afresh.
+
+    >>> import opsched.heuristics._kernels as k
+    >>> len(kernels_digest(k))
+    16
+    """
+    import hashlib
+    import inspect
+
+    parts = []
+    for name in sorted(vars(module)):
+        fn = getattr(getattr(module, name), "py_func", None)
+        if fn is not None and getattr(fn, "__module__", None) == module.__name__:
+            parts.append(inspect.getsource(fn))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -30,6 +30,11 @@ from opsched.heuristics._kernels import _heap_pop, _heap_push
 
 __all__ = ["STRIDE", "gap_index", "gap_start", "insertion"]
 
+#: :func:`opsched._jit.kernels_digest` of :mod:`opsched.heuristics._kernels`, whose heap
+#: kernels the insertion kernel compiles into itself: a change there fails
+#: ``tests/test_jit_cache.py`` until this is updated, which makes numba compile these afresh.
+HEAP_KERNELS = "36d12a32cbd06609"
+
 #: One index entry per this many gaps of a unit.
 STRIDE = 8
 

@@ -27,9 +27,9 @@ import numpy as np
 from opsched._jit import clock, kernel
 from opsched.solver._downset_table import eligible, has, lookup
 
-#: The version of the ``_downset_table`` kernels these are compiled with (2: the row hash
-#: of multiply and xor-shift rounds; 1: a polynomial modulo a prime).
-TABLE_KERNELS = 2
+#: :func:`opsched._jit.kernels_digest` of the ``_downset_table`` kernels these are compiled
+#: with (checked by ``tests/test_jit_cache.py``; it had been a version number, bumped by hand).
+TABLE_KERNELS = "e4ce21f901735bdd"
 
 
 @kernel

@@ -30,8 +30,8 @@ def _row_hash(words: np.ndarray, nw: int, mask: int) -> int:
     maps families of sets that differ in a few bits onto runs of nearby slots, and linear
     probing then walks those runs: on a 50-op layered graph, 400,000 rows took 1.5 s and
     two million did not finish in 30 s.) A change here, or in any kernel of this module
-    that :mod:`opsched.solver._downset_labels` imports, must bump its ``TABLE_KERNELS``:
-    its kernels compile these into theirs."""
+    that :mod:`opsched.solver._downset_labels` imports, must update its ``TABLE_KERNELS``
+    (``tests/test_jit_cache.py`` says to): its kernels compile these into theirs."""
     h = 0
     for w in range(nw):
         x = words[w]
