@@ -64,3 +64,42 @@ def test_indexed_insertion_equals_the_plain_placement(seed: int) -> None:
     want = reference(units, d, wants, key, g)
     assert np.array_equal(got[1], want[1])
     assert np.array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_skipping_blocks_of_short_gaps_equals_the_plain_placement(seed: int) -> None:
+    # b-level priorities made a little noisy ("perturbed") and durations spread over two
+    # orders of magnitude leave long runs of gaps too short for the op being placed, which
+    # the walk jumps over by the blocks' longest gaps
+    from opsched.analysis.ranks import priority
+
+    rng = np.random.default_rng(100 + seed)
+    n = 2000
+    g = layered(n, seed=seed)
+    d = np.round(np.exp(rng.uniform(0, np.log(100), n)), 1 if seed % 2 else 0)
+    if seed == 3:
+        d[rng.random(n) < 0.05] = 0.0
+    key = -np.asarray(priority(g, "perturbed", seed=seed), dtype=float)
+    wants = np.ones(n, dtype=np.int64)
+    units = [2, 4, 8, 3][seed]
+    got = insertion(units, d, wants, key, g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx)
+    want = reference(units, d, wants, key, g)
+    assert np.array_equal(got[1], want[1])
+    assert np.array_equal(got[0], want[0])
+
+
+def test_first_block_finds_the_first_long_enough_entry() -> None:
+    from opsched.heuristics._insertion import first_block
+
+    lengths = np.array([3.0, 1.0, 7.0, 2.0, 5.0, 1.0])
+    size = 8
+    st = np.full(2 * size, -np.inf)
+    st[size : size + len(lengths)] = lengths
+    for i in range(size - 1, 0, -1):
+        st[i] = max(st[2 * i], st[2 * i + 1])
+    stack = np.empty(64, dtype=np.int64)
+    for a in range(6):
+        for b in range(a, 7):
+            for x in (0.5, 2.0, 4.0, 6.0, 8.0):
+                want = next((j for j in range(a, b) if lengths[j] >= x), -1)
+                assert first_block(st, size, a, b, x, stack) == want, (a, b, x)
