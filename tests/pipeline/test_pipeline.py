@@ -94,6 +94,45 @@ def test_balanced_partition_is_exact_on_small_chains() -> None:
             assert got == best
 
 
+def test_balanced_partition_keeps_multi_unit_ops_on_stages_that_hold_them() -> None:
+    # chains with ops of 1 or 2 units on stages of [2, 1] (or [2, 1, 1]) units: the least
+    # bottleneck over every cut whose stages hold each of their ops' demands
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        n = int(rng.integers(2, 7))
+        d = rng.integers(1, 10, n)
+        u = rng.integers(1, 3, n)
+        g = OpGraph(tuple(Op(f"o{i}", float(d[i]), deps=(f"o{i - 1}",) if i else (),
+                             demands={"units": int(u[i])}) for i in range(n)))  # fmt: skip
+        for caps in ([2, 1], [2, 1, 1]):
+            got = balanced_partition(g, len(caps), caps)
+            assert all(u[i] <= caps[s] for i, s in enumerate(got))
+            best = np.inf
+            for cuts in itertools.combinations_with_replacement(range(n + 1), len(caps) - 1):
+                pieces = list(zip((0, *cuts), (*cuts, n), strict=True))
+                staged = list(zip(pieces, caps, strict=True))
+                if all((u[a:b] <= c).all() for (a, b), c in staged):
+                    best = min(best, max((d[a:b] * u[a:b]).sum() / c for (a, b), c in staged))
+            assert bottleneck(g, got, caps) == best
+
+
+def test_heuristic_finds_the_stage_a_two_unit_op_fits(tmp_path) -> None:
+    # a (10, one unit) -> c (1, two units) on 3 units in 2 stages ([2, 1]): the least
+    # bottleneck alone puts c on the one-unit stage, where it cannot run, and the command
+    # had said that no schedule exists. Both on the two-unit stage: a@0, a@1 over [0, 10),
+    # then c@0 and c@1 one after the other: 12, which CP-SAT proves least.
+    g = OpGraph((Op("a", 10), Op("c", 1, deps=("a",), demands={"units": 2})))
+    r = pipeline_heuristic(Problem(g, Machine(units=3)), 2, 2)
+    assert r.assignment == [0, 0] and r.schedule.makespan == 12
+    assert validate(r.problem, r.schedule).valid and not check_stages(r.problem, r.schedule)
+    exact = pipeline_cpsat(Problem(g, Machine(units=3)), 2, 2, time_limit=10)
+    assert exact.schedule.status.value == "OPTIMAL" and exact.schedule.makespan == 12
+    path = tmp_path / "g.json"
+    write_graph_json(g, path)
+    out = CliRunner().invoke(main, ["pipeline", str(path), "-s", "2", "-m", "2", "-k", "3"])
+    assert out.exit_code == 0 and "makespan 12" in out.output
+
+
 def test_hand_worked_chain_two_stages() -> None:
     # Stage loads 3 | 2 (or 2 | 3): two micro-batches need at least 2 * 3 + 2 = 8.
     p = Problem(chain(), Machine(units=2))
