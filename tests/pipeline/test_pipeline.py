@@ -302,6 +302,22 @@ def test_cli_pipeline_bad_input_exits_2(tmp_path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+def test_cli_pipeline_refuses_an_unrolled_graph_past_the_memory_allowed(tmp_path, monkeypatch):
+    # 52 ops and 119 edges per micro-batch: 52 x 2,000 + 119 x 150 = 121,850 B each, so an
+    # allowance of 20 micro-batches takes 20 and refuses 21 (on the real machine, 16 GiB,
+    # 900,000 micro-batches, 46.8 million ops, had been taken: about 100 GiB)
+    import opsched._clikit as kit
+
+    monkeypatch.setattr(kit, "GENERATE_MEMORY_BYTES", 20 * 121_850)
+    out = tmp_path / "s.json"
+    args = ["pipeline", "datasets/stg/50/rand0000.stg", "-s", "2", "-o", str(out), "-m"]
+    r = CliRunner().invoke(main, [*args, "21"])
+    assert r.exit_code == 2 and "1,092 ops" in r.output and "GiB of memory" in r.output
+    assert "Traceback" not in r.output and not out.exists()
+    r = CliRunner().invoke(main, [*args, "20"])
+    assert r.exit_code == 0 and out.exists(), r.output
+
+
 @pytest.mark.parametrize("formulation", ["unrolled", "modulo"])
 def test_cpsat_progress_lines(formulation: str) -> None:
     # each improving unrolled schedule, or each period the modulo search settles
