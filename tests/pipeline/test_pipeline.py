@@ -145,6 +145,22 @@ def test_hand_worked_chain_two_stages() -> None:
     assert m.metrics.interval == 3.0
 
 
+@pytest.mark.parametrize("units", [{}, {"units": 1}])
+def test_modulo_period_is_zero_when_no_op_holds_a_unit_for_any_time(units) -> None:
+    # zero-duration ops on units, or ops of 2 and 3 that hold no unit: every micro-batch can
+    # run at once, so the least period is 0 and the makespan the critical path; the search
+    # had started at one tick, claimed it least and ended micro-batch m at m ticks later
+    d = 0 if units else 2
+    g = OpGraph((Op("a", d, demands=units), Op("b", 1.5 * d, deps=("a",), demands=units)))
+    p = Problem(g, Machine(units=2))
+    m = pipeline_cpsat(p, 2, 3, formulation="modulo", time_limit=10)
+    assert m.info["ii"] == 0 and m.info["ii_proven_least"]
+    assert m.metrics.makespan == m.info["latency"] == 2.5 * d
+    assert validate(m.problem, m.schedule).valid and not check_stages(m.problem, m.schedule)
+    u = pipeline_cpsat(p, 2, 3, formulation="unrolled", time_limit=10)
+    assert u.schedule.status.value == "OPTIMAL" and u.metrics.makespan == 2.5 * d
+
+
 def test_modulo_with_durations_that_do_not_scale_to_integers() -> None:
     # thirds: a million ticks of work, so the period spans ~10^5 ticks; stepping one tick a
     # solve had used the whole limit and fallen back to the heuristic
