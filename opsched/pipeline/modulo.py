@@ -45,6 +45,8 @@ def modulo(run: PipelineRun) -> PipelineResult:
     )  # fmt: skip
     work = np.array([dv * u for dv, u in zip(d, dem, strict=True)], dtype=np.int64)
     base = assignment if assignment is not None else balanced_partition(g, stages, caps)
+    if not work.any():
+        return _no_work(run, [int(s) for s in base])
     per = np.bincount(np.asarray(base, dtype=np.int64), weights=work, minlength=stages)
     ii_hi = max(1, int(per.max()))  # each stage serial, back to back: always feasible
     if assignment is None:
@@ -177,3 +179,25 @@ def modulo(run: PipelineRun) -> PipelineResult:
     return pipeline_result(
         problem, assign, m_count, caps, starts, Status.FEASIBLE, None, "cpsat-modulo", info, run.t0
     )
+
+
+def _no_work(run: PipelineRun, assign: list[int]) -> PipelineResult:
+    """The modulo answer when no op holds a unit for any time: every micro-batch can run at
+    once, each op at its earliest start (period 0, latency the critical path, both least).
+    The search below starts at a period of one tick, and had claimed that least."""
+    n, head, d, sc = run.problem.graph.num_ops, run.head, run.d, run.sc
+    starts = [sc.to_time(head[v]) for _ in range(run.m_count) for v in range(n)]
+    latency = max((h + dv for h, dv in zip(head, d, strict=True)), default=0)
+    info = {
+        "formulation": "modulo",
+        "ii": 0.0,
+        "latency": sc.to_time(latency),
+        "ii_proven_least": True,
+        "latency_proven_least": sc.time_exact,
+        "periods_tried": 0,
+        "periods_left_unproven": 0,
+        "scaling": sc.to_dict(),
+        "capacities": run.caps,
+    }
+    return pipeline_result(run.problem, assign, run.m_count, run.caps, starts, Status.FEASIBLE,
+                           None, "cpsat-modulo", info, run.t0)  # fmt: skip

@@ -94,6 +94,45 @@ def test_balanced_partition_is_exact_on_small_chains() -> None:
             assert got == best
 
 
+def test_balanced_partition_keeps_multi_unit_ops_on_stages_that_hold_them() -> None:
+    # chains with ops of 1 or 2 units on stages of [2, 1] (or [2, 1, 1]) units: the least
+    # bottleneck over every cut whose stages hold each of their ops' demands
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        n = int(rng.integers(2, 7))
+        d = rng.integers(1, 10, n)
+        u = rng.integers(1, 3, n)
+        g = OpGraph(tuple(Op(f"o{i}", float(d[i]), deps=(f"o{i - 1}",) if i else (),
+                             demands={"units": int(u[i])}) for i in range(n)))  # fmt: skip
+        for caps in ([2, 1], [2, 1, 1]):
+            got = balanced_partition(g, len(caps), caps)
+            assert all(u[i] <= caps[s] for i, s in enumerate(got))
+            best = np.inf
+            for cuts in itertools.combinations_with_replacement(range(n + 1), len(caps) - 1):
+                pieces = list(zip((0, *cuts), (*cuts, n), strict=True))
+                staged = list(zip(pieces, caps, strict=True))
+                if all((u[a:b] <= c).all() for (a, b), c in staged):
+                    best = min(best, max((d[a:b] * u[a:b]).sum() / c for (a, b), c in staged))
+            assert bottleneck(g, got, caps) == best
+
+
+def test_heuristic_finds_the_stage_a_two_unit_op_fits(tmp_path) -> None:
+    # a (10, one unit) -> c (1, two units) on 3 units in 2 stages ([2, 1]): the least
+    # bottleneck alone puts c on the one-unit stage, where it cannot run, and the command
+    # had said that no schedule exists. Both on the two-unit stage: a@0, a@1 over [0, 10),
+    # then c@0 and c@1 one after the other: 12, which CP-SAT proves least.
+    g = OpGraph((Op("a", 10), Op("c", 1, deps=("a",), demands={"units": 2})))
+    r = pipeline_heuristic(Problem(g, Machine(units=3)), 2, 2)
+    assert r.assignment == [0, 0] and r.schedule.makespan == 12
+    assert validate(r.problem, r.schedule).valid and not check_stages(r.problem, r.schedule)
+    exact = pipeline_cpsat(Problem(g, Machine(units=3)), 2, 2, time_limit=10)
+    assert exact.schedule.status.value == "OPTIMAL" and exact.schedule.makespan == 12
+    path = tmp_path / "g.json"
+    write_graph_json(g, path)
+    out = CliRunner().invoke(main, ["pipeline", str(path), "-s", "2", "-m", "2", "-k", "3"])
+    assert out.exit_code == 0 and "makespan 12" in out.output
+
+
 def test_hand_worked_chain_two_stages() -> None:
     # Stage loads 3 | 2 (or 2 | 3): two micro-batches need at least 2 * 3 + 2 = 8.
     p = Problem(chain(), Machine(units=2))
@@ -104,6 +143,22 @@ def test_hand_worked_chain_two_stages() -> None:
     # period 3 (= ceil(5 / 2)), latency 5: 3 * 3 + 5
     assert m.info["ii"] == 3.0 and m.metrics.latency == 5.0 and m.metrics.makespan == 14.0
     assert m.metrics.interval == 3.0
+
+
+@pytest.mark.parametrize("units", [{}, {"units": 1}])
+def test_modulo_period_is_zero_when_no_op_holds_a_unit_for_any_time(units) -> None:
+    # zero-duration ops on units, or ops of 2 and 3 that hold no unit: every micro-batch can
+    # run at once, so the least period is 0 and the makespan the critical path; the search
+    # had started at one tick, claimed it least and ended micro-batch m at m ticks later
+    d = 0 if units else 2
+    g = OpGraph((Op("a", d, demands=units), Op("b", 1.5 * d, deps=("a",), demands=units)))
+    p = Problem(g, Machine(units=2))
+    m = pipeline_cpsat(p, 2, 3, formulation="modulo", time_limit=10)
+    assert m.info["ii"] == 0 and m.info["ii_proven_least"]
+    assert m.metrics.makespan == m.info["latency"] == 2.5 * d
+    assert validate(m.problem, m.schedule).valid and not check_stages(m.problem, m.schedule)
+    u = pipeline_cpsat(p, 2, 3, formulation="unrolled", time_limit=10)
+    assert u.schedule.status.value == "OPTIMAL" and u.metrics.makespan == 2.5 * d
 
 
 def test_modulo_with_durations_that_do_not_scale_to_integers() -> None:
@@ -261,6 +316,22 @@ def test_cli_pipeline_bad_input_exits_2(tmp_path) -> None:
     )
     assert r.exit_code == 2 and "cannot hold 3 stages" in r.output
     assert not (tmp_path / "x").exists()
+
+
+def test_cli_pipeline_refuses_an_unrolled_graph_past_the_memory_allowed(tmp_path, monkeypatch):
+    # 52 ops and 119 edges per micro-batch: 52 x 2,000 + 119 x 150 = 121,850 B each, so an
+    # allowance of 20 micro-batches takes 20 and refuses 21 (on the real machine, 16 GiB,
+    # 900,000 micro-batches, 46.8 million ops, had been taken: about 100 GiB)
+    import opsched._clikit as kit
+
+    monkeypatch.setattr(kit, "GENERATE_MEMORY_BYTES", 20 * 121_850)
+    out = tmp_path / "s.json"
+    args = ["pipeline", "datasets/stg/50/rand0000.stg", "-s", "2", "-o", str(out), "-m"]
+    r = CliRunner().invoke(main, [*args, "21"])
+    assert r.exit_code == 2 and "1,092 ops" in r.output and "GiB of memory" in r.output
+    assert "Traceback" not in r.output and not out.exists()
+    r = CliRunner().invoke(main, [*args, "20"])
+    assert r.exit_code == 0 and out.exists(), r.output
 
 
 @pytest.mark.parametrize("formulation", ["unrolled", "modulo"])
