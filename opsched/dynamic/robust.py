@@ -328,11 +328,12 @@ def clairvoyant_gaps(
         spans, ran = _run_all(problem, prep, draws)
         gaps = (spans - opt) / np.where(opt > 0, opt, 1.0)
         done = np.isfinite(gaps)
+        ran_ok = np.isfinite(spans)  # its own mean needs its makespans, not CP-SAT's optima
         out["policies"][name] = {
             "makespans": spans.tolist(),
             "mean_gap": float(gaps[done].mean()) if done.any() else float("nan"),
             "max_gap": float(gaps[done].max()) if done.any() else float("nan"),
-            "mean": float(spans[np.isfinite(spans)].mean()) if done.any() else float("nan"),
+            "mean": float(spans[ran_ok].mean()) if ran_ok.any() else float("nan"),
             # runs without a makespan (dead ends, replays past a capacity): not in the gaps
             "left_out": int(ran.get("left_out", 0)) + int(ran.get("dead_ends", 0)),
         }

@@ -160,6 +160,20 @@ def test_clairvoyant_gap_against_brute_force() -> None:
         )
 
 
+def test_clairvoyant_gaps_keeps_a_policy_mean_when_cp_sat_finds_nothing(monkeypatch) -> None:
+    # the policy's mean had been NaN whenever no run had an optimum, its own makespans finite
+    import opsched.solver as solver
+    from opsched.schedule import Schedule
+
+    p = fork()
+    none = Schedule.empty(p, solver="cpsat", status="UNKNOWN")
+    monkeypatch.setattr(solver, "solve_cpsat", lambda *a, **k: none)
+    out = clairvoyant_gaps(p, [list_schedule(p)], Lognormal(0.5), runs=4, seed=1)
+    pol = next(iter(out["policies"].values()))
+    assert out["proven"] == 0 and np.isnan(out["optimum"]).all() and np.isnan(pol["mean_gap"])
+    assert pol["mean"] == pytest.approx(np.mean(pol["makespans"])) and pol["mean"] > 0
+
+
 def test_shape_study_gpt2_seq_lengths() -> None:
     gs = shape_graphs("gpt2_block", seq_lens=(64, 256, 1024))
     st = shape_study(gs, units=2)
