@@ -46,6 +46,7 @@ __all__ = [
     "performance_profile",
     "profile_title",
     "time_table",
+    "timed",
     "win_table",
     "with_gaps",
     "with_peak_gaps",
@@ -197,12 +198,19 @@ def win_table(df: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def timed(df: pd.DataFrame) -> pd.DataFrame:
+    """The jobs whose wall time is a time to solution: all but errors (a scheduler that
+    fails at once is not fast). A job killed at its deadline keeps the deadline."""
+    return df[df["status"] != "ERROR"]
+
+
 def time_table(df: pd.DataFrame) -> pd.DataFrame:
     """Wall time per scheduler (mean / median / max) and how runs ended. A job killed at
     its deadline counts the deadline (a lower bound of its time); errors count none."""
     rows = []
+    times = timed(df)
     for s, g in df.groupby("scheduler", sort=True):
-        t = g.loc[g["status"] != "ERROR", "wall_time_s"].dropna()
+        t = times.loc[times["scheduler"] == s, "wall_time_s"].dropna()
         st = g["status"]
         rows.append(
             {
