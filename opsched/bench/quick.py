@@ -114,6 +114,10 @@ def run_quick(out_dir: Path, limit: int | None = None, progress: bool = True) ->
         if not out_dir.is_dir():
             raise InputError("is a file, not a folder", str(out_dir))
         check_writable(out_dir / "results.csv", out_dir / "report.md")
+    else:  # made after the study: a file above it had ended the study in an internal error
+        above = next(p for p in out_dir.absolute().parents if p.exists())
+        if not above.is_dir():
+            raise InputError(f"{str(above)!r} is a file, not a folder", str(out_dir))
     t_begin = time.perf_counter()
     jobs: list[tuple[str, str, int | None, Problem, tuple[int, int] | None]] = []
     stg_files = sorted(dataset_path("stg/50").glob("rand*.stg"))[:limit]

@@ -306,9 +306,13 @@ def _cap(c: Any, where: str, source: str) -> MemoryCap:
 
 
 def _unique(xs: list[Any]) -> tuple[Any, ...]:
+    """``xs`` without repeats, in order; values of different types are different: a cap of
+    1.0 (all of the peak) and one of 1 byte compare equal in Python, and one had been lost."""
     out: list[Any] = []
+    seen: set[tuple[type, Any]] = set()
     for x in xs:
-        if x not in out:
+        if (type(x), x) not in seen:
+            seen.add((type(x), x))
             out.append(x)
     return tuple(out)
 

@@ -69,12 +69,19 @@ def memory_series(problem: Problem, schedule: Schedule) -> tuple[np.ndarray, np.
 
 
 # ---------------------------------------------------------------------- distributions
+def _finite(values: pd.Series) -> pd.Series:
+    """The values a box can draw: an infinite gap (a positive value against a best of 0,
+    which the tables show) has no place on an axis."""
+    v = pd.to_numeric(values, errors="coerce").astype(float)
+    return v[np.isfinite(v)]
+
+
 def plotly_box(df: pd.DataFrame, column: str, title: str, log: bool = False) -> Any:
     """One box (with points) per scheduler of ``df[column]``."""
     go = _go()
     fig = go.Figure()
     for s, g in df.groupby("scheduler", sort=True):
-        vals = g[column].dropna()
+        vals = _finite(g[column])
         fig.add_trace(go.Box(y=vals, name=str(s), boxpoints="all", jitter=0.4, pointpos=0))
     fig.update_layout(title=title, yaxis_title=column, showlegend=False, height=420)
     if log:
@@ -86,7 +93,7 @@ def png_box(df: pd.DataFrame, column: str, title: str, log: bool = False) -> byt
     """The matplotlib version of :func:`plotly_box`."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    groups = [(str(s), g[column].dropna().to_numpy()) for s, g in df.groupby("scheduler")]
+    groups = [(str(s), _finite(g[column]).to_numpy()) for s, g in df.groupby("scheduler")]
     groups = [(s, v) for s, v in groups if len(v)]
     if groups:
         ax.boxplot([v for _, v in groups], tick_labels=[s for s, _ in groups])

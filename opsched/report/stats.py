@@ -9,15 +9,16 @@ Definitions (all makespans are the ones recomputed from validated schedules):
   schedule is shorter than the optimum, or an exact scheduler proved infeasible an instance
   that has a valid schedule, the instance is listed as a *conflict* and left out.
 - **Gap** of a job: ``100 * (makespan - optimum) / optimum``, only over instances with a
-  proven optimum and jobs with a valid schedule; *optimal share* counts a job without a
-  schedule as not optimal.
+  proven optimum and jobs with a valid schedule (against an optimum of 0: 0, or infinite
+  for a longer schedule); *optimal share* counts a job without a schedule as not optimal.
 - **Wins**: per instance, the schedulers whose makespan equals the best one found (ties all
   win; *sole wins* count instances won alone).
 - **Performance profile** (Dolan and More, 2002): ``rho_s(tau)``, the share of instances on
   which scheduler ``s`` is within a factor ``tau`` of the best makespan found, over the
   instances every scheduler ran on; no schedule counts as never.
 - **Peak-memory gap**: ``100 * (peak - least peak) / least peak``, the least peak being the
-  lowest any scheduler reached on the instance.
+  lowest any scheduler reached on the instance (a positive peak above a least peak of 0:
+  infinite).
 
 Examples
 --------
@@ -45,6 +46,7 @@ __all__ = [
     "performance_profile",
     "profile_title",
     "time_table",
+    "timed",
     "win_table",
     "with_gaps",
     "with_peak_gaps",
@@ -141,7 +143,10 @@ def with_gaps(df: pd.DataFrame) -> pd.DataFrame:
     ms = out["makespan"].where(_valid(out)).astype(float)
     o = out["optimum"]
     gap = 100.0 * (ms - o) / o.where(o > 0)
-    gap = gap.where(~((o == 0) & (ms == 0)), 0.0)
+    # an optimum of 0: a schedule of 0 is optimal, a longer one infinitely far off (NaN had
+    # counted it among the jobs without a schedule)
+    gap = gap.where(~(o == 0), np.where(ms > 0, math.inf, 0.0))
+    gap = gap.where(ms.notna())
     out["gap_percent"] = gap
     out["is_optimal"] = (gap.abs() <= _EPS) & gap.notna()
     return out
@@ -193,12 +198,19 @@ def win_table(df: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def timed(df: pd.DataFrame) -> pd.DataFrame:
+    """The jobs whose wall time is a time to solution: all but errors (a scheduler that
+    fails at once is not fast). A job killed at its deadline keeps the deadline."""
+    return df[df["status"] != "ERROR"]
+
+
 def time_table(df: pd.DataFrame) -> pd.DataFrame:
     """Wall time per scheduler (mean / median / max) and how runs ended. A job killed at
     its deadline counts the deadline (a lower bound of its time); errors count none."""
     rows = []
+    times = timed(df)
     for s, g in df.groupby("scheduler", sort=True):
-        t = g.loc[g["status"] != "ERROR", "wall_time_s"].dropna()
+        t = times.loc[times["scheduler"] == s, "wall_time_s"].dropna()
         st = g["status"]
         rows.append(
             {
@@ -291,7 +303,9 @@ def with_peak_gaps(df: pd.DataFrame) -> pd.DataFrame:
     least = v.groupby("instance_id")["peak_memory"].transform("min").astype(float)
     peak = v["peak_memory"].astype(float)
     gap = 100.0 * (peak - least) / least.where(least > 0)
-    v["peak_gap_percent"] = gap.where(least > 0, 0.0)
+    # a least peak of 0 (zero-time ops whose outputs die at once): any positive peak is
+    # infinitely above it; 0 had made it count as the least peak
+    v["peak_gap_percent"] = gap.where(least > 0, np.where(peak > 0, math.inf, 0.0))
     return v
 
 

@@ -74,3 +74,19 @@ def test_quick_checks_its_outputs_before_the_study(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"report\.md: is a directory"):
         run_quick(tmp_path, limit=1, progress=False)
     assert time.perf_counter() - t0 < 5 and not (tmp_path / "results.csv").exists()
+
+
+def test_quick_refuses_a_folder_under_a_file_before_the_study(tmp_path: Path) -> None:
+    import time
+
+    import pytest
+
+    from opsched.errors import InputError
+
+    (tmp_path / "f.txt").write_text("x")
+    out = tmp_path / "f.txt" / "sub" / "quick"
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"f\.txt' is a file, not a folder"):
+        run_quick(out, limit=1, progress=False)
+    assert time.perf_counter() - t0 < 5
+    assert (tmp_path / "f.txt").read_text() == "x"

@@ -89,3 +89,13 @@ def test_bad_toml_and_missing_tables(tmp_path) -> None:
     f = tmp_path / "ok.toml"
     f.write_text(BASE)
     assert load_config(f).source == str(f)
+
+
+def test_a_fraction_and_a_byte_size_of_equal_value_are_two_caps() -> None:
+    text = BASE.replace('memory_cap = [1.0, 0.8, "8GiB", "none", 1]',
+                        'memory_cap = [1.0, "1", 2, "2B", 2.0, "2"]')  # fmt: skip
+    cfg = parse_config(text, "x.toml")
+    caps = cfg.machines.memory_caps
+    # 1.0 and 2 (= 2.0) are fractions of the peak; "1", "2B" and "2" are sizes in bytes
+    assert caps == (1.0, 1, 2.0, 2)
+    assert [type(c) for c in caps] == [float, int, float, int]

@@ -282,3 +282,23 @@ def test_a_pipe_in_a_markdown_cell_stays_in_its_cell() -> None:
     row = text.splitlines()[2]
     cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
     assert cells == [r"a\|b", "2", r"x \| y"]
+
+
+def test_the_time_figures_leave_errors_out_as_the_time_table_does(tmp_path, monkeypatch):
+    from opsched.report import figures
+
+    make_hand_db(tmp_path / "h.sqlite")  # serial: 4 jobs, one an ERROR, each 0.5 s
+    drawn: dict[str, list[int]] = {}
+    for name in ("plotly_box", "png_box"):
+        real = getattr(figures, name)
+
+        def spy(df, column, *a, _real=real, _name=name, **k):
+            if column == "wall_time_s":
+                drawn[_name] = sorted(df.loc[df["scheduler"] == "serial", "status"].tolist())
+            return _real(df, column, *a, **k)
+
+        monkeypatch.setattr(figures, name, spy)
+    data = build_report(tmp_path / "h.sqlite", tmp_path / "r.html", n_instances=0)
+    assert data.times.set_index("scheduler").loc["serial", "errors"] == 1
+    want = ["FEASIBLE", "FEASIBLE", "FEASIBLE"]
+    assert drawn == {"plotly_box": want, "png_box": want}

@@ -179,3 +179,32 @@ def test_a_lexicographic_optimum_proves_the_makespan_and_only_makespan_first() -
     assert one("makespan") == one("makespan_then_memory") == 10
     # the least makespan at the least peak, or the least peak alone, proves no makespan
     assert math.isnan(one("memory_then_makespan")) and math.isnan(one("peak_memory"))
+
+
+def test_zero_optimum_and_zero_least_peak_are_no_division_by_zero() -> None:
+    import pandas as pd
+
+    # zero-time ops a -> c and a 5-unit op d on one unit: every order ends at 5, but serial
+    # runs c after d, so a's 100 bytes stay live over [0, 5) while the others free them at 0
+    df = pd.DataFrame({
+        "instance_id": ["i", "i", "j", "j", "j"], "scheduler": ["cpsat", "serial"] * 2 + ["x"],
+        "exact": [True, False, True, False, False], "status": "FEASIBLE", "valid": True,
+        "objective": "makespan", "makespan": [5.0, 5.0, 0.0, 3.0, 0.0],
+        "peak_memory": [0, 100, 0, 0, 0], "memory_cap": None, "known_lb": None,
+        "known_ub": [None, None, 0.0, 0.0, 0.0]})  # fmt: skip
+    df["known_lb"] = df["known_ub"]
+    g = stats.with_gaps(df)
+    # j has the table optimum 0: a schedule of 3 is infinitely off, not "no schedule"
+    assert g["gap_percent"].tolist()[2:] == [0.0, math.inf, 0.0]
+    assert g["is_optimal"].tolist()[2:] == [True, False, True]
+    t = stats.gap_table(df).set_index("scheduler")
+    assert t.loc["serial", "no_schedule"] == 0 and t.loc["serial", "max_gap_percent"] == math.inf
+    p = stats.with_peak_gaps(df)
+    assert p["peak_gap_percent"].tolist() == [0.0, math.inf, 0.0, 0.0, 0.0]
+    pk = stats.peak_memory_table(df).set_index("scheduler")
+    assert pk.loc["serial", "least_peak_share"] == 0.5  # least on j only
+    assert pk.loc["cpsat", "least_peak_share"] == 1.0
+    from opsched.report.figures import plotly_box
+
+    boxes = {t.name: list(t.y) for t in plotly_box(p, "peak_gap_percent", "peaks").data}
+    assert boxes["serial"] == [0.0] and boxes["cpsat"] == [0.0, 0.0]  # inf has no place
