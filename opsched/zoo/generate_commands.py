@@ -18,7 +18,7 @@ from opsched._clikit import (
     handle_errors,
     json_option,
 )
-from opsched.errors import ProblemError
+from opsched.errors import InputError, ProblemError
 
 __all__ = ["GENERATORS", "generate_graph", "register"]
 
@@ -186,6 +186,15 @@ def register(main: click.Group) -> None:
 
         if schedule_out is not None and kind != "planted":
             raise ProblemError(f"--schedule is for the planted generator, not {kind!r}")
+        # the files are JSON whatever their name: a graph written as g.onnx or g.txt could
+        # not be read back (read_graph goes by the suffix), as zoo export and fuse refuse
+        for flag, path in (("-o", output), ("--schedule", schedule_out)):
+            if path is not None and path.suffix.lower() != ".json":
+                raise InputError(
+                    f"{flag} is written as JSON and must end with .json, not "
+                    f"{path.suffix or 'no extension'!r}",
+                    str(path),
+                )
         from opsched._files import check_writable
 
         check_writable(output, schedule_out)  # both, before either is written

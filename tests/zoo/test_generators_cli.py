@@ -84,3 +84,21 @@ def test_max_duration_help_matches_planted_durations(tmp_path: Path) -> None:
     assert d.max() > 10 and abs(d.mean() - 5.5) < 0.01  # 4 units x L = 550, 400 ops
     text = " ".join(run("generate", "--help").output.split())
     assert "planted: they average about (1 + max) / 2, and one may exceed max" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", "g.onnx"], "-o is written as JSON and must end with .json, not '.onnx'"),
+        (["-o", "g"], "-o is written as JSON and must end with .json, not 'no extension'"),
+        (["-o", "g.json", "--schedule", "s.txt"], "--schedule is written as JSON"),
+    ],
+)
+def test_outputs_must_be_json_files(args: list[str], message: str, tmp_path: Path) -> None:
+    # the graph is JSON whatever the name: written as g.onnx it was then read as ONNX and
+    # refused ("not an ONNX model"); zoo export and fuse already refused such a name
+    paths = [str(tmp_path / a) if a.startswith(("g", "s.")) else a for a in args]
+    r = run("generate", "planted", "--ops", "12", "--units", "2", *paths)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
