@@ -50,10 +50,10 @@ def generate_graph(
 
     ``--units`` belongs to ``planted`` only, ``--p`` to ``gnp`` (default
     ``2 avg_deps / (ops - 1)``: about ``avg_deps`` dependencies per op), ``avg_deps`` (default
-    2) to ``gnp`` and ``planted``; ``max_duration`` (default 10) and ``memory`` to every
-    random generator but ``network`` (its own durations and no tensors), and ``layered``
-    always draws tensor sizes; the two examples have a fixed size. An option the generator
-    does not use is refused, not ignored.
+    2) to ``gnp`` (without ``p``) and ``planted``; ``max_duration`` (default 10) and
+    ``memory`` to every random generator but ``network`` (its own durations and no tensors),
+    and ``layered`` always draws tensor sizes; the two examples have a fixed size. An option
+    the generator does not use is refused, not ignored.
 
     Examples
     --------
@@ -73,6 +73,8 @@ def generate_graph(
         raise ProblemError(f"--p is for the gnp generator, not {kind!r}")
     if avg_deps is not None and kind not in ("gnp", "planted"):
         raise ProblemError(f"--avg-deps is for the gnp and planted generators, not {kind!r}")
+    if avg_deps is not None and p is not None:  # --p fixes gnp's edges: --avg-deps is unused
+        raise ProblemError("give --p or --avg-deps, not both: --p sets gnp's edge probability")
     if kind in gen.EXAMPLES or kind == "network":
         for flag, given in (("--memory", memory), ("--max-duration", max_duration is not None)):
             if given:

@@ -64,6 +64,8 @@ def test_examples(tmp_path) -> None:  # type: ignore[no-untyped-def]
         (["generate", "planted", "--ops", "2", "--units", "3"], "at least 3 ops"),
         (["generate", "fork-join", "--ops", "9", "--p", "0.5"], "--p is for the gnp"),
         (["generate", "gnp", "--ops", "9", "--schedule", "s.json"], "--schedule is for"),
+        # --avg-deps only sets gnp's default --p: beside --p it had been ignored in silence
+        (["generate", "gnp", "--ops", "9", "--p", "0.5", "--avg-deps", "3"], "not both"),
     ],
 )
 def test_errors_exit_2_without_output(args: list[str], message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
