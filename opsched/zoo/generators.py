@@ -41,11 +41,6 @@ __all__ = [
 ]
 
 
-def _check(ops: int, what: str, lo: int = 1) -> None:
-    if ops < lo:
-        raise ProblemError(f"{what} must be >= {lo}, got {ops}")
-
-
 def layered(
     ops: int,
     *,
@@ -166,9 +161,10 @@ def gnp(
     >>> gnp(20, 0.2, seed=3).to_dict() == g.to_dict(), gnp(6, 1.0).num_edges
     (True, 15)
     """
-    _check(ops, "ops")
-    if not 0.0 <= p <= 1.0:
-        raise ProblemError(f"edge probability must be in [0, 1], got {p}")
+    ops = check_count(ops, "ops")  # 2.5 or True had failed inside NumPy with a TypeError
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+        raise ProblemError(f"p (the edge probability) must be a number in [0, 1], got {p!r}")
+    p = float(p)
     rng = rng_for(seed)
     durations = draw_durations(rng, ops, max_duration)
     pairs = ops * (ops - 1) // 2

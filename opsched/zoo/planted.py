@@ -28,6 +28,7 @@ rarely do; the edges make it harder still.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -85,6 +86,10 @@ class PlantedGraph:
             lower_bound=self.makespan,
             info={"planted": True},
         )
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 def _rows(rng: np.random.Generator, counts: np.ndarray, length: int) -> list[np.ndarray]:
@@ -155,8 +160,11 @@ def planted(
     if n < k:
         raise ProblemError(f"a planted schedule on {k} units needs at least {k} ops, got {n}")
     check_count(max_duration, "max_duration")
-    if not (np.isfinite(avg_deps) and avg_deps >= 0):
+    # a text or None had reached np.isfinite and failed there with a TypeError
+    if not (_is_number(avg_deps) and np.isfinite(avg_deps) and avg_deps >= 0):
         raise ProblemError(f"avg_deps must be a number >= 0, got {avg_deps!r}")
+    if locality is not None and not _is_number(locality):
+        raise ProblemError(f"locality must be a number > 0, got {locality!r}")
     loc = float(k if locality is None else locality)
     if not (np.isfinite(loc) and loc > 0):
         raise ProblemError(f"locality must be a number > 0, got {locality!r}")

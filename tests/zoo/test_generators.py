@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -199,3 +200,19 @@ def test_examples() -> None:
 def test_bad_arguments_raise_problem_error(call) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ProblemError):
         call()
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: gnp(2.5, 0.1), "ops must be an integer >= 1, got 2.5"),
+        (lambda: gnp(True, 0.1), "ops must be an integer >= 1, got True"),
+        (lambda: gnp(5, "0.5"), "p (the edge probability) must be a number in [0, 1], got '0.5'"),
+        (lambda: gnp(5, float("nan")), "p (the edge probability) must be a number in [0, 1]"),
+    ],
+)
+def test_gnp_names_a_wrong_typed_argument(call: Callable[[], object], message: str) -> None:
+    # a float or bool op count and a text p had failed inside NumPy with a TypeError
+    with pytest.raises(ProblemError) as e:
+        call()
+    assert str(e.value) == message or str(e.value).startswith(message)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,17 @@ def test_seeds_reproduce() -> None:
 def test_bad_arguments(kw: dict) -> None:  # type: ignore[type-arg]
     with pytest.raises(ProblemError):
         planted(**kw)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"avg_deps": "2"}, "avg_deps must be a number >= 0, got '2'"),
+        ({"avg_deps": None}, "avg_deps must be a number >= 0, got None"),
+        ({"locality": "near"}, "locality must be a number > 0, got 'near'"),
+    ],
+)
+def test_wrong_typed_arguments_are_named(kw: dict, message: str) -> None:  # type: ignore[type-arg]
+    # these had reached np.isfinite and failed there with a TypeError naming nothing
+    with pytest.raises(ProblemError, match=re.escape(message)):
+        planted(10, 2, **kw)
