@@ -188,6 +188,11 @@ def register(main: click.Group) -> None:
 
         if schedule_out is not None and kind != "planted":
             raise ProblemError(f"--schedule is for the planted generator, not {kind!r}")
+        ctx = click.get_current_context()
+        if kind in ("seed", "critical-path") and (
+            ctx.get_parameter_source("seed") is click.core.ParameterSource.COMMANDLINE
+        ):  # the two examples are fixed graphs: a seed would be ignored in silence
+            raise ProblemError(f"--seed does not apply to the {kind} example (a fixed graph)")
         # the files are JSON whatever their name: a graph written as g.onnx or g.txt could
         # not be read back (read_graph goes by the suffix), as zoo export and fuse refuse
         for flag, path in (("-o", output), ("--schedule", schedule_out)):

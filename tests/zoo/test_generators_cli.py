@@ -59,6 +59,9 @@ def test_examples(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ("args", "message"),
     [
         (["generate", "seed", "--ops", "5"], "has 7 ops"),
+        # the examples are fixed graphs: --seed had been ignored in silence
+        (["generate", "seed", "--seed", "3"], "--seed does not apply to the seed example"),
+        (["generate", "critical-path", "-s", "0"], "--seed does not apply to the critical-path"),
         (["generate", "gnp", "--ops", "5", "--units", "2"], "--units is for the planted"),
         (["generate", "layered"], "--ops is required"),
         (["generate", "planted", "--ops", "2", "--units", "3"], "at least 3 ops"),
