@@ -39,6 +39,7 @@ from opsched.errors import InputError
 __all__ = [
     "check_writable",
     "guarding_outputs",
+    "is_stream",
     "note_input",
     "parse_count",
     "read_text",
@@ -148,6 +149,21 @@ def _undo(done: list[tuple[Path, Path | None, bool]]) -> None:
                 os.replace(keep, final)
             elif new:
                 final.unlink()
+
+
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a device or a pipe (``/dev/stdout``, a FIFO), which an output is
+    written into as it is: its name says nothing of the format, so a command that checks an
+    output's extension lets such a path through.
+
+    >>> is_stream("/dev/null"), is_stream(__file__), is_stream("no/such/file.json")
+    (True, False, False)
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _is_stdout(p: Path) -> bool:

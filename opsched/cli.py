@@ -25,6 +25,7 @@ from opsched._clikit import (
     json_option,
     units_option,
 )
+from opsched._files import is_stream
 
 # re-exported: these commands live in opsched.analysis.commands, opsched.solve_commands and
 # opsched.validate.commands (registered below)
@@ -161,7 +162,7 @@ def convert(source: Path, target: Path, as_json: bool) -> None:
     from opsched.importers import read_graph
     from opsched.ir.jsonio import write_graph_json
 
-    if target.suffix.lower() != ".json":
+    if target.suffix.lower() != ".json" and not is_stream(target):
         raise OpschedError(
             f"can only write opsched-graph/1 JSON (.json), not {target.suffix or 'no extension'!r}",
             str(target),

@@ -112,3 +112,18 @@ def test_an_output_piped_to_stdout_is_not_followed_by_the_wrote_line(tmp_path: P
     lines = r.stdout.splitlines()
     assert len(lines) == 3 and lines[0].endswith(",predicted_time_us")
     assert "wrote 2 rows to /dev/stdout" in r.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="needs /dev/stdout")
+@pytest.mark.parametrize(
+    "args",
+    [["generate", "layered", "--ops", "5"], ["zoo", "export", "squeezenet1_1"]],
+)
+def test_a_json_output_may_be_a_pipe_whatever_its_name(args: list[str]) -> None:
+    # the commands that refuse an output not ending in .json refused /dev/stdout too
+    import json
+
+    r = subprocess.run([sys.executable, "-m", "opsched", *args, "-o", "/dev/stdout"],
+                       capture_output=True, text=True, check=True)  # fmt: skip
+    assert json.loads(r.stdout)["format"] == "opsched-graph/1"
+    assert r.stderr.startswith("wrote /dev/stdout")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from opsched._clikit import _emit_json, handle_errors, json_option
+from opsched._files import is_stream
 from opsched.errors import GraphError, OpschedError
 
 __all__ = ["register"]
@@ -45,7 +46,7 @@ def register(main: click.Group) -> None:
         from opsched.ir.jsonio import write_graph_json
         from opsched.transforms.fusion import fuse
 
-        if output.suffix.lower() != ".json":
+        if output.suffix.lower() != ".json" and not is_stream(output):
             raise OpschedError("the fused graph is written as opsched-graph/1 JSON (.json)",
                                str(output))  # fmt: skip
         g = read_graph(graph)

@@ -16,6 +16,8 @@ from typing import Any
 
 import click
 
+from opsched._files import is_stream
+
 __all__ = ["register"]
 
 
@@ -143,7 +145,7 @@ def register(main: click.Group) -> None:
         from opsched.ir.jsonio import write_graph_json
         from opsched.zoo.models import build
 
-        if output.suffix.lower() != ".json":
+        if output.suffix.lower() != ".json" and not is_stream(output):
             raise OpschedError(
                 f"can only write opsched-graph/1 JSON (.json), not "
                 f"{output.suffix or 'no extension'!r}",

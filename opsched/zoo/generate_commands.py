@@ -18,6 +18,7 @@ from opsched._clikit import (
     handle_errors,
     json_option,
 )
+from opsched._files import is_stream
 from opsched.errors import InputError, ProblemError
 
 __all__ = ["GENERATORS", "generate_graph", "register"]
@@ -196,7 +197,7 @@ def register(main: click.Group) -> None:
         # the files are JSON whatever their name: a graph written as g.onnx or g.txt could
         # not be read back (read_graph goes by the suffix), as zoo export and fuse refuse
         for flag, path in (("-o", output), ("--schedule", schedule_out)):
-            if path is not None and path.suffix.lower() != ".json":
+            if path is not None and path.suffix.lower() != ".json" and not is_stream(path):
                 raise InputError(
                     f"{flag} is written as JSON and must end with .json, not "
                     f"{path.suffix or 'no extension'!r}",
