@@ -328,16 +328,12 @@ class Schedule:
         return ", ".join(parts)
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{o.name}</td><td>{o.start:g}</td><td>{o.end:g}</td>"
-            f"<td>{'' if o.unit is None else o.unit}</td></tr>"
-            for o in self.ops[:50]
-        )
-        more = f"<p>... {len(self.ops) - 50} more ops</p>" if len(self.ops) > 50 else ""
-        return (
-            f"<p><b>{self.summary()}</b></p><table><tr><th>op</th><th>start</th><th>end</th>"
-            f"<th>unit</th></tr>{rows}</table>{more}"
-        )
+        # names come from the user's graph file: "<script>" must show as text, not run
+        from opsched.viz.text import HTML_ROWS, html_table
+
+        rows = [(o.name, f"{o.start:g}", f"{o.end:g}", "" if o.unit is None else str(o.unit))
+                for o in self.ops[:HTML_ROWS]]  # fmt: skip
+        return html_table(self.summary(), ("op", "start", "end", "unit"), rows, len(self.ops))
 
 
 def read_schedule(path: str | os.PathLike[str]) -> Schedule:

@@ -313,7 +313,18 @@ def test_demo_critical_path_json() -> None:
     assert max(o["end"] for o in doc["schedule_before"]) == 5
     assert max(o["end"] for o in doc["schedule_after"]) == 3
     r = invoke("demo", "critical-path")
-    assert "speedup: 40% shorter" in r.stdout
+    assert r.stdout.splitlines()[-2:] == [
+        "critical path: 5 -> 3, 40% shorter",
+        "schedule (unlimited units): 5 -> 3, 40% shorter",
+    ]
+    # one unit runs one op at a time: the shorter critical path saves nothing there (the
+    # last line had claimed "speedup: 40% shorter" under two Gantt charts of length 5)
+    one = invoke("demo", "critical-path", "-k", "1")
+    assert one.stdout.splitlines()[-2:] == [
+        "critical path: 5 -> 3, 40% shorter",
+        "schedule (1 unit): 5 -> 5, no shorter",
+    ]
+    assert "greedy schedule:   7  (1 unit)" in invoke("demo", "seed", "-k", "1").stdout
 
 
 def test_analyze_stg_json() -> None:

@@ -54,3 +54,20 @@ def test_noise_stats_and_hetero_schedules_echo_one_line() -> None:
     hp = HeteroProblem(layered(2000, seed=3), HeteroMachine.parse("gpu:2,cpu:1"))
     hs = heft(hp)
     assert repr(hs) == f"<HeteroSchedule {hs.summary()}>" and len(repr(hs)) < 300
+
+
+def test_notebook_tables_escape_names_and_count_the_rows_left_out() -> None:
+    # an op named "<script>" read from a graph file had gone into the notebook's HTML as is
+    from opsched.hetero import HeteroMachine, HeteroProblem, heft
+    from opsched.ir import Op, OpGraph
+
+    evil = "<script>alert(1)</script>"
+    ops = (Op(evil, 1), Op("b&c", 1, deps=(evil,)), *(Op(f"x{i}", 1) for i in range(60)))
+    g = OpGraph(ops, name="<g>")
+    s = greedy(Problem(g, Machine(units=2)))
+    hs = heft(HeteroProblem(g, HeteroMachine.parse("gpu:1")))
+    for page in (s._repr_html_(), hs._repr_html_()):
+        assert "<script" not in page and "<g>" not in page
+        assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in page
+        assert "<td>b&amp;c</td>" in page and "on &lt;g&gt;:" in page
+        assert page.count("<tr>") == 1 + 50 and page.endswith("<p>... 12 more ops</p>")

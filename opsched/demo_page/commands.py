@@ -13,6 +13,7 @@ def _page_command() -> click.Command:
     # opsched.cli imports this module while it loads, so its helpers are imported here,
     # once it has finished, and never at this module's top level.
     from opsched._clikit import FiniteFloat, _emit_json, handle_errors, json_option
+    from opsched._files import check_writable
 
     @click.command("page")
     @click.option(
@@ -76,6 +77,7 @@ def _page_command() -> click.Command:
         from opsched.demo_page.build import write_page
         from opsched.importers import read_graph
 
+        check_writable(output)  # before the seconds of solving, not after them
         g = read_graph(graph) if graph is not None else None
         data = write_page(
             output,

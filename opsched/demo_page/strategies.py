@@ -98,8 +98,8 @@ def unroll_micro_batches(
     Copy ``m`` of op ``v`` depends on the copies ``m`` of ``v``'s dependencies and on copy
     ``m - 1`` of ``v`` itself: each op processes the micro-batches in order, like a pipeline
     stage. With ``admit_every``, a chain of admission ops ``admit@m`` (that long, holding no
-    unit) gates the first ops of micro-batch ``m + 1``, so micro-batch ``m`` enters no
-    earlier than ``m * admit_every``.
+    unit; ``admit_@m`` if the graph has an op named ``admit``) gates the first ops of
+    micro-batch ``m + 1``, so micro-batch ``m`` enters no earlier than ``m * admit_every``.
 
     Examples
     --------
@@ -113,17 +113,20 @@ def unroll_micro_batches(
     """
     if micro_batches < 1:
         raise ValueError(f"micro_batches must be >= 1, got {micro_batches}")
+    gate = "admit"  # its copies gate@m must not be those of an op of the graph named so
+    while gate in graph:
+        gate += "_"
     ops = []
     for m in range(micro_batches):
         if admit_every is not None and m + 1 < micro_batches:
-            prev = (f"admit@{m - 1}",) if m else ()
-            ops.append(Op(f"admit@{m}", admit_every, deps=prev, demands={}, kind="admit"))
+            prev = (f"{gate}@{m - 1}",) if m else ()
+            ops.append(Op(f"{gate}@{m}", admit_every, deps=prev, demands={}, kind="admit"))
         for op in graph.ops:
             deps = tuple(f"{d}@{m}" for d in op.deps)
             if m:
                 deps += (f"{op.name}@{m - 1}",)
                 if admit_every is not None and not op.deps:
-                    deps += (f"admit@{m - 1}",)
+                    deps += (f"{gate}@{m - 1}",)
             ops.append(replace(op, name=f"{op.name}@{m}", deps=deps, reads=(), writes=()))
     return graph.replace_ops(ops, name=f"{graph.name}x{micro_batches}")
 

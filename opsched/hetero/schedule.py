@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from opsched.errors import OpschedError, ScheduleFormatError
 from opsched.schedule import Status
+from opsched.viz.text import HTML_ROWS, html_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -305,10 +306,6 @@ class HeteroSchedule:
         return ", ".join(parts)
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{o.name}</td><td>{o.start:g}</td><td>{o.end:g}</td>"
-            f"<td>{o.device}:{o.instance}</td></tr>"
-            for o in self.ops[:50]
-        )
-        return (f"<p><b>{self.summary()}</b></p><table><tr><th>op</th><th>start</th>"
-                f"<th>end</th><th>device</th></tr>{rows}</table>")  # fmt: skip
+        rows = [(o.name, f"{o.start:g}", f"{o.end:g}", f"{o.device}:{o.instance}")
+                for o in self.ops[:HTML_ROWS]]  # fmt: skip
+        return html_table(self.summary(), ("op", "start", "end", "device"), rows, len(self.ops))

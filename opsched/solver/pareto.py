@@ -86,7 +86,10 @@ class ParetoFront:
         }
 
     def plot(self, ax: Any = None) -> Any:
-        """Step plot of the front (matplotlib, ``pip install opsched[plot]``); returns the axes."""
+        """Step plot of the front (matplotlib, ``pip install opsched[plot]``); returns the axes.
+
+        Proven points are filled, points not proven hollow; the title says when the front is
+        incomplete (why: :attr:`stopped`)."""
         try:
             import matplotlib.pyplot as plt
         except ImportError:
@@ -99,10 +102,16 @@ class ParetoFront:
         xs = [p.makespan for p in self.points]
         ys = [p.peak_memory for p in self.points]
         ax.step(xs, ys, where="post", color="tab:blue")
-        ax.scatter(xs, ys, color="tab:blue", zorder=3)
+        # an unproven point may be dominated by a schedule not found: drawn apart from the rest
+        for proven, face in ((True, "tab:blue"), (False, "none")):
+            pts = [(p.makespan, p.peak_memory) for p in self.points if p.proven is proven]
+            if pts:
+                ax.scatter(*zip(*pts, strict=True), facecolors=face, edgecolors="tab:blue",
+                           zorder=3, label="proven" if proven else "not proven")  # fmt: skip
         ax.set_xlabel("makespan")
         bytes_axis(ax, "peak memory")
-        ax.set_title(f"{self.graph}: makespan vs peak memory")
+        state = "" if self.complete else f" (incomplete: {self.stopped or 'not proven'})"
+        ax.set_title(f"{self.graph}: makespan vs peak memory{state}", fontsize=8)
         return ax
 
 

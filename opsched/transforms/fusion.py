@@ -110,6 +110,11 @@ class FusionReport:
             out[grp.pattern] = out.get(grp.pattern, 0) + 1
         return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
+    def __repr__(self) -> str:
+        # one line: a notebook cell echoing the report of a large model printed every group
+        return (f"<FusionReport ops {self.ops_before} -> {self.ops_after} ({len(self.groups)} "
+                f"fused ops), saved {self.bytes_saved} B>")  # fmt: skip
+
     def summary(self) -> str:
         """A few lines: ops before/after, bytes saved, patterns."""
         pct = 100.0 * self.bytes_saved / self.bytes_before if self.bytes_before else 0.0

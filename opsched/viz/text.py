@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from html import escape
+
 from opsched.schedule import Schedule
 
-__all__ = ["gantt_text"]
+__all__ = ["HTML_ROWS", "gantt_text", "html_table"]
 
 
 def gantt_text(schedule: Schedule, width: int = 60) -> str:
@@ -39,3 +42,19 @@ def gantt_text(schedule: Schedule, width: int = 60) -> str:
     lines = [f"{k.ljust(pad)} |{''.join(v)}|" for k, v in rows.items()]
     lines.append(f"t: 0 .. {schedule.makespan:g}")
     return "\n".join(lines)
+
+
+#: rows of a schedule's notebook table (``_repr_html_``); the rest are counted, not shown
+HTML_ROWS = 50
+
+
+def html_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], total: int) -> str:
+    """A bold title over a table, every cell HTML-escaped, then how many of ``total`` rows
+    were left out."""
+
+    def line(tag: str, cells: Sequence[str]) -> str:
+        return "<tr>" + "".join(f"<{tag}>{escape(c)}</{tag}>" for c in cells) + "</tr>"
+
+    body = "".join(line("td", r) for r in rows)
+    more = f"<p>... {total - len(rows)} more ops</p>" if total > len(rows) else ""
+    return f"<p><b>{escape(title)}</b></p><table>{line('th', header)}{body}</table>{more}"

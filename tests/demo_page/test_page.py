@@ -117,3 +117,24 @@ def test_cli_bad_input_exits_2_without_output(tmp_path: Path) -> None:
         lines = r.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("opsched: error: ")
         assert not out.exists()
+
+
+def test_cli_refuses_an_unwritable_output_before_computing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a folder as -o had been found out only at the end: the page was computed (seconds of
+    # CP-SAT), "wrote <folder>" and the summary printed, then the error
+    import opsched.demo_page.build as build
+
+    def never(**_: object) -> dict:
+        raise AssertionError("page data computed for an output that cannot be written")
+
+    monkeypatch.setattr(build, "page_data", never)
+    (tmp_path / "folder.html").mkdir()
+    for out, why in ((tmp_path / "folder.html", "is a directory"),
+                     (tmp_path / "no" / "demo.html", "no such folder")):  # fmt: skip
+        r = CliRunner().invoke(main, ["demo", "page", "-o", str(out)])
+        assert r.exit_code == 2, r.output
+        lines = r.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"opsched: error: {out}: {why}"), lines
+    assert [p.name for p in tmp_path.iterdir()] == ["folder.html"]

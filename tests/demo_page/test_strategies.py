@@ -110,3 +110,17 @@ def test_seed_graph_strategies_without_memory_sizes() -> None:
     assert r["memory"]["metrics"]["peak_memory"] == 0
     assert r["pipeline"]["latency"] == [6, 6, 6]
     assert r["pipeline"]["metrics"]["admission_interval"] == 3.5
+
+
+def test_a_graph_op_named_admit_keeps_its_own_copies() -> None:
+    # the gates were always named admit@m: a graph op "admit" had its copies collide with
+    # them ("op 'admit@1': dependency 'admit@0' is listed twice" from opsched demo page)
+    g = OpGraph((Op("admit", 2), Op("admit_", 3, deps=("admit",)), Op("c", 1, deps=("admit_",))))
+    u = unroll_micro_batches(g, 2, admit_every=6)
+    assert u.num_ops == 2 * 3 + 1 and u["admit__@0"].kind == "admit"
+    assert u["admit@0"].duration == 2 and u["admit@1"].deps == ("admit@0", "admit__@0")
+    # the chain takes 6; on 2 units a micro-batch enters every max(3, 6 / 2) = 3 and each
+    # runs its chain undisturbed: latency 6 each
+    r = compare_strategies(g, units=2, micro_batches=3, time_limit=5)
+    assert r["pipeline"]["metrics"]["admission_interval"] == 3
+    assert r["pipeline"]["latency"] == [6, 6, 6]

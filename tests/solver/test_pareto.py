@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -216,3 +217,27 @@ def test_a_front_cut_at_max_points_is_not_complete_and_says_why() -> None:
     for bad in (0, -1, 2.5):
         with pytest.raises(ProblemError, match="max_points"):
             pareto_front(p, max_points=bad)
+
+
+def test_plot_tells_unproven_points_and_an_incomplete_front_apart() -> None:
+    # every point had been drawn the same, under the same title, proven or not
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from opsched.solver.pareto import ParetoFront
+
+    g = OpGraph((Op("a", 1, output_bytes=8), Op("b", 1, output_bytes=8)))
+    done = pareto_front(Problem(g, Machine(units=2)), point_time_limit=5)
+    assert done.complete and all(q.proven for q in done.points)
+    ax = done.plot()
+    assert ax.get_title() == f"{g.name}: makespan vs peak memory"
+    assert [c.get_label() for c in ax.collections] == ["proven"]
+    first, second = done.points
+    cut = ParetoFront(g.name, [first, replace(second, proven=False)], complete=False,
+                      stopped="time limit")  # fmt: skip
+    ax = cut.plot()
+    assert ax.get_title().endswith("(incomplete: time limit)")
+    filled, hollow = ax.collections
+    assert filled.get_label() == "proven" and filled.get_offsets().tolist() == [[1.0, 16.0]]
+    assert hollow.get_label() == "not proven" and hollow.get_offsets().tolist() == [[2.0, 8.0]]
+    assert hollow.get_facecolors().size == 0  # not filled
