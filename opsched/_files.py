@@ -288,6 +288,8 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
         return
     if p.is_symlink():
         p = Path(os.path.realpath(p))
+    if mode is not None and stat.S_ISDIR(mode):  # refused now, not at the staged rename
+        raise InputError("is a directory, not a file", str(path))
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
     staged = _STAGED.get()
     try:

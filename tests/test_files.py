@@ -127,3 +127,17 @@ def test_a_json_output_may_be_a_pipe_whatever_its_name(args: list[str]) -> None:
                        capture_output=True, text=True, check=True)  # fmt: skip
     assert json.loads(r.stdout)["format"] == "opsched-graph/1"
     assert r.stderr.startswith("wrote /dev/stdout")
+
+
+def test_an_output_that_is_a_folder_is_refused_before_wrote_is_said(tmp_path: Path) -> None:
+    # the staged rename onto the folder failed only when the command ended, after it had
+    # printed "wrote dir.json: ..."
+    (tmp_path / "dir.json").mkdir()
+    r = subprocess.run(
+        [sys.executable, "-m", "opsched", "generate", "layered", "--ops", "5", "-o",
+         str(tmp_path / "dir.json")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().endswith("dir.json: is a directory, not a file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.json"]
