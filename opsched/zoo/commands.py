@@ -151,6 +151,9 @@ def register(main: click.Group) -> None:
                 f"{output.suffix or 'no extension'!r}",
                 str(output),
             )
+        given = click.get_current_context().get_parameter_source("seed")
+        if given is click.core.ParameterSource.COMMANDLINE and name != "randwire":
+            raise OpschedError(f"--seed: {name} is not random (only randwire takes a seed)")
         g = build(name, batch=batch, dtype=dtype, seed=seed)
         params, flops = g.attrs["params"], g.attrs["flops"]
         if do_fuse:

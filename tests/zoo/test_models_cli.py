@@ -64,6 +64,16 @@ def test_export_refuses_a_negative_seed(tmp_path: Path) -> None:
     assert "--seed" in err and "-4" in err and "Traceback" not in err
 
 
+def test_export_refuses_a_seed_for_a_network_that_draws_none(tmp_path: Path) -> None:
+    # only randwire is random: --seed on the others had been ignored in silence
+    out = tmp_path / "r.json"
+    code, text, err = run("zoo", "export", "resnet50", "--seed", "3", "-o", str(out))
+    assert code == 2 and not out.exists() and text == ""
+    assert err.strip() == (
+        "opsched: error: --seed: resnet50 is not random (only randwire takes a seed)"
+    )
+
+
 def test_export_fused_pieces(tmp_path: Path) -> None:
     from opsched.transforms import extract
     from opsched.transforms.fusion import fuse
