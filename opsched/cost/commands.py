@@ -48,7 +48,7 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
     bad_rows = len({row for row, _ in bad})
     skipped = out.attrs["_opsched"]["skipped"]
     other = int(out["predicted_time_us"].isna().sum()) - no_gpu - bad_rows - len(skipped)
-    _write_table(out, output)
+    _write_table(_as_given(input_, out), output)
     notes = [f"{no_gpu} rows without a GPU name, give --gpu to price them"] if no_gpu else []
     notes += [_left_out(skipped)] if skipped else []
     notes += [f"{other} rows not priced"] if other > 0 else []
@@ -57,6 +57,22 @@ def predict(gpu: str | None, input_: Path, output: Path) -> None:
         notes += [f"{bad_rows} rows with a shape no kernel can have (data row {row + 1}: {why})"]
     note = f" (left empty: {'; '.join(notes)})" if notes else ""
     click.echo(f"wrote {len(out)} rows to {output}{note}{_read_as_aten(out)}")
+
+
+def _as_given(path: Path, priced: Any) -> Any:
+    """The table at ``path`` with every cell as its file spells it, plus ``priced``'s
+    prediction columns: the numeric reading the prices come from turns a column of whole
+    numbers with a blank into floats (``24`` -> ``24.0``, exact only below 2**53) and reads
+    ``NA`` or ``null`` as a blank, which writing ``priced`` itself would have put in the output.
+    """
+    import pandas as pd
+
+    text = pd.read_csv(path, dtype=str, keep_default_na=False, low_memory=False)
+    if len(text) != len(priced):  # the same reader on the same file: never expected
+        return priced
+    for col in priced.attrs["_opsched"]["columns"]:
+        text[col] = priced[col].to_numpy()
+    return text
 
 
 def _read_as_aten(out: Any) -> str:

@@ -53,7 +53,7 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
     profiler rows take their share of their op's predicted time
     (:mod:`opsched.cost.kernel_shares`). Also
     attaches, for :func:`errors`, the hidden columns ``_family``, ``_gpu``, ``_roofline_us``
-    (per target).
+    (per target), and names the prediction columns added in ``attrs["_opsched"]["columns"]``.
     """
     schema = detect_schema(df.columns, where, timed=False)
     no_gpu = blank_gpu_rows(df) if gpu is None else 0
@@ -102,6 +102,7 @@ def predict_table(df: Any, gpu: str | None = None, where: str = "table") -> Any:
         out[_PRED[t]] = cols[t]
     out.attrs["_opsched"] = {"schema": schema, "family": fams, "gpu": gpus, "roof": roofs,
                              "targets": targets, "no_gpu": no_gpu,
+                             "columns": [_PRED[t] for t in targets],
                              "impossible": sorted(impossible), "skipped": skipped}  # fmt: skip
     return out
 
