@@ -131,6 +131,11 @@ def fit_profiles(
             model = fit_model(data, progress=progress)
             docs = profile_docs(model, specs)
     _load_specs.cache_clear()
+    # the last reading before the first write: a table that fails leaves the folder as it was
+    from opsched.cost.data import read_table
+    from opsched.cost.kernel_shares import SHARE_TABLES, SHARES_FILE, _read, fit_shares
+
+    shares = fit_shares([read_table(base / f) for f in SHARE_TABLES if (base / f).exists()])
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(specs_text, out / "gpus.json")
     written = [out / "gpus.json"]
@@ -149,10 +154,6 @@ def fit_profiles(
         path = out / f"{key}.json"
         write_text_atomic(json.dumps(prof, indent=1, sort_keys=True) + "\n", path)
         written.append(path)
-    from opsched.cost.data import read_table
-    from opsched.cost.kernel_shares import SHARE_TABLES, SHARES_FILE, _read, fit_shares
-
-    shares = fit_shares([read_table(base / f) for f in SHARE_TABLES if (base / f).exists()])
     share_doc = {"format": "opsched-kernel-shares/1", "tables": list(SHARE_TABLES),
                  "shares": shares}  # fmt: skip
     write_text_atomic(json.dumps(share_doc, indent=1) + "\n", out / SHARES_FILE)

@@ -35,7 +35,7 @@ def _write_rows(frame: Any, path: Path) -> None:
 
     data = frame.to_csv(index=False).encode("utf-8")
     if path.name.lower().endswith(".gz"):
-        data = gzip.compress(data)
+        data = gzip.compress(data, mtime=0)  # the same rows give the same bytes
     write_bytes_atomic(data, path)
 
 

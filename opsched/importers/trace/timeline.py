@@ -285,14 +285,35 @@ def _add_edges(t: TraceData, runs: list[_Run], by_stream: dict[int, list[int]]) 
             candidates += [
                 (p, q, "host") for p in prods for q in conss if runs[p].stream != runs[q].stream
             ]
+    return _accept(runs, candidates)
+
+
+def _accept(runs: list[_Run], candidates: list[tuple[int, int, str]]) -> int:
+    """Add each candidate edge ``p -> q`` (kind) that the measured starts allow and that
+    closes no cycle; return how many were dropped.
+
+    Every edge kept has ``q`` start no earlier than ``p``'s start plus its busy time, less
+    ``_EPS``, so a path back from ``q`` to ``p`` needs ``q`` to start within ``_EPS`` per
+    edge of ``p``: only then is the search for one made. (It had been made only for edges
+    against the run order, yet zero-time runs starting together can close a cycle with an
+    edge along it, after one against it was kept.)
+
+    >>> runs = [_Run(key=i, stream=i) for i in range(2)]  # zero-time, both at 0
+    >>> _accept(runs, [(1, 0, "event"), (0, 1, "event")]), runs[0].deps, runs[1].deps
+    (1, {1: 'event'}, {})
+    """
     dropped = 0
+    near = len(runs) * _EPS
     for p, q, kind in candidates:
         if p == q or p in runs[q].deps:
             continue
-        if runs[q].start + _EPS < runs[p].start + runs[p].busy or (p > q and _reaches(runs, p, q)):
+        rp, rq = runs[p], runs[q]
+        if rq.start + _EPS < rp.start + rp.busy or (
+            (p > q or rq.start <= rp.start + near) and _reaches(runs, p, q)
+        ):
             dropped += 1
             continue
-        runs[q].deps[p] = kind
+        rq.deps[p] = kind
     return dropped
 
 
