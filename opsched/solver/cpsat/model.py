@@ -22,7 +22,7 @@ from ortools.sat.python import cp_model
 from opsched.ir.graph import OpGraph
 from opsched.problem import Machine, Problem
 from opsched.solver.cpsat.constraints import Constraints
-from opsched.solver.cpsat.hint import HINT_ORDER_SEARCHES, heuristic_start
+from opsched.solver.cpsat.hint import HINT_ORDER_SEARCHES, Start, heuristic_start
 from opsched.solver.cpsat.objective import Objective
 from opsched.solver.cpsat.variables import Variables
 from opsched.solver.defaults import DEFAULT_SUBSOLVERS, DEFAULT_WORKERS
@@ -168,6 +168,13 @@ class CpsatModel:
         A proven least peak in quanta (the ``peak`` variable starts there).
     makespan_floor
         A proven least makespan in ticks (the ``makespan`` variable starts there).
+    start
+        Without ``hint_starts``: the starting schedule already found for ``tick``
+        (:func:`~opsched.solver.cpsat.hint.heuristic_start`), used instead of searching
+        again; its starts are the hint, its makespan the horizon.
+    deadline
+        Where the model searches for its own start: when that search stops (None: its
+        state counts alone).
     """
 
     def __init__(
@@ -185,6 +192,8 @@ class CpsatModel:
         memory_order: np.ndarray | None = None,
         peak_floor: int = 0,
         makespan_floor: int = 0,
+        start: Start | None = None,
+        deadline: float | None = None,
     ) -> None:
         params = params or Params()
         self.memory_order = memory_order
@@ -193,7 +202,9 @@ class CpsatModel:
         self.tick = tick if tick is not None else tick_problem(problem, self.scaling)
         self.model = cp_model.CpModel()
         if hint_starts is None:  # the greedy schedule: a hint, and the horizon if none given
-            greedy_ms, hint_starts = self.heuristic_upper_bound()
+            if start is None:
+                start = heuristic_start(self.tick, self.memory_order, deadline=deadline)
+            greedy_ms, hint_starts = start.makespan, start.starts
             if horizon is None:
                 horizon = greedy_ms if params.greedy_horizon else int(sum(self.scaling.durations))
         elif horizon is None:
