@@ -120,7 +120,9 @@ def solve_downsets(
     units = assign_units([float(t) for t in ticks], [float(e) for e in ends],
                          problem.graph.demand_array("units").tolist())  # fmt: skip
     proven = found.proven and scaling.exact
-    if found.proven and scaling.time_exact and found.makespan is not None:
+    # the search's optimum bounds the problem only where its integers are the problem's:
+    # sizes rounded up and the cap down can leave it less room than the problem has
+    if found.proven and scaling.exact and found.makespan is not None:
         lb = max(lb, scaling.to_time(found.makespan))
     real_ms = max((scaling.to_time(e) for e in ends), default=0.0)
     proven = proven or (scaling.exact and real_ms <= lb + 1e-9)  # a beam schedule at the bound

@@ -656,3 +656,24 @@ def test_the_phase_split_keeps_the_makespan_limit() -> None:
                         params=Params(num_workers=1, split=split))  # fmt: skip
         assert r.status is Status.INFEASIBLE
     assert solve_cpsat(p, "makespan", time_limit=10, num_workers=1).makespan == 20
+
+
+def test_a_hint_at_the_known_bound_in_deterministic_mode() -> None:
+    # on two units under a cap the greedy start ends at the overlap bound (10, the critical
+    # path); stopping the interleaved search at that hint's solution aborted the process
+    # inside CP-SAT (a failed check in its postsolve), with --deterministic on the CLI too
+    g = OpGraph((
+        Op("o0", 3, output_bytes=10),
+        Op("o1", 1, deps=("o0",), output_bytes=1),
+        Op("o2", 2, deps=("o1",), demands={"units": 1, "dma": 1}),
+        Op("o3", 4, deps=("o0", "o2"), output_bytes=1, output=True),
+        Op("o4", 3, deps=("o0", "o1"), output_bytes=2),
+        Op("o5", 3, deps=("o0",), workspace_bytes=1),
+    ), persistent_bytes=5, resources={"dma": 2})  # fmt: skip
+    p = Problem(g, Machine(units=2, memory_cap=21))
+    best = solve_brute_force(p, "makespan")
+    for deterministic in (True, False):
+        r = solve_cpsat(p, "makespan", time_limit=5, deterministic=deterministic)
+        _valid(p, r)
+        assert r.status is Status.OPTIMAL and r.makespan == best.makespan == 10.0
+        assert r.info["stages"][0]["met_known_bound"] is True

@@ -411,3 +411,20 @@ def test_a_compile_that_eats_the_limit_is_named_in_the_reason(
     assert s.status is Status.UNKNOWN and s.info["compile_s"] == 12.5
     assert "compiling the search's kernels took 12.5 s of the 10 s limit" in s.info["reason"]
     assert "cached" in s.info["reason"]
+
+
+def test_solve_downsets_claims_no_bound_from_rounded_sizes() -> None:
+    # sizes past 2^40 quanta are rounded up and the cap down: the rounded problem cannot run
+    # a and b together (its optimum 2), the problem can (1, as the brute force finds); the
+    # search's optimum 2 had been reported as the lower bound, gap 0
+    from opsched.solver.downset_solver import solve_downsets
+
+    x = 2**50 + 1
+    g = OpGraph((Op("a", 1, output_bytes=x), Op("b", 1, output_bytes=x + 2)))
+    p = Problem(g, Machine(units=2, memory_cap=2 * x + 2))
+    best = solve_brute_force(p, "makespan")
+    assert best.makespan == 1.0
+    r = solve_downsets(p, time_limit=5)
+    assert r.info["scaling"]["memory_exact"] is False and validate(p, r).valid
+    assert r.status is Status.FEASIBLE
+    assert r.lower_bound is not None and r.lower_bound <= best.makespan

@@ -147,3 +147,38 @@ def test_the_start_serves_the_lexicographic_objective_and_the_horizon_switch() -
 
     q = solve_cpsat(p, time_limit=20, params=Params(greedy_horizon=False))
     assert q.status is Status.OPTIMAL and q.makespan == 130 and "start" in q.info
+
+
+def test_the_memory_aware_start_is_searched_once_and_within_the_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 120 layered ops at 70 % of the greedy peak on 2 units: both greedy schedules break the
+    # cap, so the start comes from memory_list's order searches (0.6-0.9 s here). They ran
+    # with no deadline, once for the probe model and again for the model after the down-set
+    # search: a 1 s solve took 2.0-2.6 s
+    import time
+
+    from opsched.heuristics.greedy import greedy
+    from opsched.solver.cpsat import hint
+    from opsched.zoo.generators import layered
+
+    g = layered(120, seed=0)
+    peak = greedy(Problem(g, Machine(units=2))).peak_memory
+    assert peak is not None
+    p = Problem(g, Machine(units=2, memory_cap=int(0.7 * peak)))
+    assert not any(greedy(p, prio).has_schedule for prio in ("b-level", "fifo"))
+    calls: list[float | None] = []
+    real = hint.memory_list
+
+    def spy(*args: object, deadline: float | None = None, **kwargs: object) -> Schedule:
+        calls.append(deadline)
+        return real(*args, deadline=deadline, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hint, "memory_list", spy)
+    t0 = time.perf_counter()
+    r = solve_cpsat(p, time_limit=1.0)
+    wall = time.perf_counter() - t0
+    assert 0 < len(calls) <= len(hint.HINT_ORDER_SEARCHES) + 1  # once per search, not per model
+    assert all(d is not None and d <= t0 + 1.0 + 1e-3 for d in calls)
+    assert wall < 2.0
+    assert not r.has_schedule or validate(p, r).valid

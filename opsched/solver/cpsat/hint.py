@@ -110,12 +110,15 @@ def heuristic_start(
     seconds: float | None = 0.0,
     target: int = 0,
     max_tries: int | None = None,
+    deadline: float | None = None,
 ) -> Start:
     """The best starting schedule of the integer problem ``tick`` (see the module docstring).
 
     ``seconds``: most time for the list schedules beyond greedy (0: none; None: no clock, so
     that a deterministic solve gets the same start on every machine); ``max_tries``: most
-    list schedules (None: all 32); ``target``: stop as soon as a schedule ends by it.
+    list schedules (None: all 32); ``target``: stop as soon as a schedule ends by it;
+    ``deadline``: a :func:`time.perf_counter` time at which the memory-aware fallback's order
+    searches stop with the best order found by then (None: their state counts alone).
     """
     best = Start(int(tick.graph.durations.sum()), None, "none")
     t0 = time.perf_counter()
@@ -131,7 +134,7 @@ def heuristic_start(
         if memory_order is not None:
             tries.insert(0, {"order": memory_order})
         for kwargs in tries:
-            s = memory_list(tick, **kwargs)
+            s = memory_list(tick, deadline=deadline, **kwargs)
             if s.has_schedule and s.makespan is not None:
                 return Start(int(s.makespan), [int(o.start) for o in s.ops], "memory_list")
         return best

@@ -22,7 +22,7 @@ from ortools.sat.python import cp_model
 from opsched.ir.graph import OpGraph
 from opsched.problem import Machine, Problem
 from opsched.solver.cpsat.constraints import Constraints
-from opsched.solver.cpsat.hint import HINT_ORDER_SEARCHES, heuristic_start
+from opsched.solver.cpsat.hint import HINT_ORDER_SEARCHES, Start, heuristic_start
 from opsched.solver.cpsat.objective import Objective
 from opsched.solver.cpsat.variables import Variables
 from opsched.solver.defaults import DEFAULT_SUBSOLVERS, DEFAULT_WORKERS
@@ -168,6 +168,13 @@ class CpsatModel:
         A proven least peak in quanta (the ``peak`` variable starts there).
     makespan_floor
         A proven least makespan in ticks (the ``makespan`` variable starts there).
+    start
+        Without ``hint_starts``: the starting schedule already found for ``tick``
+        (:func:`~opsched.solver.cpsat.hint.heuristic_start`), used instead of searching
+        again; its starts are the hint, its makespan the horizon.
+    deadline
+        Where the model searches for its own start: when that search stops (None: its
+        state counts alone).
     """
 
     def __init__(
@@ -185,6 +192,8 @@ class CpsatModel:
         memory_order: np.ndarray | None = None,
         peak_floor: int = 0,
         makespan_floor: int = 0,
+        start: Start | None = None,
+        deadline: float | None = None,
     ) -> None:
         params = params or Params()
         self.memory_order = memory_order
@@ -193,7 +202,9 @@ class CpsatModel:
         self.tick = tick if tick is not None else tick_problem(problem, self.scaling)
         self.model = cp_model.CpModel()
         if hint_starts is None:  # the greedy schedule: a hint, and the horizon if none given
-            greedy_ms, hint_starts = self.heuristic_upper_bound()
+            if start is None:
+                start = heuristic_start(self.tick, self.memory_order, deadline=deadline)
+            greedy_ms, hint_starts = start.makespan, start.starts
             if horizon is None:
                 horizon = greedy_ms if params.greedy_horizon else int(sum(self.scaling.durations))
         elif horizon is None:
@@ -272,18 +283,48 @@ class CpsatModel:
             p.use_timetable_edge_finding_in_cumulative = True
             p.use_hard_precedences_in_cumulative = True
         self.solver = solver
+        model = self.model
+        if known_bound is not None and self._hint_meets(known_bound, params):
+            # The hint is already optimal: nothing to search. Stopping the search at the
+            # hint's own solution crashes CP-SAT 9.15 with interleave_search (deterministic
+            # mode: an abort in its postsolve that kills the process), so the hint is
+            # checked in a copy of the model with every start fixed to it instead.
+            model = self.model.clone()
+            for var, val in zip(self.vars.start, self.hint_starts or [], strict=True):
+                model.add(var == val)
+            known_bound = None  # nothing to stop
         callback = None
         if on_solution is not None or known_bound is not None:
             callback = Improvements(on_solution, known_bound)
-        self.status = run_solver(solver, self.model, callback, log=params.log)
+        self.status = run_solver(solver, model, callback, log=params.log)
+        if model is not self.model and self.status != cp_model.OPTIMAL:
+            # the hint breaks the model after all (or the time ran out): the search
+            # proper, from no hint, stopped where it meets the bound
+            model = self.model
+            model.clear_hints()
+            known_bound = self.known_bound
+            callback = Improvements(on_solution, known_bound)
+            solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
+            self.status = run_solver(solver, model, callback, log=params.log)
+        # the hint checked (OPTIMAL in the copy) or a search stopped at the bound
+        met = model is not self.model or self.status == cp_model.FEASIBLE
         self.met_known_bound = (
-            known_bound is not None
-            and self.status == cp_model.FEASIBLE
-            and solver.objective_value <= known_bound
+            self.known_bound is not None
+            and met
+            and self.status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+            and solver.objective_value <= self.known_bound
         )
         if self.met_known_bound:
             self.status = cp_model.OPTIMAL  # a schedule at a proven bound
         return self.status
+
+    def _hint_meets(self, known_bound: int, params: Params) -> bool:
+        """Whether the hint, used, ends by ``known_bound`` (ticks): a makespan no schedule
+        beats, so the hint is optimal if the model accepts it."""
+        if not params.hint or self.hint_starts is None or self.vars.makespan is None:
+            return False
+        ends = [s + d for s, d in zip(self.hint_starts, self.scaling.durations, strict=True)]
+        return max(ends, default=0) <= known_bound
 
     # ------------------------------------------------------------------ reading back
     def tick_starts(self) -> list[int]:

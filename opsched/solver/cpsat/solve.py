@@ -30,6 +30,7 @@ from opsched.problem import (
 from opsched.schedule import Schedule, Status
 from opsched.solver.cpsat.hint import (
     HINT_SHARE,
+    Start,
     deterministic_tries,
     heuristic_start,
     lists_apply,
@@ -273,11 +274,23 @@ def solve_cpsat(
         if limit_ticks is not None:
             peak_hint = None  # it may end after the limit
 
+    own: list[Start] = []  # the models' own start, searched for once (probe and model)
+
+    def own_start() -> Start:
+        if not own:
+            # under a cap the greedy schedules break, its order searches take seconds at
+            # 100 ops: stopped by the time limit (by their state counts alone when
+            # deterministic), and not repeated for each model
+            until = None if params.deterministic else deadline
+            own.append(heuristic_start(tick, memory_order, deadline=until))
+        return own[0]
+
     def build(kind: str, bound: int | None, hint_starts: list[int] | None,
               horizon: int | None, floor: int) -> CpsatModel:  # fmt: skip
         """The model of one stage; ``bound`` caps the other criterion (makespan or peak)."""
         peak_bounded = kind == "makespan" and bound is not None  # memory_then_makespan
         with_peak = kind == "peak" or peak_bounded
+        start = own_start() if hint_starts is None else None
         model = CpsatModel(
             problem,
             with_memory=problem.memory_cap is not None or with_peak,
@@ -291,6 +304,7 @@ def solve_cpsat(
             memory_order=memory_order,
             peak_floor=peak_floor if with_peak else 0,
             makespan_floor=floor,
+            start=start,
         )
         if kind == "makespan":
             if peak_bounded and bound is not None:
