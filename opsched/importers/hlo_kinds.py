@@ -49,8 +49,8 @@ _ELEMENTWISE = set(
     add subtract multiply divide maximum minimum power remainder atan2 and or xor not
     negate abs sign exponential exponential-minus-one log log-plus-one logistic tanh
     sqrt rsqrt cbrt sine cosine tan erf floor ceil round-nearest-afz round-nearest-even
-    compare select clamp convert is-finite popcnt count-leading-zeros shift-left shift-
-    right-arithmetic shift-right-logical real imag complex iota rng rng-bit-generator
+    compare select clamp convert is-finite popcnt count-leading-zeros shift-left
+    shift-right-arithmetic shift-right-logical real imag complex iota rng rng-bit-generator
     stochastic-convert reduce-precision map
     """
     )
@@ -65,12 +65,14 @@ _COPIES = set(
     """
     )
 )
-_VIEWS = {"bitcast", "reshape", "get-tuple-element", "optimization-barrier", "domain"}
-#: The second half of an asynchronous pair: its value is what its start already holds, so
-#: it runs no kernel and holds no memory of its own (a view of the start).
+#: XLA prints the optimization barrier as ``opt-barrier``: it passes its operand through.
+_VIEWS = {"bitcast", "reshape", "get-tuple-element", "opt-barrier", "domain"}
+#: The second half of an asynchronous pair (or an ``async-update`` between the two): its
+#: value is what its start already holds, so it runs no kernel and holds no memory of its own
+#: (a view of the start).
 _ASYNC_DONE = set(
     _words(
-        "copy-done async-done all-reduce-done all-gather-done collective-permute-done "
+        "copy-done async-update async-done all-reduce-done all-gather-done collective-permute-done "
         "send-done recv-done"
     )
 )

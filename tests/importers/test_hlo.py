@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -408,3 +409,40 @@ def test_an_async_copy_moves_its_data_once() -> None:
         "  ROOT d = f32[16] all-gather-done(s)\n}\n"
     )
     assert (g["s"].output_bytes, g["s"].attrs["numel"], g["d"].output_bytes) == (64, 16, 0)
+
+
+def test_opcodes_xla_prints_are_mapped() -> None:
+    """``shift-right-arithmetic`` is arithmetic, ``opt-barrier`` (XLA's spelling) passes its
+    tuple through and ``async-update`` is a view of its start: none of them allocates a copy
+    or is warned as unknown."""
+    text = """HloModule m
+ENTRY e {
+  x = s32[4]{0} parameter(0)
+  y = s32[4]{0} parameter(1)
+  a = s32[4]{0} shift-right-arithmetic(x, y)
+  s = f32[] parameter(2)
+  t = (s32[4]{0}, f32[]) tuple(a, s)
+  ob = (s32[4]{0}, f32[]) opt-barrier(t)
+  g1 = f32[] get-tuple-element(ob), index=1
+  st = ((f32[]), f32[], u32[]) async-start(g1), calls=c
+  up = ((f32[]), f32[], u32[]) async-update(st)
+  dn = f32[] async-done(up)
+  ROOT r = f32[] negate(dn)
+}
+c {
+  p = f32[] parameter(0)
+  ROOT n = f32[] negate(p)
+}
+"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = from_hlo_text(text)
+    assert "unmapped" not in g.attrs
+    assert (g["a"].kind, g["a"].output_bytes) == ("elementwise", 16) and g["a"].attrs["flops"]
+    assert (g["ob"].kind, g["ob"].output_bytes, g["ob"].deps) == ("view", 0, ("a", "s"))
+    # the element read through the barrier keeps what the barrier held (both elements)
+    assert set(g["g1"].deps) == {"ob", "a", "s"}
+    assert (g["up"].kind, g["up"].output_bytes) == ("view", 0)
+    assert (g["dn"].kind, g["dn"].output_bytes) == ("view", 0)
+    assert g["st"].output_bytes == 8  # its f32[] result and u32[] context, not the operand
+    assert "st" in g["r"].deps
