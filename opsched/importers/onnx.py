@@ -54,9 +54,12 @@ _SAME_AS = {
     """
     Relu Sigmoid Tanh Exp Log Sqrt Neg Abs Erf Reciprocal Floor Ceil Round Sign Sin Cos
     Tan Sinh Cosh Asin Acos Atan Softplus Softsign Selu Elu Celu Mish Gelu Add Sub Mul
-    Div Pow Mod Where Not And Or Xor Equal Less Greater Max Min Sum Mean
+    Div Pow Where Max Min Sum Mean
     """
 )},
+    # ATen spells these otherwise (lower-cased, they were unknown and imported as copies)
+    "Mod": "remainder", "Not": "logical_not", "And": "logical_and", "Or": "logical_or",
+    "Xor": "logical_xor", "Equal": "eq", "Less": "lt", "Greater": "gt",
     "LeakyRelu": "leaky_relu", "HardSwish": "hardswish", "HardSigmoid": "hardsigmoid",
     "PRelu": "prelu", "Clip": "clamp", "Cast": "float", "CastLike": "float",
     "LessOrEqual": "le", "GreaterOrEqual": "ge", "IsNaN": "isnan", "IsInf": "isinf",

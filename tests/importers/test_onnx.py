@@ -287,3 +287,38 @@ def test_a_value_defined_twice_is_refused(outputs: list[str], message: str) -> N
     with pytest.raises(InputError) as e:
         from_onnx(model)
     assert str(e.value) == f"onnx: {message} (an ONNX value is assigned once)"
+
+
+def test_comparisons_and_logic_are_elementwise() -> None:
+    # ONNX's Equal, Less, Greater, Not, And, Or, Xor and Mod had been looked up in the ATen
+    # table by their lower-cased names, which ATen does not use: each was an unknown op,
+    # warned, and its bool result imported as a copy of no FLOPs
+    bvi = oh.make_tensor_value_info
+    nodes = [
+        oh.make_node("Equal", ["x", "y"], ["eq"], name="eq"),
+        oh.make_node("Less", ["x", "y"], ["lt"], name="lt"),
+        oh.make_node("Greater", ["x", "y"], ["gt"], name="gt"),
+        oh.make_node("Not", ["eq"], ["n"], name="not"),
+        oh.make_node("And", ["lt", "gt"], ["a"], name="and"),
+        oh.make_node("Or", ["a", "n"], ["o"], name="or"),
+        oh.make_node("Xor", ["o", "eq"], ["z"], name="xor"),
+        oh.make_node("Mod", ["x", "y"], ["m"], name="mod", fmod=1),
+    ]
+    outs = [bvi("z", TP.BOOL, None), _vi("m", None)]
+    model = oh.make_model(oh.make_graph(nodes, "cmp", [_vi("x", [3]), _vi("y", [3])], outs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ImporterWarning)
+        g = from_onnx(model)
+    assert "unmapped" not in g.attrs
+    for name, deps in [
+        ("eq", ("x", "y")),
+        ("not", ("eq",)),
+        ("and", ("lt", "gt")),
+        ("or", ("and", "not")),
+        ("xor", ("or", "eq")),
+        ("mod", ("x", "y")),
+    ]:
+        op = g[name]
+        assert (op.kind, op.deps) == ("elementwise", deps), name
+        assert op.attrs["flops"] > 0, name
+    assert g["eq"].output_bytes == 3 and g["mod"].output_bytes == 12
