@@ -116,6 +116,9 @@ def parse_psplib(text: str, name: str = "psplib", where: str = "<sm>") -> OpGrap
     if not res_names or _RESOURCE_NAME.sub("", head).strip():
         raise InputError(f"line {head_line + 1}: expected resource names (R 1 R 2 ...), "
                          f"got {head.strip()!r}", where)  # fmt: skip
+    twice = next((r for k, r in enumerate(res_names) if r in res_names[:k]), None)
+    if twice is not None:  # the second column had replaced the first's capacity and requests
+        raise InputError(f"line {head_line + 1}: resource {twice} is listed twice", where)
     cap_line = _next_filled(lines, head_line + 1)
     if cap_line >= len(lines):
         raise InputError("missing resource capacities (truncated file?)", where)

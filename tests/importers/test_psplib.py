@@ -303,3 +303,11 @@ def test_a_nonrenewable_resource_the_header_counts_is_read() -> None:
     assert dict(parse_psplib(text).resources) == {"R1": 3, "R2": 2}
     with pytest.raises(InputError, match=r"line 4: 0 nonrenewable resources, but .* \['N1'\]$"):
         parse_psplib(text.replace(": 1 N", ": 0 N"))
+
+
+def test_a_resource_listed_twice_is_refused() -> None:
+    # "R 1  R 1" had kept one resource R1 with the second column's capacity (2) and
+    # requests, the first column's dropped without a word
+    text = SMALL.replace("R 1  R 2", "R 1  R 1")
+    with pytest.raises(InputError, match=r"^<sm>: line 19: resource R1 is listed twice$"):
+        parse_psplib(text)
