@@ -318,13 +318,17 @@ def _overflows(
 def _unit_overlaps(
     unit: np.ndarray, s: np.ndarray, e: np.ndarray, names: np.ndarray, eps: np.ndarray
 ) -> list[tuple[int, int]]:
-    """Consecutive pairs (by unit, then start, end, name) that overlap on their unit, by more
-    than the larger of their tolerances ``eps``."""
+    """Consecutive pairs (by unit, then start, end, name) that overlap on their unit.
+
+    Each op holds its unit over ``[s, e - eps)``, its end pulled in by its own tolerance, as
+    in the capacity sweep: a pair that breaks a one-unit capacity also breaks its unit. The
+    callers pass only ops with ``eps < e - s``, so every such interval is non-empty and, in
+    start order, any overlap shows up between neighbours."""
     if len(unit) < 2:
         return []
     order = np.lexsort((names, e, s, unit))
-    u, s2, e2, t = unit[order], s[order], e[order], eps[order]
-    clash = np.flatnonzero((u[1:] == u[:-1]) & (s2[1:] < e2[:-1] - np.maximum(t[1:], t[:-1])))
+    u, s2, e2 = unit[order], s[order], e[order] - eps[order]
+    clash = np.flatnonzero((u[1:] == u[:-1]) & (s2[1:] < e2[:-1]))
     return [(int(order[c]), int(order[c + 1])) for c in clash]
 
 

@@ -568,3 +568,23 @@ def test_float_times_far_past_the_total_duration_keep_a_few_ulps() -> None:
     bad = Schedule.build(p, {"a": t0, "b": t1 - 1e-3, "c": t1 + 0.2}, dict.fromkeys("abc", 0),
                          solver="hand")  # fmt: skip
     assert {"precedence", "unit_overlap"} <= set(validate(p, bad).kinds())
+
+
+@pytest.mark.parametrize("on_units", [True, False])
+def test_unit_and_capacity_checks_share_one_tolerance_per_op(on_units: bool) -> None:
+    # past the graph's total duration each op's tolerance is 1,024 ulps of its own times: a
+    # ends below 8192 (ulp 2**-40, tolerance 2**-30 ~ 0.93e-9), b ends above it (tolerance
+    # 2**-29 ~ 1.86e-9), and b starts 1.5e-9 before a ends. The capacity sweep saw two ops
+    # on one unit, while the unit check, which took the larger tolerance of the pair, saw
+    # none: the same overlap is now one on both counts
+    g = OpGraph((Op("a", 0.4), Op("b", 0.4)))
+    p = Problem(g, Machine(units=1))
+    sa = 8191.5
+    sb = sa + 0.4 - 1.5e-9
+    units = {"a": 0, "b": 0} if on_units else {}
+    s = hand(g, rows_at(g, {"a": sa, "b": sb}, units))
+    kinds = [v.kind for v in validate(p, s).violations]
+    assert kinds == (["capacity", "unit_overlap"] if on_units else ["capacity"])
+    # an overlap within a's own tolerance is none on either count
+    s = hand(g, rows_at(g, {"a": sa, "b": sa + 0.4 - 0.5e-9}, units))
+    assert validate(p, s).valid
