@@ -263,6 +263,10 @@ def from_onnx(
         shape = []
         for d in tt.tensor_type.shape.dim:
             if d.HasField("dim_value"):
+                if d.dim_value < 0:  # -1 is a reshape's wildcard, never a tensor's size
+                    raise InputError(f"{node} {vname!r} has a dimension of {d.dim_value} "
+                                     "(sizes are counts: give it as a name, or its size)",
+                                     where)  # fmt: skip
                 shape.append(int(d.dim_value))
             else:
                 symbolic[d.dim_param or "?"] = 1

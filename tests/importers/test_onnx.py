@@ -138,6 +138,16 @@ def test_undefined_input_names_the_node() -> None:
         from_onnx(oh.make_model(oh.make_graph([node], "g", [x], [y])))
 
 
+def test_a_negative_dimension_is_named() -> None:
+    # a -1 (a reshape's wildcard) in an input's type had failed later on the op's numel,
+    # naming neither the tensor nor the dimension
+    x = oh.make_tensor_value_info("x", TP.FLOAT, [-1, 4])
+    y = oh.make_tensor_value_info("y", TP.FLOAT, None)
+    model = oh.make_model(oh.make_graph([oh.make_node("Relu", ["x"], ["y"])], "g", [x], [y]))
+    with pytest.raises(InputError, match=r"graph input 'x' has a dimension of -1"):
+        from_onnx(model)
+
+
 def _vi(name: str, shape: Any) -> Any:
     return oh.make_tensor_value_info(name, TP.FLOAT, shape)
 
