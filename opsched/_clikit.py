@@ -25,6 +25,7 @@ __all__ = [
     "EXIT_NO_SCHEDULE",
     "FiniteFloat",
     "cap_option",
+    "check_graph_memory",
     "emit_json",
     "fail",
     "handle_errors",
@@ -113,6 +114,25 @@ GRAPH_OP_BYTES, NETWORK_OP_BYTES, GRAPH_EDGE_BYTES = 2_000, 4_000, 150
 #: draws are one float matrix, 24 B per duration at the peak of drawing (6 GB at the bound).
 MAX_SIMULATED_RUNS = 1_000_000
 MAX_SIMULATED_DURATIONS = 250_000_000
+
+
+def check_graph_memory(
+    ops: float, edges: float, what: str, per_op: int | None = None, where: str | None = None
+) -> None:
+    """Refuse a graph of ``ops`` ops and ``edges`` edges about to be built whose estimated
+    memory (``per_op`` bytes an op, :data:`GRAPH_OP_BYTES` by default, and
+    :data:`GRAPH_EDGE_BYTES` an edge) is past :data:`GENERATE_MEMORY_BYTES`; ``what`` names
+    the options that make it so."""
+    per_op = GRAPH_OP_BYTES if per_op is None else per_op
+    need = ops * per_op + edges * GRAPH_EDGE_BYTES
+    if need > GENERATE_MEMORY_BYTES:
+        gib = 2**30
+        raise ProblemError(
+            f"{what} needs about {need / gib:,.0f} GiB of memory, past the "
+            f"{GENERATE_MEMORY_BYTES // gib} GiB allowed ({per_op:,} B per op, "
+            f"{GRAPH_EDGE_BYTES} B per edge)",
+            where,
+        )
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:

@@ -115,12 +115,13 @@ def _commit(staged: list[tuple[Path, Path]]) -> None:
     done: list[tuple[Path, Path | None, bool]] = []  # (final, its old file kept, was new)
     try:
         for i, (tmp, final) in enumerate(staged):
-            keep: Path | None = final.with_name(f".{final.name}.old{os.getpid()}")
+            second = final.with_name(f".{final.name}.old{os.getpid()}")
+            keep: Path | None = second
             new = False
             with contextlib.suppress(OSError):
-                keep.unlink(missing_ok=True)  # type: ignore[union-attr]  # a crash's leftover
+                second.unlink(missing_ok=True)  # a crash's leftover
             try:
-                os.link(final, keep)  # type: ignore[arg-type]
+                os.link(final, second)
             except FileNotFoundError:
                 keep, new = None, True
             except OSError:
@@ -276,14 +277,15 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
     with contextlib.suppress(OSError):
         mode = p.stat().st_mode  # through a link: /dev/stdout's target may be "pipe:[N]"
     if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        if guard is not None and _is_stdout(p):
+        to_stdout = guard is not None and _is_stdout(p)
+        if to_stdout:
             sys.stdout.flush()  # what the command printed before stays ahead of the file
         try:
             with open(p, "wb") as f:
                 f.write(data)
         except OSError as e:
             raise InputError(f"cannot write: {e.strerror or e}", str(path)) from None
-        if guard is not None and _is_stdout(p):
+        if to_stdout:
             sys.stdout = sys.stderr  # the rest of what the command says (guarding_outputs)
         return
     if p.is_symlink():

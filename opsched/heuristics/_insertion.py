@@ -36,14 +36,14 @@ from __future__ import annotations
 import numpy as np
 
 from opsched._jit import kernel
-from opsched.heuristics._kernels import _heap_pop, _heap_push
+from opsched.heuristics._kernels import _heap_pop, _heap_push, _list_arrays
 
 __all__ = ["STRIDE", "first_block", "gap_index", "gap_start", "insertion"]
 
-#: :func:`opsched._jit.kernels_digest` of :mod:`opsched.heuristics._kernels`, whose heap
-#: kernels the insertion kernel compiles into itself: a change there fails
+#: :func:`opsched._jit.kernels_digest` of :mod:`opsched.heuristics._kernels`, whose heap and
+#: set-up kernels the insertion kernel compiles into itself: a change there fails
 #: ``tests/test_jit_cache.py`` until this is updated, which makes numba compile these afresh.
-HEAP_KERNELS = "36d12a32cbd06609"
+LIST_KERNELS = "7f14de220da3c511"
 
 #: One index entry per this many gaps of a unit.
 STRIDE = 8
@@ -194,12 +194,7 @@ def insertion(
     small gaps behind (a chain with side ops) walked every gap for every op: quadratic.
     """
     n = len(d)
-    starts = np.zeros(n)
-    unit_of = np.full(n, -1, dtype=np.int64)
-    needs_unit = (wants_unit != 0) & (d > 0)
-    indeg = np.empty(n, dtype=np.int64)
-    for v in range(n):
-        indeg[v] = pred_ptr[v + 1] - pred_ptr[v]
+    starts, unit_of, needs_unit, indeg = _list_arrays(d, wants_unit, pred_ptr)
     rk = np.empty(n)
     rv = np.empty(n, dtype=np.int64)
     nr = 0
@@ -298,7 +293,8 @@ def insertion(
                     wasted += 1
                     i = idx_of[g]
                     nxt = gn[g]
-                    if i < hi and cp_node[i] == g and cp_ver[i] == ver[g] and i >= cp_off[u]:
+                    # an entry of the index (past hi: other units' or left from an older index)
+                    if i < hi and cp_node[i] == g and cp_ver[i] == ver[g]:
                         # an entry: skip to the first block, from its own, long enough for v
                         j = first_block(st, size, i, hi, need, stack)
                         while j > i:  # that block's entry, or the last live one before it

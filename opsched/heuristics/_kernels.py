@@ -105,6 +105,19 @@ def _release(
 
 
 @kernel
+def _list_arrays(
+    d: np.ndarray, wants_unit: np.ndarray, pred_ptr: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What a list-scheduling kernel starts from: starts (zero), units (-1), which ops hold a
+    unit (those that want one and take time) and each op's count of predecessors."""
+    n = len(d)
+    indeg = np.empty(n, dtype=np.int64)
+    for v in range(n):
+        indeg[v] = pred_ptr[v + 1] - pred_ptr[v]
+    return np.zeros(n), np.full(n, -1, dtype=np.int64), (wants_unit != 0) & (d > 0), indeg
+
+
+@kernel
 def nondelay(
     units: int,
     d: np.ndarray,
@@ -122,12 +135,7 @@ def nondelay(
     Unit ids are handed out smallest first.
     """
     n = len(d)
-    starts = np.zeros(n)
-    unit_of = np.full(n, -1, dtype=np.int64)
-    needs_unit = (wants_unit != 0) & (d > 0)
-    indeg = np.empty(n, dtype=np.int64)
-    for v in range(n):
-        indeg[v] = pred_ptr[v + 1] - pred_ptr[v]
+    starts, unit_of, needs_unit, indeg = _list_arrays(d, wants_unit, pred_ptr)
     rk = np.empty(n)  # ready heap (unit-holding ops waiting for a unit)
     rv = np.empty(n, dtype=np.int64)
     nr = 0

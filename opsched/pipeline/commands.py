@@ -104,10 +104,8 @@ def register(main: click.Group) -> None:
         """
         from opsched._clikit import (
             EXIT_NO_SCHEDULE,
-            GENERATE_MEMORY_BYTES,
-            GRAPH_EDGE_BYTES,
-            GRAPH_OP_BYTES,
             MAX_GENERATED_OPS,
+            check_graph_memory,
             fail,
             machine_from_options,
             progress_lines,
@@ -129,14 +127,9 @@ def register(main: click.Group) -> None:
                                str(graph))  # fmt: skip
         # the unrolled graph and its schedule, as generate estimates a graph (measured: about
         # 2.2-2.4 KB per unrolled op of layered and STG graphs, edges included)
-        need = copies * GRAPH_OP_BYTES + g.num_edges * microbatches * GRAPH_EDGE_BYTES
-        if need > GENERATE_MEMORY_BYTES:
-            gib = 2**30
-            raise ProblemError(f"--microbatches {microbatches}: the unrolled graph of {copies:,} "
-                               f"ops needs about {need / gib:,.0f} GiB of memory, past the "
-                               f"{GENERATE_MEMORY_BYTES // gib} GiB allowed ({GRAPH_OP_BYTES:,} "
-                               f"B per op, {GRAPH_EDGE_BYTES} B per edge)",
-                               str(graph))  # fmt: skip
+        check_graph_memory(copies, g.num_edges * microbatches,
+                           f"--microbatches {microbatches}: the unrolled graph of {copies:,} ops",
+                           where=str(graph))  # fmt: skip
         if stages > g.num_ops:
             raise ProblemError(f"--stages {stages}: more stages than the graph's {g.num_ops} ops",
                                str(graph))  # fmt: skip

@@ -165,20 +165,8 @@ def modulo(run: PipelineRun) -> PipelineResult:
     assign = [next(s for s in range(stages) if solver.value(x[v][s])) for v in range(n)]
     tv = [solver.value(t[v]) for v in range(n)]
     starts = [sc.to_time(m * best + tv[v]) for m in range(m_count) for v in range(n)]
-    info = {
-        "formulation": "modulo",
-        "ii": sc.to_time(best),
-        "latency": sc.to_time(solver.value(lat)),
-        "ii_proven_least": proven and sc.time_exact,
-        "latency_proven_least": status == cp_model.OPTIMAL and sc.time_exact,
-        "periods_tried": len(tried),
-        "periods_left_unproven": unproven,
-        "scaling": sc.to_dict(),
-        "capacities": caps,
-    }
-    return pipeline_result(
-        problem, assign, m_count, caps, starts, Status.FEASIBLE, None, "cpsat-modulo", info, run.t0
-    )
+    return _result(run, assign, starts, best, solver.value(lat), proven and sc.time_exact,
+                   status == cp_model.OPTIMAL and sc.time_exact, len(tried), unproven)  # fmt: skip
 
 
 def _no_work(run: PipelineRun, assign: list[int]) -> PipelineResult:
@@ -188,14 +176,23 @@ def _no_work(run: PipelineRun, assign: list[int]) -> PipelineResult:
     n, head, d, sc = run.problem.graph.num_ops, run.head, run.d, run.sc
     starts = [sc.to_time(head[v]) for _ in range(run.m_count) for v in range(n)]
     latency = max((h + dv for h, dv in zip(head, d, strict=True)), default=0)
+    return _result(run, assign, starts, 0, latency, True, sc.time_exact, 0, 0)
+
+
+def _result(
+    run: PipelineRun, assign: list[int], starts: list[float], ii: int, latency: int,
+    ii_least: bool, latency_least: bool, tried: int, unproven: int,
+) -> PipelineResult:  # fmt: skip
+    """The modulo schedule of period ``ii`` and ``latency`` (ticks), with what is proven."""
+    sc = run.sc
     info = {
         "formulation": "modulo",
-        "ii": 0.0,
+        "ii": sc.to_time(ii),
         "latency": sc.to_time(latency),
-        "ii_proven_least": True,
-        "latency_proven_least": sc.time_exact,
-        "periods_tried": 0,
-        "periods_left_unproven": 0,
+        "ii_proven_least": ii_least,
+        "latency_proven_least": latency_least,
+        "periods_tried": tried,
+        "periods_left_unproven": unproven,
         "scaling": sc.to_dict(),
         "capacities": run.caps,
     }

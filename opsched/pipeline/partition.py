@@ -85,7 +85,7 @@ def balanced_partition(
     if sorted(idx.tolist()) != list(range(n)):
         raise ProblemError("order must list every op index exactly once")
     demand = graph.demand_array("units")[idx]
-    work = (graph.durations * graph.demand_array("units"))[idx]
+    work = graph.durations[idx] * demand
     prefix = np.concatenate([[0.0], np.cumsum(work)])
     cut = _cuts(prefix, demand, caps, hold=True)
     if cut is None:  # some op fits no stage: the unrolled problem's checks name it

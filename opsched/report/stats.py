@@ -208,9 +208,8 @@ def time_table(df: pd.DataFrame) -> pd.DataFrame:
     """Wall time per scheduler (mean / median / max) and how runs ended. A job killed at
     its deadline counts the deadline (a lower bound of its time); errors count none."""
     rows = []
-    times = timed(df)
     for s, g in df.groupby("scheduler", sort=True):
-        t = times.loc[times["scheduler"] == s, "wall_time_s"].dropna()
+        t = timed(g)["wall_time_s"].dropna()
         st = g["status"]
         rows.append(
             {

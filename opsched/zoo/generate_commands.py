@@ -15,6 +15,7 @@ from opsched._clikit import (
     NETWORK_OP_BYTES,
     FiniteFloat,
     _emit_json,
+    check_graph_memory,
     handle_errors,
     json_option,
 )
@@ -117,14 +118,8 @@ def _check_memory(kind: str, ops: int, p: float | None, avg_deps: float) -> None
     else:
         edges, given = 2.0 * ops, ""
     per_op = NETWORK_OP_BYTES if kind == "network" else GRAPH_OP_BYTES
-    need = ops * per_op + edges * GRAPH_EDGE_BYTES
-    if need > GENERATE_MEMORY_BYTES:
-        gib = 2**30
-        raise ProblemError(
-            f"--ops {ops:,}{given}: a {kind} graph of about {edges:,.0f} edges needs about "
-            f"{need / gib:,.0f} GiB of memory, past the {GENERATE_MEMORY_BYTES // gib} GiB "
-            f"allowed ({per_op:,} B per op, {GRAPH_EDGE_BYTES} B per edge)"
-        )
+    what = f"--ops {ops:,}{given}: a {kind} graph of about {edges:,.0f} edges"
+    check_graph_memory(ops, edges, what, per_op)
 
 
 def register(main: click.Group) -> None:

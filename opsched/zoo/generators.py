@@ -18,7 +18,6 @@ bytes so that the CP-SAT memory quantum stays exact.
 from __future__ import annotations
 
 import itertools
-import numbers
 import random
 
 import numpy as np
@@ -26,7 +25,7 @@ import numpy as np
 from opsched.errors import ProblemError
 from opsched.ir.graph import MAX_SIZE, Op, OpGraph
 from opsched.problem import check_seed
-from opsched.zoo.gen._build import check_count, draw_durations, finish_graph, rng_for
+from opsched.zoo.gen._build import check_count, draw_durations, finish_graph, is_real, rng_for
 from opsched.zoo.gen.network import random_network
 from opsched.zoo.gen.structured import EXAMPLES, example_graph, fork_join, series_parallel
 
@@ -76,11 +75,7 @@ def layered(
     max_size = check_count(max_size, "max_size")
     if size_unit * max_size > MAX_SIZE:
         raise ProblemError("size_unit * max_size must be <= 2^62")
-    if (
-        isinstance(workspace_prob, bool)
-        or not isinstance(workspace_prob, numbers.Real)
-        or not 0.0 <= workspace_prob <= 1.0
-    ):
+    if not is_real(workspace_prob) or not 0.0 <= workspace_prob <= 1.0:
         raise ProblemError(f"workspace_prob must be in [0, 1], got {workspace_prob!r}")
     rng = random.Random(check_seed(seed))  # the seeds rng_for takes
     layers = layers or max(2, round(ops**0.5))
@@ -162,7 +157,7 @@ def gnp(
     (True, 15)
     """
     ops = check_count(ops, "ops")  # 2.5 or True had failed inside NumPy with a TypeError
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+    if not is_real(p) or not 0.0 <= p <= 1.0:
         raise ProblemError(f"p (the edge probability) must be a number in [0, 1], got {p!r}")
     p = float(p)
     rng = rng_for(seed)

@@ -28,7 +28,6 @@ rarely do; the edges make it harder still.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -39,7 +38,7 @@ from opsched.ir.graph import OpGraph
 from opsched.liveness import peak_memory
 from opsched.problem import Machine, Problem
 from opsched.schedule import Schedule, Status
-from opsched.zoo.gen._build import build_graph, check_count, draw_sizes, rng_for
+from opsched.zoo.gen._build import build_graph, check_count, draw_sizes, is_real, rng_for
 
 __all__ = ["PlantedGraph", "planted"]
 
@@ -86,10 +85,6 @@ class PlantedGraph:
             lower_bound=self.makespan,
             info={"planted": True},
         )
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 def _rows(rng: np.random.Generator, counts: np.ndarray, length: int) -> list[np.ndarray]:
@@ -161,9 +156,9 @@ def planted(
         raise ProblemError(f"a planted schedule on {k} units needs at least {k} ops, got {n}")
     check_count(max_duration, "max_duration")
     # a text or None had reached np.isfinite and failed there with a TypeError
-    if not (_is_number(avg_deps) and np.isfinite(avg_deps) and avg_deps >= 0):
+    if not (is_real(avg_deps) and np.isfinite(avg_deps) and avg_deps >= 0):
         raise ProblemError(f"avg_deps must be a number >= 0, got {avg_deps!r}")
-    if locality is not None and not _is_number(locality):
+    if locality is not None and not is_real(locality):
         raise ProblemError(f"locality must be a number > 0, got {locality!r}")
     loc = float(k if locality is None else locality)
     if not (np.isfinite(loc) and loc > 0):

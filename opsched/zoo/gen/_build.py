@@ -11,6 +11,7 @@ go wrong structurally (names, dependencies, cycles).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,8 @@ from opsched.errors import ProblemError
 from opsched.ir.graph import MAX_SIZE, Op, OpGraph
 
 __all__ = [
-    "build_graph", "check_count", "draw_durations", "draw_sizes", "finish_graph", "rng_for",
+    "build_graph", "check_count", "draw_durations", "draw_sizes", "finish_graph", "is_real",
+    "rng_for",
 ]  # fmt: skip
 
 # The fields this module fills in directly; if Op ever changes, fall back to the checked
@@ -53,6 +55,11 @@ def check_count(value: int, what: str, lo: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
         raise ProblemError(f"{what} must be an integer >= {lo}, got {value!r}")
     return int(value)
+
+
+def is_real(x: object) -> bool:
+    """Whether ``x`` is a real number (a ``bool`` is not one here, nor text or None)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_)
 
 
 def draw_durations(rng: np.random.Generator, n: int, max_duration: int) -> np.ndarray:
