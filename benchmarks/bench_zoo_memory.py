@@ -136,7 +136,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="CP-SAT's random seed (Params.seed)")
     ap.add_argument("--probe-max-s", type=float, default=None,
                     help="most seconds of CP-SAT's try before the down-set search (sets "
-                         "opsched.solver.cpsat.solve.PROBE_MAX_S; default 2)")  # fmt: skip
+                         "opsched.solver.cpsat.stages.PROBE_MAX_S; default 2)")  # fmt: skip
     ap.add_argument("--gpu", default=None, help="cost every op on this GPU (float16)")
     ap.add_argument("--tick", type=float, default=1.0, help="microseconds per tick with --gpu")
     ap.add_argument("--only", default=None, help="only pieces whose label contains this")
@@ -144,7 +144,7 @@ def main() -> None:
                     help="only the memory bounds and the best one-unit order")  # fmt: skip
     a = ap.parse_args()
     if a.probe_max_s is not None:
-        import opsched.solver.cpsat.solve as cpsat_solve
+        import opsched.solver.cpsat.stages as cpsat_solve
 
         cpsat_solve.PROBE_MAX_S = a.probe_max_s
     if a.bounds:

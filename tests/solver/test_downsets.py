@@ -153,7 +153,7 @@ def test_a_deadline_stops_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
 
     import opsched.solver._downset_labels as labels_mod
     import opsched.solver._downset_table as table_mod
-    import opsched.solver.cpsat.solve as solve_mod
+    import opsched.solver.cpsat.stages as solve_mod
 
     p = _pairs()
     for jit in ("0", "1"):
@@ -296,7 +296,7 @@ def test_kernels_not_compiled_yet(monkeypatch: pytest.MonkeyPatch) -> None:
     """While the kernels are not compiled, a share of the time limit shorter than a compile
     skips the search (and CP-SAT's short try) and says why; a long enough one compiles
     them first and searches with what is left."""
-    import opsched.solver.cpsat.solve as solve_mod
+    import opsched.solver.cpsat.stages as solve_mod
     from opsched.solver.downsets import compile_kernels
     from opsched.transforms import extract
     from opsched.transforms.fusion import fuse

@@ -67,8 +67,8 @@ class Params:
     :data:`~opsched.solver.downsets.MAX_UNITS` units, first try the exact down-set search
     (:func:`opsched.solver.downsets.downset_search`); when it finishes, its optimum is the
     makespan's floor and its schedule the hint, and CP-SAT proves it at once. ``probe``:
-    before that search, CP-SAT alone for :data:`~opsched.solver.cpsat.solve.PROBE_SHARE` of
-    the time limit, at most :data:`~opsched.solver.cpsat.solve.PROBE_MAX_S` seconds (it
+    before that search, CP-SAT alone for :data:`~opsched.solver.cpsat.stages.PROBE_SHARE` of
+    the time limit, at most :data:`~opsched.solver.cpsat.stages.PROBE_MAX_S` seconds (it
     proves the looser of these caps at once; off: the search first).
     ``split``: a makespan under a memory cap is solved phase by phase where cut ops (ops
     every other op precedes or follows, :func:`opsched.solver.split.cut_ops`) split the
