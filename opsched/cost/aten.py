@@ -22,15 +22,29 @@ Examples
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Sequence
 from typing import Any
 
+from opsched.cost.aten_shapes import (  # aten_dtype, input_bytes: re-exported
+    BACKWARD_HALVES,
+    DTYPE_NAMES,
+    ONE_DIM,
+    aten_dtype,
+    broadcast,
+    channels,
+    conv_attrs,
+    conv_backward,
+    input_bytes,
+    parse_shape_text,
+    pool_attrs,
+    prod,
+    reduce_out,
+    strided,
+    tensor_arg,
+    tensors,
+)
 from opsched.errors import OpschedError
-from opsched.importers.trace.aten_names import attention_attrs, conv_backward_operands
-from opsched.ir import kinds
-from opsched.ir.kinds import DTYPE_BYTES
+from opsched.importers.trace.aten_names import attention_attrs
 
 __all__ = [
     "ELEMENTWISE_FNS",
@@ -42,20 +56,6 @@ __all__ = [
     "input_bytes",
 ]
 
-_TYPES = {
-    "float": "float32",
-    "double": "float64",
-    "c10::half": "float16",
-    "half": "float16",
-    "c10::bfloat16": "bfloat16",
-    "bfloat16": "bfloat16",
-    "long int": "int64",
-    "long": "int64",
-    "int": "int32",
-    "bool": "bool",
-    "unsigned char": "int8",
-    "signed char": "int8",
-}
 
 #: The elementwise ops a shape rule knows (one read and one write per element and operand);
 #: other sources' op names are read against these too (:mod:`opsched.cost.sources`).
@@ -100,8 +100,8 @@ def _elementwise_arity(name: str, ts: list[list[int]]) -> int:
     >>> _elementwise_arity("clamp_min", [[8, 4], [], [8, 4]])  # the out= tensor is written
     1
     """
-    numel = max((_prod(t) for t in ts), default=1)
-    full = sum(1 for t in ts if _prod(t) == numel)
+    numel = max((prod(t) for t in ts), default=1)
+    full = sum(1 for t in ts if prod(t) == numel)
     most = 1 if name in UNARY_FNS else 3 if name in TERNARY_FNS else 2
     return max(1, min(full, most))
 
@@ -121,223 +121,6 @@ _REDUCE = {
     "argmax": 1, "argmin": 1, "var": 1, "std": 1, "var_mean": 1, "std_mean": 1,
     "logsumexp": 1, "all": 1, "any": 1, "norm": 2, "linalg_vector_norm": 2, "linalg_norm": 2,
 }  # fmt: skip
-
-#: Reductions whose ``dim`` is one int (``max.dim(self, dim, keepdim)``, ``argmax(self, dim,
-#: keepdim)``, ``prod.dim_int``): the profiler types it ``Int`` or, in newer traces,
-#: ``Scalar``, and it is there only in the forms of three arguments or more (``max(self)``,
-#: ``prod(self, dtype)`` reduce everything).
-_ONE_DIM = {"max", "min", "argmax", "argmin", "prod", "all", "any"}
-
-#: Types the profiler gives scalar arguments that read as a dtype once lower-cased (a
-#: tensor's type is its dtype: ``"int"``, ``"bool"``, ``"c10::Half"``).
-_SCALAR_TYPES = {"Int", "Bool", "Double"}
-
-
-def _pool_attrs(name: str, x: list[int]) -> dict[str, Any]:
-    """Pooling attrs: the window is not recorded in the dims.
-
-    Adaptive pooling is taken as global (``R = H``, ``S = W``, one value per channel); max and
-    average pooling as the 3x3 stride-2 pad-1 window of CNN stems, which halves ``H`` and
-    ``W`` (a 2x2 stride-2 window gives the same output size, so bytes agree either way).
-    """
-    n, c, h, w = x
-    mode = "avg" if "avg" in name else "max"
-    if name.lstrip("_").startswith("adaptive"):
-        return {"N": n, "C": c, "H": h, "W": w, "R": h, "S": w, "mode": mode}
-    return {"N": n, "C": c, "H": h, "W": w, "R": min(3, h), "S": min(3, w), "stride_h": 2,
-            "stride_w": 2, "pad_h": 1 if h >= 3 else 0, "pad_w": 1 if w >= 3 else 0,
-            "mode": mode}  # fmt: skip
-
-
-def aten_dtype(types: list[Any]) -> str:
-    """dtype of the first tensor input (``"float"`` -> ``"float32"``); float32 if none.
-
-    Examples
-    --------
-    >>> aten_dtype(["c10::Half", "c10::Half"])
-    'float16'
-    """
-    for t in types:
-        d = _TYPES.get(str(t).lower())
-        if d is not None:
-            return d
-    return "float32"
-
-
-def input_bytes(dims: list[Any], types: list[Any]) -> int:
-    """Bytes of the tensor inputs a profiler row records (4 per element of an unknown type).
-
-    The size of an op without a shape rule when the row carries no byte count of its own.
-
-    Examples
-    --------
-    >>> input_bytes([[1024, 64], [], [1024]], ["c10::Half", "Scalar", "long"])
-    139264
-    """
-    total = 0
-    for i, d in enumerate(dims):
-        if isinstance(d, list) and d and all(isinstance(x, int) for x in d):
-            t = _TYPES.get(str(types[i]).lower()) if i < len(types) else None
-            total += _prod(d) * DTYPE_BYTES.get(t or "float32", 4)
-    return total
-
-
-def _channels(x: list[int]) -> int:
-    """Channels of a batch norm's input (dim 1 of ``N, C, ...``; 0: not known)."""
-    return int(x[1]) if len(x) >= 2 else 0
-
-
-def _prod(dims: list[int]) -> int:
-    return math.prod(int(x) for x in dims) if dims else 1
-
-
-def _tensors(dims: list[Any]) -> list[list[int]]:
-    return [
-        list(d) for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)
-    ]
-
-
-#: The leaf ops of a cuDNN convolution backward and the half each computes.
-_BACKWARD_HALVES = {
-    "cudnn_convolution_backward_input": "conv2d_bwd_data",
-    "cudnn_convolution_backward_weight": "conv2d_bwd_filter",
-}
-
-
-def _parse_shape_text(text: str) -> dict[str, list[int]]:
-    """``"x=[32,3,224,224] w=[64,3,7,7] y=[...] stride~2"`` -> {'x': [...], 'w': [...], ...}.
-
-    >>> _parse_shape_text("x=[8,4,9,9] w=[2,4,3,3] stride=2 pad=1 (conv2d_bwd_data)")
-    {'x': [8, 4, 9, 9], 'w': [2, 4, 3, 3], 'stride': [2], 'pad': [1]}
-    """
-    out = {k: [int(v) for v in body.split(",") if v.strip()] for k, body in
-           re.findall(r"\b(x|w|y|dy)=\[([0-9, ]*)\]", text or "")}  # fmt: skip
-    # "stride~2" in the curated tables; "stride=2 pad=1" in the importer's own rows
-    m = re.search(r"stride~(\d+)", text or "") or re.search(r"\bstride=(\d+)", text or "")
-    if m:
-        out["stride"] = [int(m.group(1))]
-    m = re.search(r"\bpad=(\d+)", text or "")
-    if m:
-        out["pad"] = [int(m.group(1))]
-    return out
-
-
-def _pad(size: int, out: int, window: int, stride: int) -> int:
-    """Least padding that makes a ``window``/``stride`` sweep of ``size`` give ``out``."""
-    return max(0, -(-((out - 1) * stride + window - size) // 2))
-
-
-def _conv_attrs(x: list[int], w: list[int], y: list[int] | None, stride: int) -> dict[str, Any]:
-    """Conv attrs from input, weight and (when recorded) output dims.
-
-    With the output known, stride and padding follow from it; without, ``(R-1)/2`` padding
-    (the "same" convention of the CNNs these traces come from) is assumed.
-    """
-    n, c, h, wd = x
-    k, cg, r, s = w
-    if y is not None and len(y) == 4 and y[2] > 0 and y[3] > 0:
-        stride = max(1, round(h / y[2]))
-        pad_h, pad_w = _pad(h, y[2], r, stride), _pad(wd, y[3], s, stride)
-    else:
-        pad_h, pad_w = (r - 1) // 2, (s - 1) // 2
-    groups = max(1, c // cg) if cg else 1
-    return {"N": n, "C": c, "H": h, "W": wd, "K": k, "R": r, "S": s, "stride_h": stride,
-            "stride_w": stride, "pad_h": pad_h, "pad_w": pad_w, "groups": groups}  # fmt: skip
-
-
-def _strided(attrs: dict[str, Any], sh: dict[str, list[int]], y: list[int]) -> dict[str, Any]:
-    """``attrs`` with the stride a shape text states (``stride~s``) where the sizes alone
-    read another (``_conv_attrs`` takes it as input over output size, which a convolution
-    without padding breaks: 14 -> 8 at stride 1 reads as 2), the padding to match.
-
-    >>> a = _conv_attrs([1, 4, 14, 14], [8, 4, 7, 7], [1, 8, 8, 8], 1)
-    >>> a["stride_h"], _strided(a, {"stride": [1]}, [1, 8, 8, 8])["stride_h"]
-    (2, 1)
-    """
-    s = sh.get("stride", [0])[0]
-    if s < 1 or s == attrs["stride_h"] or len(y) != 4:
-        return attrs
-    pad_h, pad_w = _pad(attrs["H"], y[2], attrs["R"], s), _pad(attrs["W"], y[3], attrs["S"], s)
-    return attrs | {"stride_h": s, "stride_w": s, "pad_h": pad_h, "pad_w": pad_w}
-
-
-def _reduce_out(x: list[int], types: list[Any], at: int = 1, one_dim: bool = False) -> int:
-    """Output size of ``sum``/``mean``/``amax`` over ``x``: the reduced axes are not recorded.
-
-    No ``dim`` argument (its type, argument ``at``, is empty): a full reduction, one value.
-    With a ``dim`` list (values not recorded): a 4-D input is taken as a spatial mean (global
-    pooling, ``N*C`` out), a 2-D or 3-D one as a reduction over the leading axis (the
-    bias-gradient pattern). With ``one_dim`` (:data:`_ONE_DIM`: ``argmax``, ``max.dim``) the
-    dim is one int, taken as the last axis (``argmax`` over a classifier's logits).
-
-    >>> _reduce_out([512, 8192], ["float", "Scalar", "", "Scalar", ""], at=2)  # a full norm
-    1
-    >>> _reduce_out([32, 64, 7, 7], ["float", "GenericList", "Bool", ""])
-    2048
-    >>> _reduce_out([32, 1000], ["float", "Scalar", "Scalar"], one_dim=True)  # argmax(x, 1)
-    32
-    >>> _reduce_out([32, 1000], ["float", "Int"], one_dim=True)  # prod(x, dtype=...)
-    1
-    """
-    kind = str(types[at]) if len(types) > at else ""
-    if one_dim:
-        if len(types) < 3 or kind not in ("Int", "Scalar") or len(x) < 2:
-            return 1
-        return _prod(x[:-1])
-    if kind not in ("GenericList", "IntList", "ScalarList", "Int") or len(x) < 2:
-        return 1
-    return x[0] * x[1] if len(x) == 4 else _prod(x[1:])
-
-
-def _tensor_arg(dims: list[Any], types: list[Any], i: int) -> bool:
-    """Whether argument ``i`` of a profiled op is a tensor (a 0-d one has empty dims).
-
-    >>> _tensor_arg([[8], []], ["float", "float"], 1), _tensor_arg([[8], []], ["float", "Int"], 1)
-    (True, False)
-    """
-    if i >= len(types) or i >= len(dims) or not isinstance(dims[i], list):
-        return False
-    t = str(types[i])
-    return t not in _SCALAR_TYPES and t.lower() in _TYPES
-
-
-def _conv_backward(
-    name: str, ts: list[list[int]], kernel_names: str, dtype: str
-) -> dict[str, Any] | None:
-    """``fused`` attrs of a whole convolution backward: a data and a filter part.
-
-    The operand order is :func:`~opsched.importers.trace.aten_names.conv_backward_operands`.
-    Which halves ran is read from the kernel names (cuDNN's ``dgrad`` / ``wgrad``); both when
-    they do not say (the first layer of a network computes no input gradient).
-    """
-    if len(ts) < 3 or any(len(t) != 4 for t in ts[:3]):
-        return None
-    dy, x = conv_backward_operands(name, ts)
-    if dy[2] <= 0:
-        return None
-    base = _conv_attrs(x, ts[2], dy, max(1, round(x[2] / dy[2]))) | {"dtype": dtype}
-    low = kernel_names.lower()
-    want = {p for p, mark in (("data", "dgrad"), ("filter", "wgrad")) if mark in low}
-    want = want or {"data", "filter"}
-    parts = [(f"conv2d_bwd_{p}", base) for p in ("data", "filter") if p in want]
-    return kinds.fused_of(parts) | {"dtype": dtype}
-
-
-def _broadcast(a: Sequence[int], b: Sequence[int]) -> list[int] | None:
-    """The broadcast of two batch shapes (numpy's rule), None where they do not broadcast.
-
-    >>> _broadcast([1, 16], [8, 16]), _broadcast([16], [8, 16]), _broadcast([3], [4])
-    ([8, 16], [8, 16], None)
-    """
-    out: list[int] = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        x = a[-i] if i <= len(a) else 1
-        y = b[-i] if i <= len(b) else 1
-        if x != y and 1 not in (x, y):
-            return None
-        out.append(max(x, y))
-    return out[::-1]
-
 
 #: TorchInductor's generated kernels: ``triton_<kind>_<fused ops>_<n>`` (the ops' names
 #: left out, ``triton_poi__0``, where its descriptive names are off).
@@ -380,8 +163,8 @@ def inductor_kind(op: str, dims: list[Any], types: list[Any]) -> tuple[str, dict
         if not isinstance(d, list):
             continue
         if d and all(isinstance(x, int) for x in d):
-            sized.append((_prod(d), _TYPES.get(t, "float32")))
-        elif not d and _tensor_arg(dims, types, i):  # a 0-d tensor, not a scalar
+            sized.append((prod(d), DTYPE_NAMES.get(t, "float32")))
+        elif not d and tensor_arg(dims, types, i):  # a 0-d tensor, not a scalar
             zero_dim = True
     if not sized:
         return None
@@ -415,7 +198,7 @@ def aten_kind(
     """
     name = op.split("::")[-1].rstrip("_")
     dtype = aten_dtype(types)
-    ts = _tensors(dims)
+    ts = tensors(dims)
     try:
         if name in ("mm", "matmul") and len(ts) >= 2 and len(ts[0]) == len(ts[1]) == 2:
             return "matmul", {"M": ts[0][0], "N": ts[1][1], "K": ts[0][1], "dtype": dtype}
@@ -425,94 +208,94 @@ def aten_kind(
         if batched and min(len(ts[-2]), len(ts[-1])) >= 2 and max(len(ts[-2]), len(ts[-1])) >= 3:
             a, b = ts[-2], ts[-1]
             if len(b) == 2:  # a batch of rows times one matrix: folded into one GEMM
-                return "matmul", {"M": _prod(a[:-1]), "N": b[-1], "K": a[-1], "dtype": dtype}
+                return "matmul", {"M": prod(a[:-1]), "N": b[-1], "K": a[-1], "dtype": dtype}
             # every leading dim is batch, broadcast between the operands as torch does (a
             # 4-D [B, H, M, K] had been read as [B, M, K])
-            batch = _broadcast(a[:-2], b[:-2])
+            batch = broadcast(a[:-2], b[:-2])
             if batch is None:
                 return None
-            return "matmul", {"B": _prod(batch), "M": a[-2], "N": b[-1], "K": a[-1],
+            return "matmul", {"B": prod(batch), "M": a[-2], "N": b[-1], "K": a[-1],
                               "dtype": dtype}  # fmt: skip
         if name == "embedding" and len(ts) >= 2 and len(ts[0]) == 2:
             # a lookup moves the rows it gathers, not the table (a 50,000-row table had been
             # priced by its 100 MB, the same for 128 lookups as for 131,072)
-            return "embedding", {"tokens": _prod(ts[1]), "dim": ts[0][1], "dtype": dtype}
+            return "embedding", {"tokens": prod(ts[1]), "dim": ts[0][1], "dtype": dtype}
         if name in ("linear",) and len(ts) >= 2:
             x, w = ts[0], ts[1]
-            return "matmul", {"M": _prod(x[:-1]), "N": w[0], "K": x[-1], "dtype": dtype}
-        sh = _parse_shape_text(shape_text)
+            return "matmul", {"M": prod(x[:-1]), "N": w[0], "K": x[-1], "dtype": dtype}
+        sh = parse_shape_text(shape_text)
         stride = sh.get("stride", [1])[0]
         conv = name in ("cudnn_convolution", "convolution", "_convolution", "conv2d")
         if conv and len(ts) >= 2 and len(ts[0]) == 4 and len(ts[1]) == 4:
-            return "conv2d", _conv_attrs(ts[0], ts[1], sh.get("y"), stride) | {"dtype": dtype}
+            return "conv2d", conv_attrs(ts[0], ts[1], sh.get("y"), stride) | {"dtype": dtype}
         if name in ("convolution_backward", "cudnn_convolution_backward"):
-            fused = _conv_backward(name, ts, kernel_names, dtype)
+            fused = conv_backward(name, ts, kernel_names, dtype)
             return ("fused", fused) if fused else None
-        half = _BACKWARD_HALVES.get(name)
+        half = BACKWARD_HALVES.get(name)
         if half is not None and "dy" not in sh and "x" in sh and "w" in sh:
             # the importer's own rows (opsched import-trace): input, weight, stride and pad
             x, w, pad = sh["x"], sh["w"], sh.get("pad", [0])[0]
             if len(x) == 4 and len(w) == 4:
                 recorded = {"stride_h": stride, "stride_w": stride, "pad_h": pad, "pad_w": pad}
-                return half, _conv_attrs(x, w, None, stride) | recorded | {"dtype": dtype}
+                return half, conv_attrs(x, w, None, stride) | recorded | {"dtype": dtype}
         if name == "cudnn_convolution_backward_input" and "dy" in sh and "w" in sh:
             dy, w = sh["dy"], sh["w"]
             # the input where the text gives it (a kernel table's paired halves,
             # opsched.cost.conv_leaves), else rebuilt from the output and the stride
             x = sh["x"] if len(sh.get("x", [])) == 4 else [dy[0], w[1], dy[2] * stride,
                                                             dy[3] * stride]  # fmt: skip
-            return "conv2d_bwd_data", _strided(_conv_attrs(x, w, dy, stride), sh, dy) | {
+            return "conv2d_bwd_data", strided(conv_attrs(x, w, dy, stride), sh, dy) | {
                 "dtype": dtype
             }
         if name == "cudnn_convolution_backward_weight" and {"dy", "x", "w"} <= sh.keys():
-            attrs = _conv_attrs(sh["x"], sh["w"], sh["dy"], stride)
-            return "conv2d_bwd_filter", _strided(attrs, sh, sh["dy"]) | {"dtype": dtype}
+            attrs = conv_attrs(sh["x"], sh["w"], sh["dy"], stride)
+            return "conv2d_bwd_filter", strided(attrs, sh, sh["dy"]) | {"dtype": dtype}
         if name in ("cudnn_batch_norm", "native_batch_norm", "batch_norm") and ts:
             # the training flag's value is not recorded: cuDNN's inference kernel names it
             training = 0 if "bn_fw_inf" in kernel_names else 1
-            return "batchnorm", {"numel": _prod(ts[0]), "channels": _channels(ts[0]),
+            return "batchnorm", {"numel": prod(ts[0]), "channels": channels(ts[0]),
                                  "training": training, "dtype": dtype}  # fmt: skip
         if name in ("native_layer_norm", "layer_norm") and ts:
             x = ts[0]
-            return "layernorm", {"rows": _prod(x[:-1]), "cols": x[-1], "dtype": dtype}
+            return "layernorm", {"rows": prod(x[:-1]), "cols": x[-1], "dtype": dtype}
         if name in ("_softmax", "softmax", "_log_softmax", "log_softmax") and ts:
             x = ts[0]
-            return "softmax", {"rows": _prod(x[:-1]), "cols": x[-1], "dtype": dtype}
+            return "softmax", {"rows": prod(x[:-1]), "cols": x[-1], "dtype": dtype}
         att = attention_attrs(name, ts)
         if att is not None:  # the profiler records no is_causal: taken as not causal
             return "attention", att | {"dtype": dtype}
-        if name in ("max", "min") and ts and _tensor_arg(dims, types, 1):
+        if name in ("max", "min") and ts and tensor_arg(dims, types, 1):
             # max(a, b) of two tensors is the elementwise maximum, not a reduction
-            numel = max(_prod(t) for t in ts)
+            numel = max(prod(t) for t in ts)
             return "elementwise", {"numel": numel, "arity": _elementwise_arity("maximum", ts),
                                    "fn": "maximum", "dtype": dtype}  # fmt: skip
         if name in _REDUCE and ts:
-            out = _reduce_out(ts[0], types, _REDUCE[name], name in _ONE_DIM)
-            return "reduce", {"numel": _prod(ts[0]), "out_numel": out, "dtype": dtype}
+            out = reduce_out(ts[0], types, _REDUCE[name], name in ONE_DIM)
+            return "reduce", {"numel": prod(ts[0]), "out_numel": out, "dtype": dtype}
         if name == "nll_loss_forward" and len(ts) >= 2:  # picks one value per target
-            return "reduce", {"numel": _prod(ts[1]), "out_numel": 1, "dtype": dtype}
+            return "reduce", {"numel": prod(ts[1]), "out_numel": 1, "dtype": dtype}
         if name == "nll_loss_backward" and len(dims) >= 3 and isinstance(dims[2], list):
             # (grad_output, self, target, ...): writes one value of self's gradient per
             # target (zeroing that gradient is a fill_ op of its own in the traces)
-            return "elementwise", {"numel": max(1, _prod(dims[2])), "arity": 1, "dtype": dtype}
+            return "elementwise", {"numel": max(1, prod(dims[2])), "arity": 1, "dtype": dtype}
         if name in _AVG_POOL_BACKWARD and len(ts) >= 2:
             # (grad_output, self, ...): each input element is its window's gradient share
-            return "elementwise", {"numel": _prod(ts[1]), "arity": 1, "dtype": dtype}
+            return "elementwise", {"numel": prod(ts[1]), "arity": 1, "dtype": dtype}
         if name in _POOL and ts and len(ts[0]) == 4:
-            return "pool", _pool_attrs(name, ts[0]) | {"dtype": dtype}
+            return "pool", pool_attrs(name, ts[0]) | {"dtype": dtype}
         if name == "cudnn_batch_norm_backward" and ts:
-            return "batchnorm", {"numel": _prod(ts[0]), "channels": _channels(ts[0]),
+            return "batchnorm", {"numel": prod(ts[0]), "channels": channels(ts[0]),
                                  "fn": "backward", "dtype": dtype}  # fmt: skip
         if name == "native_layer_norm_backward" and ts:
             x = ts[0]
-            return "layernorm", {"rows": _prod(x[:-1]), "cols": x[-1], "fn": "backward",
+            return "layernorm", {"rows": prod(x[:-1]), "cols": x[-1], "fn": "backward",
                                  "dtype": dtype}  # fmt: skip
         if name in ("_softmax_backward_data", "_log_softmax_backward_data") and ts:
             x = ts[0]
-            return "softmax", {"rows": _prod(x[:-1]), "cols": x[-1], "fn": "backward",
+            return "softmax", {"rows": prod(x[:-1]), "cols": x[-1], "fn": "backward",
                                "dtype": dtype}  # fmt: skip
         if name in ELEMENTWISE_FNS:
-            numel = max((_prod(t) for t in ts), default=1)
+            numel = max((prod(t) for t in ts), default=1)
             return "elementwise", {"numel": numel, "arity": _elementwise_arity(name, ts),
                                    "fn": name, "dtype": dtype}  # fmt: skip
         if op.startswith("triton_"):  # a TorchInductor kernel recorded as its own op
