@@ -190,8 +190,9 @@ def pareto_front(
         if not proven and all_proven:
             all_proven = False
             stopped = f"the point of makespan {r.makespan:g} is not proven optimal"
-        if front.points and front.points[-1].makespan == r.makespan:
-            front.points.pop()  # same makespan, lower peak: the new point dominates
+        # every earlier point has a higher peak, so one not ending sooner is dominated: the
+        # last point where makespans tie, or an unproven point that a later solve beat
+        front.points = [q for q in front.points if q.makespan < r.makespan]
         front.points.append(ParetoPoint(r.makespan, r.peak_memory, proven, r))
         if progress is not None:
             progress(front.points[-1])

@@ -241,3 +241,33 @@ def test_plot_tells_unproven_points_and_an_incomplete_front_apart() -> None:
     assert filled.get_label() == "proven" and filled.get_offsets().tolist() == [[1.0, 16.0]]
     assert hollow.get_label() == "not proven" and hollow.get_offsets().tolist() == [[2.0, 8.0]]
     assert hollow.get_facecolors().size == 0  # not filled
+
+
+def test_an_unproven_point_that_a_later_point_dominates_is_dropped(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A point not proven optimal may end later than the true least makespan under its cap;
+    the next, lower cap can then give a point that ends as soon or sooner. The front keeps
+    only points that no other point dominates, sorted by makespan."""
+    import opsched.solver.pareto as pareto_mod
+    from opsched.schedule import Schedule
+
+    g = OpGraph(
+        (Op("a", 1, output_bytes=8), Op("b", 1, output_bytes=8), Op("c", 1, output_bytes=0))
+    )
+    problem = Problem(g, Machine(units=2))
+    real = pareto_mod.solve_cpsat
+    calls: list[int] = []
+
+    def first_not_proven(p, objective, **kw):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 1:  # a and b together, c after an idle step: (3, 16), unproven
+            return Schedule.build(p, [0.0, 0.0, 2.0], [0, 1, 0], solver="cpsat",
+                                  status=Status.FEASIBLE, lower_bound=2.0)  # fmt: skip
+        return real(p, objective, **kw)
+
+    monkeypatch.setattr(pareto_mod, "solve_cpsat", first_not_proven)
+    front = pareto_front(problem, point_time_limit=5)
+    # (2, 8): a with c, then b; it dominates the unproven (3, 16)
+    assert [(p.makespan, p.peak_memory) for p in front.points] == [(2.0, 8)]
+    assert not front.complete and front.stopped is not None
+    for pt in front.points:
+        assert validate(problem, pt.schedule).valid
