@@ -311,18 +311,33 @@ class Schedule:
 
     def summary(self) -> str:
         """A short human-readable description."""
-        parts = [f"{self.solver} on {self.graph}: {self.status.value}"]
-        if self.makespan is not None:
-            parts.append(f"makespan {self.makespan:g}")
-        if self.lower_bound is not None:
-            parts.append(f"lower bound {self.lower_bound:g}")
-            gap = self.gap
-            if self.status is Status.FEASIBLE and gap:
-                parts.append(f"gap {100 * gap:.2f}%")
-        if self.peak_memory is not None:
-            from opsched.units import format_bytes
+        from opsched.units import format_bytes
 
-            parts.append(f"peak memory {format_bytes(self.peak_memory)}")
+        objective = self.info.get("objective")
+        if objective in ("peak_memory", "memory_then_makespan"):
+            # the status is the peak's: say so, and give the peak's bound, not the makespan's
+            # (lower_bound and gap are the makespan's whatever the objective)
+            parts = [f"{self.solver} on {self.graph}: {self.status.value} ({objective})"]
+            if self.peak_memory is not None:
+                parts.append(f"peak memory {format_bytes(self.peak_memory)}")
+                low = self.info.get("peak_lower_bound")
+                if isinstance(low, int) and not isinstance(low, bool):
+                    parts.append(f"least possible >= {format_bytes(low)}")
+            if self.makespan is not None:
+                parts.append(f"makespan {self.makespan:g}")
+            if self.lower_bound is not None:
+                parts.append(f"makespan lower bound {self.lower_bound:g}")
+        else:
+            parts = [f"{self.solver} on {self.graph}: {self.status.value}"]
+            if self.makespan is not None:
+                parts.append(f"makespan {self.makespan:g}")
+            if self.lower_bound is not None:
+                parts.append(f"lower bound {self.lower_bound:g}")
+                gap = self.gap
+                if self.status is Status.FEASIBLE and gap:
+                    parts.append(f"gap {100 * gap:.2f}%")
+            if self.peak_memory is not None:
+                parts.append(f"peak memory {format_bytes(self.peak_memory)}")
         if self.wall_time_s is not None:
             parts.append(f"{self.wall_time_s:.3f} s")
         return ", ".join(parts)

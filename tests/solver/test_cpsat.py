@@ -677,3 +677,18 @@ def test_a_hint_at_the_known_bound_in_deterministic_mode() -> None:
         _valid(p, r)
         assert r.status is Status.OPTIMAL and r.makespan == best.makespan == 10.0
         assert r.info["stages"][0]["met_known_bound"] is True
+
+
+def test_summary_of_a_peak_memory_solve_gives_the_peaks_bound() -> None:
+    """The status of a peak-memory solve is the peak's, and lower_bound is the makespan's:
+    the summary had read "OPTIMAL, makespan 2, lower bound 1", a makespan seemingly not
+    proven. It names the objective and the peak's own bound."""
+    g = OpGraph((Op("a", 1, output_bytes=8), Op("b", 1, output_bytes=8)))
+    s = solve_cpsat(Problem(g, Machine(units=2)), "peak_memory", time_limit=5)
+    assert (s.status, s.peak_memory, s.makespan, s.lower_bound) == (Status.OPTIMAL, 8, 2.0, 1.0)
+    text = s.summary()
+    assert text.startswith("cpsat on graph: OPTIMAL (peak_memory), peak memory 8B, ")
+    assert "least possible >= 8B" in text and "makespan lower bound 1," in text
+    assert ", lower bound" not in text
+    m = solve_cpsat(Problem(g, Machine(units=2)), "makespan", time_limit=5)
+    assert m.summary().startswith("cpsat on graph: OPTIMAL, makespan 1, lower bound 1, peak ")
