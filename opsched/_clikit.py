@@ -246,9 +246,14 @@ def _load_problem(graph: Path, units: int | None, memory_cap: str | None,
     except ProblemError as e:  # an op demanding a resource no capacity is given for
         raise e.located(str(graph)) from None
     if units is not None and not problem.graph.demand_array("units").any():
+        # a PSPLIB instance runs on its resources alone; a JSON graph whose ops all give
+        # demands without "units" (or hold nothing) likewise
+        psplib = str(graph).lower().endswith((".sm", ".rcp"))
+        why = "a PSPLIB instance runs on its resources alone" if psplib else (
+            'each op\'s "demands" leave out "units", or it holds nothing')  # fmt: skip
         raise ProblemError(
-            f"--units {units}: no op demands a compute unit (a PSPLIB instance runs on its "
-            "resources alone), so the option would change nothing",
+            f"--units {units}: no op demands a compute unit ({why}), so the option would "
+            "change nothing",
             str(graph),
         )
     g = problem.graph

@@ -59,6 +59,11 @@ def test_resources_option_names_the_graph_resources(tmp_path):
     # no op takes a compute unit (as in PSPLIB): --units would change nothing
     r = invoke("solve", path, "--units", 2, "--resources", "gpu=1")
     _refused(r, str(path), "--units 2: no op demands a compute unit")
+    # the reason given fits the file: PSPLIB's was given for JSON graphs too
+    _refused(r, "\"demands\" leave out \"units\"")
+    assert "PSPLIB" not in r.stderr
+    j30 = dataset_path("psplib/j30/j301_1.sm")
+    _refused(invoke("solve", j30, "--units", 2), "a PSPLIB instance runs on its resources alone")
     # no capacity for a demanded resource: the file is named
     _refused(invoke("solve", path, "--units", 2), str(path), "op 'a'", "'gpu'")
 
