@@ -692,3 +692,23 @@ def test_summary_of_a_peak_memory_solve_gives_the_peaks_bound() -> None:
     assert ", lower bound" not in text
     m = solve_cpsat(Problem(g, Machine(units=2)), "makespan", time_limit=5)
     assert m.summary().startswith("cpsat on graph: OPTIMAL, makespan 1, lower bound 1, peak ")
+
+
+def test_rounded_sizes_still_optimal_where_the_makespan_meets_a_bound() -> None:
+    """Sizes near 2**42 that differ in their last bytes are rounded to quanta, so CP-SAT's
+    proof covers the rounded model only and the result was FEASIBLE with gap 0. A makespan
+    equal to a lower bound of the problem itself (here the chain's length) is optimal
+    whatever the rounding."""
+    g = OpGraph(
+        (
+            Op("v0", 1, output_bytes=4),
+            Op("v1", 1, deps=("v0",), output_bytes=6597069766659),
+            Op("v2", 1, deps=("v1",), output_bytes=6597069766664),
+        ),
+        persistent_bytes=4,
+    )
+    p = Problem(g, Machine(units=1, memory_cap=13194139533327))
+    s = solve_cpsat(p, time_limit=5)
+    assert not s.info["scaling"]["memory_exact"]
+    assert (s.status, s.makespan, s.lower_bound) == (Status.OPTIMAL, 3.0, 3.0)
+    assert "optimal" in s.info["note"] and validate(p, s).valid

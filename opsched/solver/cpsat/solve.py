@@ -46,7 +46,13 @@ from opsched.solver.cpsat.outside import (  # the two shares: re-exported (__all
     serial_states,
 )
 from opsched.solver.cpsat.results import greedy_fallback
-from opsched.solver.cpsat.stages import DOWNSET_SHARE, PROBE_MAX_S, PROBE_SHARE, Run
+from opsched.solver.cpsat.stages import (
+    DOWNSET_SHARE,
+    PROBE_MAX_S,
+    PROBE_SHARE,
+    Run,
+    optimal_at_bound,
+)
 from opsched.solver.defaults import DEFAULT_WORKERS, check_seconds, check_workers
 from opsched.solver.scaling import choose_scaling, limit_in_ticks
 from opsched.solver.serial import least_peak_start
@@ -242,6 +248,7 @@ def _stages(run: Run) -> Schedule:
     memory_counts = problem.memory_cap is not None or "peak" in order
     exact = scaling.time_exact and (scaling.memory_exact or not memory_counts)
     lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value
+    bound_of_problem = lb  # from the problem itself, whatever the rounding
     if makespan_limit is not None and makespan_limit < lb - 1e-9:
         info["reason"] = (
             f"makespan limit {makespan_limit:g} is below the lower bound {lb:g} "
@@ -315,4 +322,4 @@ def _stages(run: Run) -> Schedule:
     )  # fmt: skip
     if not scaling.time_exact and order == ["makespan"]:
         out = no_worse_than_greedy(problem, out)
-    return out
+    return optimal_at_bound(out, obj, bound_of_problem)
