@@ -296,7 +296,8 @@ def pareto(
     """The exact Pareto front of makespan vs peak memory (CP-SAT, epsilon constraints).
 
     Each point is printed on stderr as it is found (not with --quiet or --json); the front,
-    checked by the validator, at the end.
+    checked by the validator, at the end. No point found, nor refuted, within the time:
+    exit 1 and no file written, as for solve.
     """
     from opsched._files import write_text_atomic
     from opsched.solver import pareto_front
@@ -320,6 +321,14 @@ def pareto(
         if not rep.valid:
             _fail(f"pareto point ({p.makespan:g}, {p.peak_memory}) is invalid: "
                   f"{rep.violations[0]}", 3)  # fmt: skip
+    if not front.points:  # none found, none refuted: as solve, exit 1 and no file
+        if as_json:
+            _emit_json(front.to_dict())
+        else:
+            click.echo(front.summary())
+            if output is not None:
+                click.echo(f"no point: {output} not written", err=True)
+        sys.exit(EXIT_NO_SCHEDULE)
     if output is not None:
         write_text_atomic(front.to_frame().to_csv(index=False), output)
     if as_json:

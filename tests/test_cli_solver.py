@@ -535,3 +535,35 @@ def test_analyze_refutes_a_cap_every_case_empties(tmp_path: Path) -> None:
     assert r.exit_code == 2 and r.stdout == ""
     assert "no schedule exists: the outputs of these pairs of ops are never live" in r.stderr
     assert "'r0' / 'r1'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_pareto_with_no_point_found_exits_1_and_writes_no_file(tmp_path: Path) -> None:
+    """Sizes near 2**40 are rounded to quanta, and the rounded model has no schedule under
+    this cap (nor has the problem: brute force refutes it). CP-SAT cannot prove that, so
+    solve exits 1 with no file; pareto had exited 0 with a front of no points and written a
+    CSV of its header alone."""
+    big = 1099511627789
+    g = OpGraph(
+        (
+            Op("v0", 2, output_bytes=14, workspace_bytes=1099511627778, output=True),
+            Op("v1", 3, output=True),
+            Op("v2", 0, deps=("v1",), output_bytes=big, output=True, demands={"units": 2}),
+            Op("v3", 0, deps=("v2",), output_bytes=big),
+            Op("v4", 2, deps=("v3",), output_bytes=6, output=True),
+        ),
+        persistent_bytes=3,
+    )
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(g.to_dict()))
+    cap = ("-k", 3, "--memory-cap", 1099511627800)
+    out = tmp_path / "front.csv"
+    r = invoke("pareto", path, *cap, "-o", out)
+    assert r.exit_code == 1, r.output
+    assert not out.exists() and f"no point: {out} not written" in r.stderr
+    r = invoke("pareto", path, *cap, "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["points"] == []
+    sched = tmp_path / "s.json"
+    r = invoke("solve", path, *cap, "-o", sched)
+    assert r.exit_code == 1 and not sched.exists()
+    r = invoke("solve", path, *cap, "--solver", "brute-force")
+    assert r.exit_code == 2 and "breaks the memory cap" in r.stderr

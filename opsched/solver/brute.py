@@ -134,7 +134,10 @@ def solve_brute_force(
         return True
 
     finished = True
-    if problem.infeasibility_reason() is None:
+    reason = problem.infeasibility_reason()
+    if reason is None:
+        what = "the capacities" if cap is None else f"the memory cap of {cap} B"
+        reason = f"every semi-active schedule breaks {what} (exhaustive search)"
         try:
             rec(0, 0.0, -1, 0.0)
         except _OutOfTime:
@@ -145,7 +148,7 @@ def solve_brute_force(
             problem,
             solver="brute-force",
             status=Status.INFEASIBLE if finished else Status.UNKNOWN,
-            info={"reason": "no schedule exists" if finished else "time limit reached"},
+            info={"reason": reason if finished else "time limit reached"},
             wall_time_s=wall,
         )
     ends = [s + dd for s, dd in zip(best_starts, d, strict=True)]

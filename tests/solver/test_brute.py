@@ -188,7 +188,14 @@ def test_infeasible_cap() -> None:
     s = solve_brute_force(p)
     assert s.status is Status.INFEASIBLE
     assert not s.has_schedule
-    assert s.info["reason"] == "no schedule exists"
+    # the reason says what no schedule met (the CLI prints "no schedule exists: <reason>",
+    # which had read "no schedule exists: no schedule exists")
+    assert s.info["reason"] == (
+        "every semi-active schedule breaks the memory cap of 20 B (exhaustive search)"
+    )
+    # a cap that the analysis refutes first: its reason is kept, not replaced
+    tight = Problem(g, Machine(units=1, memory_cap=5))
+    assert solve_brute_force(tight).info["reason"] == tight.infeasibility_reason()
     s = solve_brute_force(Problem(g, Machine(units=1, memory_cap=21)))
     assert (s.status, s.makespan, s.peak_memory) == (Status.OPTIMAL, 2.0, 21)
     assert [o.name for o in sorted(s.ops, key=lambda o: o.start)] == ["b", "a"]
