@@ -88,8 +88,16 @@ def solve_downsets(
                            deadline=t0 + time_limit)  # fmt: skip
     info["downsets"] = found.to_info()
     if found.proven and found.makespan is None:
-        info["reason"] = "no schedule fits the memory cap (the down-set search is exhaustive)"
-        status = Status.INFEASIBLE if scaling.memory_exact else Status.UNKNOWN
+        if scaling.memory_exact:
+            info["reason"] = "no schedule fits the memory cap (the down-set search is exhaustive)"
+            status = Status.INFEASIBLE
+        else:  # sizes rounded up, the cap down: a schedule may still fit the real cap
+            info["reason"] = (
+                f"no schedule fits the memory cap once sizes are rounded up to quanta of "
+                f"{scaling.memory_quantum} B (rounding was not exact: one may fit the real "
+                "cap; try --solver brute-force on a small graph)"
+            )
+            status = Status.UNKNOWN
         return Schedule.empty(problem, solver="downsets", status=status, info=info,
                               wall_time_s=time.perf_counter() - t0)  # fmt: skip
     lb = lower_bounds(problem.graph, problem.machine.units, problem.capacities).value

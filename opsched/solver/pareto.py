@@ -131,7 +131,7 @@ def pareto_front(
     peak replaces it in the front). The front is ``complete`` when every point is proven and
     the search ran until no schedule was left below the last peak; otherwise ``stopped`` says
     why not (the time limit, ``max_points`` points found, a point not proven in
-    ``point_time_limit``).
+    ``point_time_limit``, no schedule found nor refuted: the solver's reason).
 
     Examples
     --------
@@ -184,7 +184,10 @@ def pareto_front(
             break
         if not r.has_schedule or r.makespan is None or r.peak_memory is None:
             below = "" if cap is None else f" with a peak of at most {cap}"
-            stopped = f"no schedule{below} found, nor refuted, in point_time_limit"
+            # the solver's reason: the time limit, or a rounded model that is infeasible
+            # (which no longer point_time_limit would change)
+            why = r.info.get("reason") or "time limit reached before any schedule was found"
+            stopped = f"no schedule{below} found, nor refuted: {why}"
             break
         proven = r.status is Status.OPTIMAL
         if not proven and all_proven:

@@ -428,3 +428,30 @@ def test_solve_downsets_claims_no_bound_from_rounded_sizes() -> None:
     assert r.info["scaling"]["memory_exact"] is False and validate(p, r).valid
     assert r.status is Status.FEASIBLE
     assert r.lower_bound is not None and r.lower_bound <= best.makespan
+
+
+def test_rounded_sizes_do_not_say_no_schedule_fits_the_cap() -> None:
+    """Sizes of ~2^42 bytes that differ in their last bytes are rounded up to quanta (and the
+    cap down), so the search can find nothing within a cap a schedule meets exactly: the
+    result is UNKNOWN, and its reason must say the rounding, not "no schedule fits the memory
+    cap (the down-set search is exhaustive)", which told a user that none exists while this
+    chain's one order fits (the cross-check through the CLI found it)."""
+    big = 6597069766659
+    g = OpGraph(
+        (
+            Op("v0", 1, output_bytes=4, output=True),
+            Op("v1", 1, deps=("v0",), output_bytes=big),
+            Op("v2", 1, deps=("v1",), output_bytes=big + 5, output=True),
+        ),
+        persistent_bytes=4,
+    )
+    cap = 4 + big + big + 5  # persistent, then v1's output beside v2's
+    p = Problem(g, Machine(units=1, memory_cap=cap))
+    assert solve_brute_force(p).peak_memory == cap  # a schedule meets the cap exactly
+    from opsched.solver.downset_solver import solve_downsets
+
+    s = solve_downsets(p, time_limit=10)
+    assert s.status is Status.UNKNOWN
+    assert not s.info["scaling"]["memory_exact"]
+    reason = s.info["reason"]
+    assert "rounded" in reason and "quanta" in reason, reason

@@ -271,3 +271,25 @@ def test_an_unproven_point_that_a_later_point_dominates_is_dropped(monkeypatch) 
     assert not front.complete and front.stopped is not None
     for pt in front.points:
         assert validate(problem, pt.schedule).valid
+
+
+def test_a_rounded_model_without_schedule_is_not_blamed_on_the_time_limit() -> None:
+    """Under a cap between the analysis bound and the least peak, with sizes past 2^40 (the
+    memory is rounded), CP-SAT's rounded model is infeasible but proves nothing: the front
+    stops at once, and ``stopped`` said "nor refuted, in point_time_limit", as if a longer
+    limit would help. It gives the solver's reason now."""
+    t = 1099511627778
+    g = OpGraph(
+        (
+            Op("v0", 2, output_bytes=14, workspace_bytes=t, output=True),
+            Op("v1", 3, output=True),
+            Op("v2", 0, deps=("v1",), output_bytes=t + 11, output=True, demands={"units": 2}),
+            Op("v3", 0, deps=("v2",), output_bytes=t + 11),
+            Op("v4", 2, deps=("v3",), output_bytes=6, output=True),
+        ),
+        persistent_bytes=3,
+    )
+    f = pareto_front(Problem(g, Machine(units=3, memory_cap=t + 22)), point_time_limit=10)
+    assert not f.complete and not f.points
+    assert f.stopped is not None
+    assert "point_time_limit" not in f.stopped and "rounded" in f.stopped, f.stopped
