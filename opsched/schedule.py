@@ -211,8 +211,10 @@ class Schedule:
         """Return the JSON text; with ``path``, also write it there atomically."""
         import json
 
+        from opsched.ir.jsonio import INDENT_MAX_OPS
+
         # one op per line reads well up to thousands of ops; beyond, compact is 2x faster
-        indent = 1 if len(self.ops) <= 10_000 else None
+        indent = 1 if len(self.ops) <= INDENT_MAX_OPS else None
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
             from opsched._files import write_text_atomic

@@ -50,7 +50,7 @@ def _import_trace(
     """Import ``trace`` and write the requested files; returns the import and the paths."""
     from opsched._files import check_writable
     from opsched.importers.trace import import_trace
-    from opsched.ir.jsonio import graph_to_dict, write_json_atomic
+    from opsched.ir.jsonio import INDENT_MAX_OPS, graph_to_dict, write_json_atomic
 
     _check_suffix(output, (".json",), "-o")
     if schedule is not None:
@@ -61,8 +61,9 @@ def _import_trace(
     imp = import_trace(trace, step, device)  # all computed before any file is written
     tl = imp.timeline
     doc = graph_to_dict(tl.graph)
+    indent = 1 if tl.graph.num_ops <= INDENT_MAX_OPS else None
     writes: list[tuple[Path, Callable[[], object]]] = [
-        (output, lambda: write_json_atomic(doc, output))
+        (output, lambda: write_json_atomic(doc, output, indent))
     ]
     if schedule is not None:
         writes.append((schedule, lambda: tl.schedule.to_json(str(schedule))))

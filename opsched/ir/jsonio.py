@@ -27,6 +27,7 @@ from opsched.ir.program import derive_dependencies
 
 __all__ = [
     "GRAPH_FORMAT",
+    "INDENT_MAX_OPS",
     "graph_from_dict",
     "graph_to_dict",
     "read_graph_json",
@@ -233,7 +234,16 @@ def write_json_atomic(doc: Any, path: str | os.PathLike[str], indent: int | None
     write_text_atomic(json.dumps(doc, indent=indent, allow_nan=False) + "\n", path)
 
 
+#: Graphs and schedules of more ops are written without indentation: Python's encoder
+#: indents in interpreted code, 4-8x slower than its compiled compact one (5.6 s against
+#: 0.7-1.5 s for a 400,000-op graph) and with every piece of the text held as a string
+#: until they are joined (some hundreds of MB more at the peak).
+INDENT_MAX_OPS = 10_000
+
+
 def write_graph_json(graph: OpGraph, path: str | os.PathLike[str]) -> None:
-    """Write ``graph`` to ``path`` as ``opsched-graph/1`` (atomically)."""
+    """Write ``graph`` to ``path`` as ``opsched-graph/1`` (atomically); one field per line
+    up to :data:`INDENT_MAX_OPS` ops, compact beyond."""
     require_graph(graph, "write_graph_json(graph, path)")
-    write_json_atomic(graph_to_dict(graph), path)
+    indent = 1 if graph.num_ops <= INDENT_MAX_OPS else None
+    write_json_atomic(graph_to_dict(graph), path, indent=indent)

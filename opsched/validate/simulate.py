@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from opsched.errors import ScheduleFormatError
+from opsched.ir.graph import MAX_SIZE, MAX_TOTAL_TIME
 from opsched.liveness import memory_curve, peak_demand
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
@@ -204,37 +205,56 @@ def execute_orders(
     missing = [g.names[i] for i in np.flatnonzero(unit_of < 0)]
     if missing:
         raise ScheduleFormatError(f"op(s) missing from the unit orders: {missing[:8]}")
-    # longest path over dependency edges plus "previous op on my unit" edges (Kahn)
-    n = g.num_ops
-    preds: list[list[int]] = [
-        g.pred_idx[g.pred_ptr[i] : g.pred_ptr[i + 1]].tolist() for i in range(n)
-    ]
-    for i in range(n):
-        if prev_on_unit[i] >= 0:
-            preds[i].append(int(prev_on_unit[i]))
-    succs: list[list[int]] = [[] for _ in range(n)]
-    for i in range(n):
-        for p in preds[i]:
-            succs[p].append(i)
-    indeg = [len(p) for p in preds]
-    stack = [i for i in range(n) if indeg[i] == 0]
-    start = np.zeros(n)
-    d = g.durations
-    done = 0
-    while stack:
-        v = stack.pop()
-        done += 1
-        s = max((start[p] + d[p] for p in preds[v]), default=0.0)
-        start[v] = s
-        for w in succs[v]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                stack.append(w)
-    if done < n:
-        stuck = [g.names[i] for i in range(n) if indeg[i] > 0]
+    chain = _unit_chain(g, prev_on_unit)
+    start = _chain_starts(chain, g.durations)
+    if start is None:
+        left = np.ones(g.num_ops, dtype=bool)
+        left[chain[2]] = False
+        stuck = [g.names[i] for i in np.flatnonzero(left)]
         raise ScheduleFormatError(f"unit orders deadlock: {stuck[:8]} wait on each other")
     out = Schedule.build(problem, start, unit_of.tolist(), solver=solver, status=Status.FEASIBLE)
     return mark_broken(problem, out) if check else out
+
+
+def _unit_chain(graph: Any, prev_on_unit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The dependency edges plus an edge from each op's predecessor on its unit
+    (``prev_on_unit``, -1 for none): ``(pred_ptr, pred_idx, order)``, the predecessors as
+    CSR arrays and Kahn's order of the ops (short of every op where the orders deadlock)."""
+    from opsched._jit import call
+    from opsched.analysis._kernels import kahn_order
+
+    n = graph.num_ops
+    chained = np.flatnonzero(prev_on_unit >= 0)
+    src = np.concatenate([graph.pred_idx, prev_on_unit[chained]]).astype(np.int64)
+    dst = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), np.diff(graph.pred_ptr)),
+                          chained]).astype(np.int64)  # fmt: skip
+    pred_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=pred_ptr[1:])
+    pred_idx = src[np.argsort(dst, kind="stable")]
+    succ_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=succ_ptr[1:])
+    succ_idx = dst[np.argsort(src, kind="stable")]
+    order = call(kahn_order, n + len(src), n, pred_ptr, succ_ptr, succ_idx)
+    return pred_ptr, pred_idx, order
+
+
+def _chain_starts(
+    chain: tuple[np.ndarray, np.ndarray, np.ndarray], durations: np.ndarray
+) -> np.ndarray | None:
+    """Each op's earliest start once its predecessors in ``chain`` (:func:`_unit_chain`: its
+    dependencies and the op before it on its unit) have ended, with ``durations`` (graph
+    order); None where the orders deadlock. The longest path in compiled array loops
+    (:mod:`opsched._jit`): a Python walk had cost about a second per 100,000 ops and replay."""
+    from opsched._jit import call
+    from opsched.analysis._kernels import forward_longest
+
+    pred_ptr, pred_idx, order = chain
+    d = np.asarray(durations, dtype=np.float64)
+    if len(order) < len(d):
+        return None
+    starts: np.ndarray = call(forward_longest, len(order) + len(pred_idx), order, d, pred_ptr,
+                              pred_idx)  # fmt: skip
+    return starts
 
 
 def orders_suffice(problem: Problem) -> bool:
@@ -294,6 +314,45 @@ class UnitOrders:
         #: ops each op of several units waits for, and ops that wait for it (see
         #: :meth:`_sequence_wide_ops`); a replay adds them to the dependencies
         self.after: dict[str, list[str]] = self._sequence_wide_ops(problem, schedule)
+        self._graph = g
+        #: (pred_ptr, pred_idx, order) of the orders with the dependencies, for
+        #: :meth:`replay_makespan`; worked out at its first call
+        self._chain: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._plain_for: Problem | None = None  # the problem replay_makespan applies to
+
+    def replay_makespan(self, problem: Problem, durations: np.ndarray) -> float | None:
+        """The makespan of :meth:`run` on ``problem`` with the actual ``durations`` (graph
+        order), worked out on arrays: no graph with those durations and no schedule is built
+        (a replay of a million ops took seconds so). None where that does not apply, and
+        :meth:`run` is needed: where :func:`orders_suffice` does not hold (the replay is
+        then checked), for another graph than the orders', and for durations a graph would
+        refuse (negative, not finite, or totalling 2^53 or more), whose error :meth:`run`
+        raises."""
+        g = problem.graph
+        d = np.asarray(durations, dtype=np.float64)
+        if self._plain_for is not problem:  # orders_suffice walks the ops: once per problem
+            if g is not self._graph or self.after or not orders_suffice(problem):
+                return None
+            self._plain_for = problem
+        if (
+            d.shape != (g.num_ops,)
+            or not (np.isfinite(d).all() and (d >= 0).all())
+            or float(d.sum()) >= MAX_TOTAL_TIME
+            or (d > MAX_SIZE).any()
+        ):
+            return None
+        if self._chain is None:
+            if sum(len(seq) for seq in self.orders.values()) != g.num_ops:
+                return None  # an op twice: run() says so
+            prev = np.full(g.num_ops, -1, dtype=np.int64)
+            for seq in self.orders.values():
+                idx = np.fromiter((g.index(name) for name in seq), np.int64, count=len(seq))
+                prev[idx[1:]] = idx[:-1]
+            self._chain = _unit_chain(g, prev)
+        starts = _chain_starts(self._chain, d)
+        if starts is None:  # a deadlock: run() names the ops
+            return None
+        return float((starts + d).max()) if g.num_ops else 0.0
 
     def run(self, problem: Problem) -> Schedule:
         """Replay the orders on ``problem``, whose durations are the actual ones: each unit

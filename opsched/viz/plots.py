@@ -6,6 +6,7 @@ composed in notebooks and papers. Needs the ``plot`` extra (``pip install 'opsch
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 import numpy as np
@@ -29,14 +30,28 @@ def _plt() -> Any:
 
 def _lanes(ops: list[Any]) -> dict[str, int]:
     """Rows for ops without a unit: each op in the first row free at its start (as few rows
-    as ops ever run at once)."""
-    free_at: list[float] = []
+    as ops ever run at once).
+
+    The rows that ended by an op's start wait in a heap, the busy ones in another by end: a
+    scan of every row for each op had been quadratic where many ops run at once (8,000 ops
+    side by side, 1.1 s; 4x the ops, 16x the time).
+
+    >>> from opsched.schedule import ScheduledOp as S
+    >>> _lanes([S("a", 0, 2), S("b", 1, 3), S("c", 2, 4), S("d", 2, 3)])
+    {'a': 0, 'b': 1, 'd': 0, 'c': 2}
+    """
+    free: list[int] = []  # rows free at the current start, lowest first
+    busy: list[tuple[float, int]] = []  # (end, row) of the rows in use
     lane: dict[str, int] = {}
+    rows = 0
     for o in sorted(ops, key=lambda o: (o.start, o.end)):
-        k = next((i for i, f in enumerate(free_at) if f <= o.start), len(free_at))
-        if k == len(free_at):
-            free_at.append(o.end)
-        free_at[k] = o.end
+        while busy and busy[0][0] <= o.start:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            k = heapq.heappop(free)
+        else:
+            k, rows = rows, rows + 1
+        heapq.heappush(busy, (o.end, k))
         lane[o.name] = k
     return lane
 
@@ -72,12 +87,19 @@ def plot_gantt(schedule: Schedule, ax: Any = None, labels: bool = True) -> Any:
     lanes = max(lane.values(), default=-1) + 1
     names += [f"lane {k}" if not units else f"no unit {k}" for k in range(lanes)]
     colors = plt.get_cmap("tab20")
+    # one collection of bars per row, not one artist per op: a bar each took 1.7 ms to add
+    # and 0.6 ms to draw (17 s and 6 s at 10,000 ops, hours at a million)
+    bars: dict[int, tuple[list[tuple[float, float]], list[Any]]] = {}
     for k, o in enumerate(ops):
         y = row_of[o.unit] if o.unit is not None else len(units) + lane[o.name]
-        ax.barh(y, o.end - o.start, left=o.start, color=colors(k % 20), edgecolor="black",
-                linewidth=0.5)  # fmt: skip
+        spans, fill = bars.setdefault(y, ([], []))
+        spans.append((o.start, o.end - o.start))
+        fill.append(colors(k % 20))
         if labels and len(ops) <= 80:
             ax.text((o.start + o.end) / 2, y, o.name, ha="center", va="center", fontsize=7)
+    for y, (spans, fill) in bars.items():  # barh's bars: 0.8 high, centred on the row
+        ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=fill, edgecolor="black",
+                       linewidth=0.5)  # fmt: skip
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels(names)
     ax.invert_yaxis()

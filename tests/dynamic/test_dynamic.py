@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -295,3 +296,73 @@ def test_clairvoyant_gaps_refuses_two_policies_of_one_name() -> None:
     b.solver = a.solver
     with pytest.raises(ProblemError, match="two policies are both named 'greedy'"):
         clairvoyant_gaps(p, [a, b], Lognormal(0.1), runs=2)
+
+
+def _old_replay_makespan(problem: Problem, orders, d: np.ndarray) -> float:
+    """The replay as it was before the array path: a graph with the actual durations, the
+    orders executed on it one op at a time in Python, a schedule built."""
+    g = problem.graph.replace_ops(
+        [replace_op(op, duration=float(x)) for op, x in zip(problem.graph.ops, d, strict=True)]
+    )
+    pos = {name: i for i, name in enumerate(g.names)}
+    preds = [[pos[x] for x in op.deps] for op in g.ops]
+    for seq in orders.orders.values():
+        for a, b in itertools.pairwise(seq):
+            preds[pos[b]].append(pos[a])
+    start = [None] * g.num_ops
+    left = list(range(g.num_ops))
+    while left:  # fixed point of the longest path, in any order
+        rest = []
+        for i in left:
+            if all(start[p] is not None for p in preds[i]):
+                start[i] = max((start[p] + float(d[p]) for p in preds[i]), default=0.0)
+            else:
+                rest.append(i)
+        assert len(rest) < len(left)
+        left = rest
+    return max(s + float(x) for s, x in zip(start, d, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_replay_on_arrays_gives_the_graph_replays_makespan(seed: int) -> None:
+    # the array replay (UnitOrders.replay_makespan, used by simulate and the portfolio's
+    # noise ranking) against the replay that rebuilt the graph, on random graphs with
+    # zero-duration and unit-less ops, and with several units' orders
+    from opsched.validate.simulate import UnitOrders
+
+    rng = np.random.default_rng(seed)
+    g = layered(40 + seed * 7, seed=seed)
+    ops = [
+        replace_op(op, duration=0.0 if rng.random() < 0.15 else op.duration,
+                   demands={} if rng.random() < 0.1 else {"units": 1})
+        for op in g.ops
+    ]  # fmt: skip
+    p = Problem(g.replace_ops(ops), Machine(units=1 + seed % 4))
+    s = list_schedule(p, "random" if seed % 2 else "b-level", "insertion", seed=seed)
+    orders = UnitOrders(p, s)
+    draws = sample_durations(p.graph, Lognormal(0.4), 5, seed=seed)
+    for d in [p.graph.durations, *draws]:
+        fast = orders.replay_makespan(p, d)
+        assert fast is not None
+        assert fast == replay(p, orders, d).makespan == _old_replay_makespan(p, orders, d)
+    # refused durations and problems the array path leaves to run(): None
+    assert orders.replay_makespan(p, -p.graph.durations - 1) is None
+    capped = p.with_machine(memory_cap=10**15)
+    assert orders.replay_makespan(capped, p.graph.durations) is None
+
+
+def replace_op(op: Op, **changes: object) -> Op:
+    from dataclasses import replace as _replace
+
+    return _replace(op, **changes)
+
+
+def test_expected_makespan_same_with_and_without_the_array_replay(monkeypatch) -> None:
+    from opsched.validate.simulate import UnitOrders
+
+    p = Problem(layered(120, seed=3), Machine(units=3))
+    s = list_schedule(p)
+    fast = expected_makespan(p, s, Lognormal(0.3), runs=8, seed=2)
+    monkeypatch.setattr(UnitOrders, "replay_makespan", lambda self, problem, d: None)
+    slow = expected_makespan(p, s, Lognormal(0.3), runs=8, seed=2)
+    assert fast.makespans.tolist() == slow.makespans.tolist()

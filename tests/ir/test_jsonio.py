@@ -456,3 +456,21 @@ def test_json_nan_and_infinity_never_reach_a_graph(tmp_path: Path) -> None:
         # every token parses as a float and is then rejected by the op check, naming the op
         assert "op 'a' (ops[0]): duration must be" in str(exc.value)
     assert math.isinf(json.loads("1e999"))
+
+
+def test_large_graphs_are_written_compact_and_read_back_the_same(tmp_path, monkeypatch) -> None:
+    # past INDENT_MAX_OPS ops the file is compact JSON (the indenting encoder is Python
+    # code, several times slower); either way it reads back to the same graph
+    from opsched.ir import jsonio
+    from opsched.zoo import layered
+
+    g = layered(50, seed=4)
+    small, big = tmp_path / "small.json", tmp_path / "big.json"
+    jsonio.write_graph_json(g, small)
+    monkeypatch.setattr(jsonio, "INDENT_MAX_OPS", 49)
+    jsonio.write_graph_json(g, big)
+    assert small.read_text().count("\n") > 50 * 2 and big.read_text().count("\n") == 1
+    for path in (small, big):
+        back = jsonio.read_graph_json(path)
+        assert jsonio.graph_to_dict(back) == jsonio.graph_to_dict(g)
+    assert json.loads(small.read_text()) == json.loads(big.read_text())
