@@ -51,7 +51,7 @@ from opsched.heuristics.greedy import greedy
 from opsched.problem import Problem, check_seed, require_problem
 from opsched.schedule import Schedule, Status
 
-__all__ = ["PLACEMENTS", "list_schedule", "list_solver_name", "units_only"]
+__all__ = ["PLACEMENTS", "list_arrays", "list_schedule", "list_solver_name", "units_only"]
 
 #: Names accepted for ``placement``.
 PLACEMENTS = ("earliest", "insertion", "memory")
@@ -94,6 +94,28 @@ def units_only(problem: Problem) -> bool:
         elif caps.get(r) is not None and dem.any():
             return False
     return True
+
+
+def list_arrays(
+    problem: Problem, prio: np.ndarray, placement: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and units (graph order) of the list schedule by ``prio`` (larger first) and
+    ``placement`` ``"earliest"`` or ``"insertion"``, where :func:`units_only` holds; memory
+    is not looked at."""
+    g = problem.graph
+    units = problem.unit_pool  # the kernels size per-unit state by it
+    wants = (g.demand_array("units") == 1).astype(np.int8)
+    size = g.num_ops + g.num_edges
+    if placement == "insertion" and units is not None:
+        return call(
+            insertion, size, units, g.durations, wants, -prio, g.pred_ptr, g.pred_idx,
+            g.succ_ptr, g.succ_idx,
+        )  # fmt: skip
+    # unlimited units: insertion and non-delay both start every op at once
+    return call(
+        nondelay, size, units or 0, g.durations, wants, -prio, False, g.pred_ptr,
+        g.succ_ptr, g.succ_idx,
+    )  # fmt: skip
 
 
 def list_schedule(
@@ -153,19 +175,7 @@ def list_schedule(
     info: dict[str, object] = {"priority": rule_name, "placement": placement}
     result: Schedule | None = None
     if fast and (placement == "insertion" or (placement == "earliest" and cap is None)):
-        units = problem.unit_pool  # the kernels size per-unit state by it
-        wants = (g.demand_array("units") == 1).astype(np.int8)
-        size = g.num_ops + g.num_edges
-        if placement == "insertion" and units is not None:
-            starts, unit_of = call(
-                insertion, size, units, g.durations, wants, -prio, g.pred_ptr, g.pred_idx,
-                g.succ_ptr, g.succ_idx,
-            )  # fmt: skip
-        else:  # unlimited units: insertion and non-delay both start every op at once
-            starts, unit_of = call(
-                nondelay, size, units or 0, g.durations, wants, -prio, False, g.pred_ptr,
-                g.succ_ptr, g.succ_idx,
-            )  # fmt: skip
+        starts, unit_of = list_arrays(problem, prio, placement)
         elapsed = time.perf_counter() - t0
         result = Schedule.build(
             problem, starts, unit_of, solver=name, status=Status.FEASIBLE,

@@ -226,3 +226,32 @@ def test_noise_leaves_out_replays_no_machine_can_run() -> None:
     s = portfolio(p, [Fixed()], noise=0.5, runs=20, seed=0)  # type: ignore[list-item]
     assert 0 < s.info["left_out"]["hand"] < 20
     assert s.info["expected_makespan"] == pytest.approx(s.info["candidates"]["hand"])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_array_path_gives_the_schedule_path_result(seed: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Without noise or a cap the list candidates run on arrays and only the winner becomes a
+    Schedule. Against every candidate run as a Schedule (the path with noise and caps): the
+    same scores, winner, starts, units and peak. Small integer durations make makespan ties
+    common, so the peak tie-break and the earliest-candidate rule are exercised."""
+    import opsched.heuristics.portfolio as pf
+
+    n = 8 + 3 * seed
+    g = gnp(n, 0.15, seed=seed) if seed % 2 else layered(n, seed=seed)
+    ops = [
+        Op(o.name, float(1 + (i * 7 + seed) % 3), deps=o.deps, output_bytes=(i * 13) % 5 + 1)
+        for i, o in enumerate(g.ops)
+    ]
+    p = Problem(OpGraph(ops), Machine(units=2 + seed % 3))
+    fast = portfolio(p, seed=seed)
+    monkeypatch.setattr(pf, "_on_arrays", lambda problem: False)
+    slow = portfolio(p, seed=seed)
+    assert fast.info["candidates"] == slow.info["candidates"]
+    assert fast.info["winner"] == slow.info["winner"]
+    assert fast.starts() == slow.starts()
+    assert [o.unit for o in fast.ops] == [o.unit for o in slow.ops]
+    assert (fast.makespan, fast.peak_memory, fast.lower_bound) == (
+        slow.makespan, slow.peak_memory, slow.lower_bound,
+    )  # fmt: skip
+    assert {k: v for k, v in fast.info.items()} == {k: v for k, v in slow.info.items()}
+    assert validate(p, fast).valid
