@@ -47,7 +47,14 @@ from opsched.problem import Problem
 from opsched.schedule import Schedule
 from opsched.validate.simulate import UnitOrders
 
-__all__ = ["UnitOrders", "online", "replay", "unit_orders", "with_durations"]
+__all__ = [
+    "UnitOrders",
+    "online",
+    "online_priority",
+    "replay",
+    "unit_orders",
+    "with_durations",
+]
 
 
 def with_durations(problem: Problem, durations: Sequence[float] | np.ndarray) -> Problem:
@@ -90,6 +97,16 @@ def replay(
     return orders.run(actual)
 
 
+def online_priority(
+    problem: Problem, priority: str | Sequence[float] | np.ndarray = "b-level"
+) -> np.ndarray:
+    """The priorities :func:`online` schedules by, from the estimated durations."""
+    g = problem.graph
+    if isinstance(priority, str):
+        return b_level(g) if priority in ("b-level", "blevel") else rank(g, priority)
+    return np.asarray(priority, dtype=np.float64)
+
+
 def online(
     problem: Problem,
     durations: Sequence[float] | np.ndarray,
@@ -107,11 +124,7 @@ def online(
         A rule of :data:`opsched.analysis.ranks.PRIORITY_RULES` evaluated on the estimates,
         or one number per op.
     """
-    g = problem.graph
-    if isinstance(priority, str):
-        prio = b_level(g) if priority in ("b-level", "blevel") else rank(g, priority)
-    else:
-        prio = np.asarray(priority, dtype=np.float64)
+    prio = online_priority(problem, priority)
     s = list_schedule(with_durations(problem, durations), prio, "earliest")
     s.solver = "online"
     return s

@@ -97,24 +97,25 @@ def units_only(problem: Problem) -> bool:
 
 
 def list_arrays(
-    problem: Problem, prio: np.ndarray, placement: str
+    problem: Problem, prio: np.ndarray, placement: str, durations: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Starts and units (graph order) of the list schedule by ``prio`` (larger first) and
     ``placement`` ``"earliest"`` or ``"insertion"``, where :func:`units_only` holds; memory
-    is not looked at."""
+    is not looked at. ``durations`` (float64, graph order) replace the graph's."""
     g = problem.graph
+    d = g.durations if durations is None else durations
     units = problem.unit_pool  # the kernels size per-unit state by it
     wants = (g.demand_array("units") == 1).astype(np.int8)
     size = g.num_ops + g.num_edges
     if placement == "insertion" and units is not None:
         return call(
-            insertion, size, units, g.durations, wants, -prio, g.pred_ptr, g.pred_idx,
-            g.succ_ptr, g.succ_idx,
+            insertion, size, units, d, wants, -prio, g.pred_ptr, g.pred_idx, g.succ_ptr,
+            g.succ_idx,
         )  # fmt: skip
     # unlimited units: insertion and non-delay both start every op at once
     return call(
-        nondelay, size, units or 0, g.durations, wants, -prio, False, g.pred_ptr,
-        g.succ_ptr, g.succ_idx,
+        nondelay, size, units or 0, d, wants, -prio, False, g.pred_ptr, g.succ_ptr,
+        g.succ_idx,
     )  # fmt: skip
 
 

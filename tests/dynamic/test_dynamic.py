@@ -366,3 +366,25 @@ def test_expected_makespan_same_with_and_without_the_array_replay(monkeypatch) -
     monkeypatch.setattr(UnitOrders, "replay_makespan", lambda self, problem, d: None)
     slow = expected_makespan(p, s, Lognormal(0.3), runs=8, seed=2)
     assert fast.makespans.tolist() == slow.makespans.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_online_runs_on_arrays_give_the_online_schedules_makespans(seed, monkeypatch):  # type: ignore[no-untyped-def]
+    """Without a cap, online runs price the drawn durations with the non-delay kernel alone
+    (no graph and Schedule per run). Every run's makespan equals online()'s on the same
+    draw, and the statistics equal those of the per-run path."""
+    import opsched.dynamic.robust as robust
+
+    g = layered(30 + 10 * seed, seed=seed)
+    p = Problem(g, Machine(units=2 + seed % 3))
+    noise = Lognormal(0.3)
+    fast = expected_makespan(p, Online(), noise, runs=15, seed=seed)
+    draws = sample_durations(g, noise, 15, seed)
+    per_run = [online(p, d).makespan for d in draws]
+    assert fast.makespans.tolist() == per_run
+    monkeypatch.setattr(robust, "units_only", lambda problem: False)
+    slow = expected_makespan(p, Online("t-level"), noise, runs=15, seed=seed)
+    monkeypatch.undo()
+    again = expected_makespan(p, Online("t-level"), noise, runs=15, seed=seed)
+    assert again.makespans.tolist() == slow.makespans.tolist()
+    assert again.info == slow.info and again.estimate == slow.estimate
