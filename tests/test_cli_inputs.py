@@ -60,7 +60,7 @@ def test_resources_option_names_the_graph_resources(tmp_path):
     r = invoke("solve", path, "--units", 2, "--resources", "gpu=1")
     _refused(r, str(path), "--units 2: no op demands a compute unit")
     # the reason given fits the file: PSPLIB's was given for JSON graphs too
-    _refused(r, "\"demands\" leave out \"units\"")
+    _refused(r, '"demands" leave out "units"')
     assert "PSPLIB" not in r.stderr
     j30 = dataset_path("psplib/j30/j301_1.sm")
     _refused(invoke("solve", j30, "--units", 2), "a PSPLIB instance runs on its resources alone")
