@@ -2,9 +2,9 @@
 
 The result's status is OPTIMAL only when CP-SAT proved it *and* the integer scaling was exact
 (:mod:`opsched.solver.scaling`), or when a makespan-only result meets a lower bound of the
-problem itself (:func:`~opsched.solver.cpsat.stages.optimal_at_bound`); FEASIBLE carries the best bound and the gap; INFEASIBLE a
-reason; UNKNOWN means the time ran out with no schedule. Makespan and peak memory are
-recomputed from the returned op times.
+problem itself (:func:`~opsched.solver.cpsat.stages.optimal_at_bound`); FEASIBLE carries
+the best bound and the gap; INFEASIBLE a reason; UNKNOWN means the time ran out with no
+schedule. Makespan and peak memory are recomputed from the returned op times.
 """
 
 from __future__ import annotations
