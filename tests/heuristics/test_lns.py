@@ -38,6 +38,7 @@ def _stg(name: str, procs: int) -> Problem:
     return Problem(read_stg(dataset_path(f"stg/50/{name}.stg")), Machine(units=procs))
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("seed", range(3))
 def test_never_worse_than_its_start_and_valid(seed: int) -> None:
     g = layered(40, seed=seed) if seed % 2 else gnp(40, 0.08, seed=seed)
@@ -56,6 +57,7 @@ def test_never_worse_than_its_start_and_valid(seed: int) -> None:
     assert s.info["improvements"] <= s.info["iterations"]
 
 
+@pytest.mark.timing
 def test_respects_the_time_limit_on_an_open_instance() -> None:
     # rand0177 on 4 processors: the lower bound (107) is below every schedule found so far,
     # so the search only stops at the time limit

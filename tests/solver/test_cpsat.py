@@ -495,6 +495,7 @@ def test_long_duration_with_many_decimals() -> None:
 # ----------------------------------------------------------------------------- limits
 
 
+@pytest.mark.timing
 def test_time_limit_is_honoured() -> None:
     # STG rand0000 with 300 tasks on 4 units is not proven within 2 s; the call returns by
     # then with the best schedule, the bound and the gap

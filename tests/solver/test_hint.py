@@ -149,6 +149,7 @@ def test_the_start_serves_the_lexicographic_objective_and_the_horizon_switch() -
     assert q.status is Status.OPTIMAL and q.makespan == 130 and "start" in q.info
 
 
+@pytest.mark.timing
 def test_the_memory_aware_start_is_searched_once_and_within_the_time_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import opsched
+
+pytestmark = pytest.mark.timing  # the signal must come while CP-SAT searches
 
 # an STG 300 pair no 30 s solve proves from the greedy start (hint=False; rand0052 on 8
 # processors, 208..209 through 300 s runs, proven since from a list schedule's start), so the
