@@ -183,9 +183,9 @@ def _run_all(
         and units_only(problem)
         and not problem.infeasibility_reason()
     )
-    prio = online_priority(problem, prepared.priority) if isinstance(prepared, Online) else None
+    prio = online_priority(problem, prepared.priority) if arrays else None  # type: ignore[union-attr]
     for i, d in enumerate(draws):
-        if arrays and prio is not None:
+        if prio is not None:
             actual = np.asarray(d, dtype=np.float64)
             starts, _ = list_arrays(problem, prio, "earliest", durations=actual)
             out[i] = float((starts + actual).max()) if len(actual) else 0.0
