@@ -7,6 +7,7 @@ import hashlib
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -30,21 +31,56 @@ _TIMING_LOCK = Path(tempfile.gettempdir()) / (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``timing`` tests form one xdist group (``--dist loadgroup`` in pyproject.toml):
+    one process runs them one after another, and takes the lock once for all of them."""
+    for item in items:
+        if item.get_closest_marker("timing") is not None:
+            item.add_marker(pytest.mark.xdist_group("timing"))
+
+
+_NEXT = pytest.StashKey[pytest.Item | None]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    item.stash[_NEXT] = nextitem  # whether the lock can pass on to the next test unreleased
+    return (yield)
+
+
+_held: list[IO[str]] = []  # the open lock file, while a run of timing tests holds it alone
+
+
+def _is_timing(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("timing") is not None
+
+
 @pytest.fixture(autouse=True)
 def _timing_alone(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test marked ``timing`` holds the lock alone; every other test shares it. Under
     ``pytest -n 2`` on two cores the other process had run a CP-SAT search beside a 1 s
-    time-limit test, which then measured 2.5-5.7 s of wall clock for its 1.6 s of work."""
+    time-limit test, which then measured 2.5-5.7 s of wall clock for its 1.6 s of work.
+    Consecutive timing tests keep the lock between them: each wait for it is a wait for
+    the other process's test to end, which had cost 26-57 s of idle time apiece."""
     if not hasattr(request.config, "workerinput"):  # not under xdist: nothing beside it
         yield
         return
-    alone = request.node.get_closest_marker("timing") is not None
-    with open(_TIMING_LOCK, "a") as f:
+    node = request.node
+    alone = _is_timing(node)
+    if alone and _held:
+        f = _held.pop()  # the previous test's lock, still held alone
+    else:
+        f = open(_TIMING_LOCK, "a")  # noqa: SIM115 (kept open past this block)
         fcntl.flock(f, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
+    try:
+        yield
+    finally:
+        if alone and _is_timing(node.stash.get(_NEXT, None)):
+            _held.append(f)
+        else:
             fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()
 
 
 @pytest.fixture(scope="session", autouse=True)
