@@ -25,62 +25,81 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-#: One lock for the test processes of one checkout (pytest -n starts several).
-_TIMING_LOCK = Path(tempfile.gettempdir()) / (
-    "opsched-tests-" + hashlib.sha1(str(REPO).encode()).hexdigest()[:12] + ".lock"
-)
+#: Two locks for the test processes of one checkout (pytest -n starts several): the main
+#: one, which a timing test holds alone and every other test shares, and a gate, which a
+#: timing test holds while it waits for the main one, so that the other process cannot keep
+#: taking its shared lock test after test (flock is not fair: a timing test had waited 64 s).
+_LOCKS = [
+    Path(tempfile.gettempdir())
+    / f"opsched-tests-{hashlib.sha1(str(REPO).encode()).hexdigest()[:12]}.{part}.lock"
+    for part in ("main", "gate")
+]
+
+
+def _shared_scope(item: pytest.Item) -> str | None:
+    """The module of a test that uses a fixture of module (or wider) scope, else None."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for defs in info.name2fixturedefs.values():
+        if defs and defs[-1].scope in ("module", "package", "class"):
+            return item.nodeid.split("::")[0]
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The ``timing`` tests form one xdist group (``--dist loadgroup`` in pyproject.toml):
-    one process runs them one after another, and takes the lock once for all of them."""
+    """Under ``--dist loadgroup`` (pyproject.toml), the ``timing`` tests form one group: one
+    process runs them one after another and takes the lock once for all of them. The tests
+    of a module that share a module fixture form a group too, so that the fixture is made
+    once, not in each process (tests/test_cli.py's hundred CLI runs took 80 s a copy)."""
     for item in items:
         if item.get_closest_marker("timing") is not None:
             item.add_marker(pytest.mark.xdist_group("timing"))
-
-
-_NEXT = pytest.StashKey[pytest.Item | None]()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    item.stash[_NEXT] = nextitem  # whether the lock can pass on to the next test unreleased
-    return (yield)
-
-
-_held: list[IO[str]] = []  # the open lock file, while a run of timing tests holds it alone
+        elif (scope := _shared_scope(item)) is not None:
+            item.add_marker(pytest.mark.xdist_group(scope))
 
 
 def _is_timing(item: pytest.Item | None) -> bool:
     return item is not None and item.get_closest_marker("timing") is not None
 
 
-@pytest.fixture(autouse=True)
-def _timing_alone(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test marked ``timing`` holds the lock alone; every other test shares it. Under
-    ``pytest -n 2`` on two cores the other process had run a CP-SAT search beside a 1 s
-    time-limit test, which then measured 2.5-5.7 s of wall clock for its 1.6 s of work.
-    Consecutive timing tests keep the lock between them: each wait for it is a wait for
-    the other process's test to end, which had cost 26-57 s of idle time apiece."""
-    if not hasattr(request.config, "workerinput"):  # not under xdist: nothing beside it
-        yield
-        return
-    node = request.node
-    alone = _is_timing(node)
-    if alone and _held:
-        f = _held.pop()  # the previous test's lock, still held alone
-    else:
-        f = open(_TIMING_LOCK, "a")  # noqa: SIM115 (kept open past this block)
-        fcntl.flock(f, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+def _lock(alone: bool) -> list[IO[str]]:
+    """Take the main lock, alone or shared; the open files that hold it."""
+    main, gate = (open(path, "a") for path in _LOCKS)  # noqa: SIM115 (held past this call)
+    if alone:
+        fcntl.flock(gate, fcntl.LOCK_EX)  # no new shared holder from here on
+        fcntl.flock(main, fcntl.LOCK_EX)  # once the test beside it has ended
+        return [main, gate]
+    fcntl.flock(gate, fcntl.LOCK_SH)  # waits while a timing test waits or runs
+    fcntl.flock(main, fcntl.LOCK_SH)
+    gate.close()  # closing a file releases its lock
+    return [main]
+
+
+_held: list[list[IO[str]]] = []  # a run of timing tests' locks, passed from one to the next
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test marked ``timing`` runs alone; every other test shares the lock. Under ``pytest
+    -n 2`` on two cores the other process had run a CP-SAT search beside a 1 s time-limit
+    test, which then measured 2.5-5.7 s of wall clock for its 1.6 s of work. The lock is
+    taken here, around the test's whole run, module fixtures included (a fixture taken
+    outside it had run a hundred CLI subprocesses beside a timing test). Consecutive timing
+    tests pass it on without releasing it."""
+    if not hasattr(item.config, "workerinput"):  # not under xdist: nothing beside it
+        return (yield)
+    alone = _is_timing(item)
+    files = _held.pop() if alone and _held else _lock(alone)
     try:
-        yield
+        return (yield)
     finally:
-        if alone and _is_timing(node.stash.get(_NEXT, None)):
-            _held.append(f)
+        if alone and _is_timing(nextitem):
+            _held.append(files)
         else:
-            fcntl.flock(f, fcntl.LOCK_UN)
-            f.close()
+            for f in files:
+                f.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

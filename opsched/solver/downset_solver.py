@@ -22,7 +22,11 @@ from opsched.solver.downsets import (
     must_compile,
 )
 
-__all__ = ["solve_downsets"]
+__all__ = ["BEAM_MIN_S", "solve_downsets"]
+
+#: Seconds the beam run (after an exact search that gave up) may take past the time limit
+#: at most; it stops at the limit otherwise. A beam stopped short has no schedule.
+BEAM_MIN_S = 0.5
 
 
 def solve_downsets(
@@ -36,8 +40,9 @@ def solve_downsets(
     """The down-set search as a solver of its own: least makespan under a memory cap.
 
     The problem is turned into integers as for CP-SAT (:mod:`opsched.solver.scaling`), and
-    searched with :func:`downset_budget` of ``time_limit`` (budgets in counts, so the time
-    is about that, not a hard limit; the first search of an installation first compiles its
+    searched with :func:`downset_budget` of ``time_limit`` (budgets in counts, sized to the
+    limit, which also stops both searches as a deadline: the beam run below gets at most
+    :data:`BEAM_MIN_S` past it; the first search of an installation first compiles its
     kernels, :data:`~opsched.solver.downsets.COMPILE_S` or so, taken from that time and
     reported as ``info["compile_s"]``). OPTIMAL when the search finishes and the scaling is
     exact, INFEASIBLE when it finds that no schedule fits. Where the label budget runs out,
@@ -109,11 +114,15 @@ def solve_downsets(
             free = int(problem.memory_cap) - g.persistent_bytes
             ob = budgeted_overlap_bound(g, free, CAP_ORDER_SHARE * time_limit)
             lb = lb if ob is None else max(lb, ob.value)
+        # the rest of the limit, and at least BEAM_MIN_S past an exact search that used it up
+        until = max(t0 + time_limit, time.perf_counter() + BEAM_MIN_S)
         found = downset_search(tick, max_downsets=rows, max_labels=max(labels, 64 * beam),
-                               beam=beam)  # fmt: skip
+                               beam=beam, deadline=until)  # fmt: skip
         info["beam"] = found.to_info()
     if found.starts is None:
         info["reason"] = "the search's budget ran out before any schedule"
+        if found.reason == "time limit":
+            info["reason"] = f"the {time_limit:g} s time limit ran out before any schedule"
         compile_s = info.get("compile_s", 0.0)
         if compile_s >= 0.5 * time_limit:  # the budget went to compiling, not to the cap
             info["reason"] += (

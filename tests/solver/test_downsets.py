@@ -455,3 +455,32 @@ def test_rounded_sizes_do_not_say_no_schedule_fits_the_cap() -> None:
     assert not s.info["scaling"]["memory_exact"]
     reason = s.info["reason"]
     assert "rounded" in reason and "quanta" in reason, reason
+
+
+@pytest.mark.timing
+def test_the_beam_after_the_exact_search_keeps_the_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both searches stop at the deadline: the beam run after an exact search that used the
+    whole limit gets BEAM_MIN_S more at most (it had no deadline, only the budgets)."""
+    import time
+
+    from opsched.heuristics import greedy
+    from opsched.solver import downset_solver as ds
+    from opsched.zoo.generators import layered
+
+    g = layered(100, seed=1)
+    base = Problem(g, Machine(units=2))
+    peak = greedy(base, "b-level").peak_memory
+    assert peak is not None
+    p = base.with_machine(memory_cap=int(0.7 * peak))
+    # the budgets of a 30 s search, under a 1 s limit: only the deadline stops either run
+    budget = ds.downset_budget(30.0)
+    monkeypatch.setattr(ds, "downset_budget", lambda seconds: budget)
+    t0 = time.perf_counter()
+    s = ds.solve_downsets(p, time_limit=1.0)
+    took = time.perf_counter() - t0
+    assert s.info["downsets"]["reason"] == "time limit"
+    assert s.info["beam"]["reason"] == "time limit", s.info["beam"]
+    assert s.status is Status.UNKNOWN and s.info["reason"].startswith("the 1 s time limit ran out")
+    assert took <= 1.0 + ds.BEAM_MIN_S + 0.5, took
