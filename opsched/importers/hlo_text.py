@@ -29,9 +29,13 @@ from opsched.importers._build import TensorMeta, dtype_name
 
 __all__ = ["Computation", "Instr", "leaves", "parse_computations", "parse_type"]
 
-_WIDTH = {"pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2,
-          "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8,
-          "c128": 16}  # fmt: skip
+_WIDTH = {"pred": 1, "s1": 1, "u1": 1, "s2": 1, "u2": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1,
+          "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8,
+          "u64": 8, "f64": 8, "c64": 8, "c128": 16}  # fmt: skip
+#: XLA's small floating-point types (f8e4m3fn, f8e5m2fnuz, f8e8m0fnu, f6e2m3fn, f4e2m1fn, and
+#: those to come): a byte an element, unless a layout packs them (``E(4)``). Like the
+#: sub-byte integers, XLA stores them one to a byte by default.
+_SMALL_FLOAT = re.compile(r"f[1-8]e\d+m\d+[a-z]*")
 #: A layout's element size in bits (``s4[64]{0:E(4)}``: packed, two elements to a byte).
 _PACKED = re.compile(r"E\((\d+)\)")
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\))?\s*(->.*)?\{\s*$")
@@ -136,7 +140,9 @@ def parse_type(text: str, i: int = 0) -> tuple[Any, int]:
         if packed is not None and 0 < int(packed.group(1)) < 8:
             bits = int(packed.group(1))
     width = _WIDTH.get(prim)
-    if width is None and not prim.startswith("f8"):
+    if width is None and _SMALL_FLOAT.fullmatch(prim):
+        width = 1
+    if width is None:
         raise ValueError(f"unknown element type {prim!r}")
     return TensorMeta(tuple(shape), dtype_name(prim, width or 1), bits=bits), end
 

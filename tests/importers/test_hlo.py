@@ -391,6 +391,23 @@ def test_packed_4_bit_layouts_count_half_a_byte_an_element() -> None:
     assert g["w"].output_bytes == 8 and g["c"].output_bytes == 60
 
 
+def test_newer_small_element_types_are_read() -> None:
+    # XLA's 2-bit and 1-bit integers and its MX floating-point types (4, 6 and 8 bits) had
+    # been refused as unknown element types; a byte an element unless a layout packs them
+    for prim in ("s2", "u2", "s1", "u1", "f4e2m1fn", "f6e2m3fn", "f8e8m0fnu", "f8e4m3fn"):
+        assert parse_type(f"{prim}[6]{{0}}")[0].nbytes == 6, prim
+    assert parse_type("f4e2m1fn[9]{0:E(4)}")[0].nbytes == 5
+    assert parse_type("u2[8]{0:E(2)}")[0].nbytes == 2
+    assert parse_type("f8e5m2[4]")[0].dtype == "float8"
+    g = from_hlo_text(
+        "HloModule q\nENTRY e {\n  w = f4e2m1fn[32,16]{1,0} parameter(0)\n"
+        "  ROOT c = bf16[32,16]{1,0} convert(w)\n}\n"
+    )
+    assert g["w"].output_bytes == 512 and g["c"].output_bytes == 1024
+    with pytest.raises(ValueError, match="unknown element type 'f9x'"):
+        parse_type("f9x[2]")
+
+
 def test_an_async_copy_moves_its_data_once() -> None:
     # copy-start returns (destination, source, context) and copy-done the destination: the
     # source was counted again as new memory and copy-done as a second copy of it all
