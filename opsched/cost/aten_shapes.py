@@ -36,6 +36,10 @@ DTYPE_NAMES = {
     "bool": "bool",
     "unsigned char": "int8",
     "signed char": "int8",
+    "short int": "int16",
+    "short": "int16",
+    "c10::complex<float>": "complex64",
+    "c10::complex<double>": "complex128",
 }
 
 

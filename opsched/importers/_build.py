@@ -76,7 +76,7 @@ def causal_flag(value: Any) -> int:
 
 #: Element width -> the dtype name of :data:`opsched.ir.kinds.DTYPE_BYTES` used for dtypes
 #: the cost model does not know (uint8, int16, complex...): same width, so bytes stay right.
-_BY_WIDTH = {1: "int8", 2: "float16", 4: "float32", 8: "float64", 16: "float64"}
+_BY_WIDTH = {1: "int8", 2: "float16", 4: "float32", 8: "float64", 16: "complex128"}
 
 _ALIASES = {
     "float": "float32",
@@ -95,6 +95,21 @@ _ALIASES = {
     "u8": "int8",
     "uint8": "int8",
     "tf32": "tf32",
+    # unsigned integers under their signed twin's label (the same bytes, the same pricing);
+    # they had fallen back to the float of their width (uint16 -> float16, priced as half)
+    "s16": "int16",
+    "u16": "int16",
+    "uint16": "int16",
+    "short": "int16",
+    "u32": "int32",
+    "uint32": "int32",
+    "u64": "int64",
+    "uint64": "int64",
+    # complex numbers: complex128 had been labelled float64 and counted at 8 bytes, not 16
+    "c64": "complex64",
+    "cfloat": "complex64",
+    "c128": "complex128",
+    "cdouble": "complex128",
 }
 
 

@@ -88,9 +88,12 @@ DTYPE_BYTES: Mapping[str, int] = {
     "bfloat16": 2,
     "float8": 1,
     "int8": 1,
+    "int16": 2,
     "int32": 4,
     "int64": 8,
     "bool": 1,
+    "complex64": 8,
+    "complex128": 16,
 }
 
 #: kind -> required attrs (optional ones are documented in the module docstring).

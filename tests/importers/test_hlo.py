@@ -121,7 +121,7 @@ def test_parse_type() -> None:
     t, end = parse_type("((f32[1]{0}, s64[]), token[]) tuple(a)")
     assert t == ((TensorMeta((1,), "float32"), TensorMeta((), "int64")), None)
     assert end == len("((f32[1]{0}, s64[]), token[])")
-    assert parse_type("u16[2]")[0].dtype == "float16"  # same width, so bytes stay right
+    assert parse_type("u16[2]")[0].dtype == "int16"  # an integer label (it had been float16)
 
 
 @pytest.mark.parametrize(
@@ -404,6 +404,12 @@ def test_newer_small_element_types_are_read() -> None:
         "  ROOT c = bf16[32,16]{1,0} convert(w)\n}\n"
     )
     assert g["w"].output_bytes == 512 and g["c"].output_bytes == 1024
+    # complex128 counted at 16 bytes (it had been float64's 8); 16-bit and unsigned integers
+    # under integer labels (they had fallen back to the float of their width)
+    metas = [parse_type(f"{t}[4]")[0] for t in ("c128", "c64", "s16", "u16", "u32", "u64")]
+    assert [(m.dtype, m.nbytes) for m in metas] == [
+        ("complex128", 64), ("complex64", 32), ("int16", 8), ("int16", 8), ("int32", 16),
+        ("int64", 32)]  # fmt: skip
     with pytest.raises(ValueError, match="unknown element type 'f9x'"):
         parse_type("f9x[2]")
 

@@ -277,6 +277,23 @@ def test_packed_int4_counts_half_a_byte_an_element() -> None:
     assert by["x"] == 4 and by["dq"] == 15 * 4
 
 
+def test_complex_and_16_bit_integer_tensors_keep_their_size_and_label() -> None:
+    # complex128 had been labelled float64 and counted at 8 bytes an element, not 16;
+    # uint16 and int16 were labelled float16 (and priced as half precision)
+    outs = {}
+    for name, tp, want, size in (("c", TP.COMPLEX128, "complex128", 16),
+                                 ("d", TP.COMPLEX64, "complex64", 8),
+                                 ("u", TP.UINT16, "int16", 2), ("i", TP.INT16, "int16", 2),
+                                 ("w", TP.UINT32, "int32", 4)):  # fmt: skip
+        x = oh.make_tensor_value_info("x", tp, [3, 5])
+        model = oh.make_model(oh.make_graph([oh.make_node("Identity", ["x"], ["y"], name="id")],
+                                            name, [x], [_vi("y", None)]))  # fmt: skip
+        g = from_onnx(model)
+        outs[name] = (g["x"].output_bytes, g["x"].attrs.get("dtype"))
+        assert g["x"].output_bytes == 15 * size, (name, outs[name])
+        assert g["x"].attrs.get("dtype", want) == want, (name, outs[name])
+
+
 @pytest.mark.parametrize(
     ("outputs", "message"),
     [
