@@ -124,8 +124,10 @@ def dtype_name(name: str, width: int | None = None) -> str:
 
     Examples
     --------
-    >>> dtype_name("torch.float16"), dtype_name("f32"), dtype_name("int16", 2)
-    ('float16', 'float32', 'float16')
+    >>> dtype_name("torch.float16"), dtype_name("f32"), dtype_name("uint16", 2)
+    ('float16', 'float32', 'int16')
+    >>> dtype_name("torch.complex128", 16), dtype_name("qint9", 2)
+    ('complex128', 'float16')
     """
     n = name.removeprefix("torch.").lower()
     n = _ALIASES.get(n, n)

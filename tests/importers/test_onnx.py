@@ -277,6 +277,21 @@ def test_packed_int4_counts_half_a_byte_an_element() -> None:
     assert by["x"] == 4 and by["dq"] == 15 * 4
 
 
+def test_topk_reads_its_whole_input() -> None:
+    # TopK had no rule: a copy of its k outputs, with a warning; it reads every element
+    x = oh.make_tensor_value_info("x", TP.FLOAT, [8, 1000])
+    k = oh.make_tensor("k", TP.INT64, [1], [5])
+    node = oh.make_node("TopK", ["x", "k"], ["v", "i"], name="top", axis=1)
+    outs = [oh.make_tensor_value_info("v", TP.FLOAT, [8, 5]),
+            oh.make_tensor_value_info("i", TP.INT64, [8, 5])]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ImporterWarning)
+        g = from_onnx(oh.make_model(oh.make_graph([node], "t", [x], outs, [k])))
+    top = g["top"]
+    assert top.kind == "reduce" and top.attrs["numel"] == 8000
+    assert top.attrs["out_numel"] == 40 and top.attrs["onnx_op"] == "TopK"
+
+
 def test_complex_and_16_bit_integer_tensors_keep_their_size_and_label() -> None:
     # complex128 had been labelled float64 and counted at 8 bytes an element, not 16;
     # uint16 and int16 were labelled float16 (and priced as half precision)

@@ -89,7 +89,7 @@ _REDUCES = frozenset(
     _words(
         """
     sum mean amax amin prod var std var_mean std_mean argmax argmin any all norm
-    linalg_vector_norm logsumexp max min count_nonzero nansum nanmean median
+    linalg_vector_norm logsumexp max min count_nonzero nansum nanmean median topk kthvalue
     """
     )
 )
