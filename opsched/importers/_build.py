@@ -75,7 +75,8 @@ def causal_flag(value: Any) -> int:
 
 
 #: Element width -> the dtype name of :data:`opsched.ir.kinds.DTYPE_BYTES` used for dtypes
-#: the cost model does not know (uint8, int16, complex...): same width, so bytes stay right.
+#: neither a key there nor an alias below (quantised types, ...): same width, so bytes stay
+#: right.
 _BY_WIDTH = {1: "int8", 2: "float16", 4: "float32", 8: "float64", 16: "complex128"}
 
 _ALIASES = {

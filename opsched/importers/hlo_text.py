@@ -144,7 +144,7 @@ def parse_type(text: str, i: int = 0) -> tuple[Any, int]:
         width = 1
     if width is None:
         raise ValueError(f"unknown element type {prim!r}")
-    return TensorMeta(tuple(shape), dtype_name(prim, width or 1), bits=bits), end
+    return TensorMeta(tuple(shape), dtype_name(prim, width), bits=bits), end
 
 
 def _split_top(text: str) -> list[str]:

@@ -120,9 +120,9 @@ def solve_downsets(
                                beam=beam, deadline=until)  # fmt: skip
         info["beam"] = found.to_info()
     if found.starts is None:
-        info["reason"] = "the search's budget ran out before any schedule"
-        if found.reason == "time limit":
-            info["reason"] = f"the {time_limit:g} s time limit ran out before any schedule"
+        ran_out = ("the search's budget" if found.reason != "time limit"
+                   else f"the {time_limit:g} s time limit")  # fmt: skip
+        info["reason"] = f"{ran_out} ran out before any schedule"
         compile_s = info.get("compile_s", 0.0)
         if compile_s >= 0.5 * time_limit:  # the budget went to compiling, not to the cap
             info["reason"] += (

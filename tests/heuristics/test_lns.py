@@ -21,15 +21,12 @@ from opsched.zoo.generators import gnp, layered
 
 @pytest.fixture(autouse=True, scope="module")
 def _warm_kernels() -> None:
-    """Load the compiled kernels once, so that timing checks measure the search alone: those
-    of its start (the portfolio's list schedules) and of its own steps. On a clean checkout
-    they are compiled here, about a second each (the time-limit test had taken 2.3 s for
-    its 1 s when it was the first to run the portfolio)."""
+    """Load the compiled kernels once, so that timing checks measure the search alone (the
+    portfolio's and LNS's own are compiled by the session fixture in tests/conftest.py)."""
     from opsched.heuristics.improve import justify
 
     p = Problem(layered(60, seed=0), Machine(units=3))
     justify(p, greedy(p, "fifo"))
-    lns(p, time_limit=0.5)
 
 
 def _ms(s: Schedule) -> float:
