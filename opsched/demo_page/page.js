@@ -109,25 +109,47 @@
     host.appendChild(svg);
   }
 
-  /* Gantt chart: one row per unit (ops without a unit on their own row). */
+  /* Ops without a unit, packed into rows ("lanes") where none overlaps another: each op
+     takes the first free lane of its group (`group(o)`, the row label) at its start, in
+     order of start. Returns the row keys, their labels and each op's row key. */
+  function packLanes(ops, group) {
+    var free = {}, row = {}, keys = [], labels = {};
+    ops.filter(function (o) { return o.unit === null || o.unit === undefined; })
+      .sort(function (a, b) { return a.start - b.start || a.end - b.end; })
+      .forEach(function (o) {
+        var name = group(o), ends = free[name] || (free[name] = []), k = 0;
+        while (k < ends.length && ends[k] > o.start) { k++; }
+        if (k === ends.length) {
+          var key = "none:" + name + ":" + k;
+          keys.push(key);
+          labels[key] = name + (k > 0 ? " " + (k + 1) : "");
+        }
+        ends[k] = o.end;
+        row[o.name] = "none:" + name + ":" + k;
+      });
+    return { keys: keys, labels: labels, row: row };
+  }
+
+  /* Gantt chart: one row per unit; ops without a unit below them, in as many rows as ever
+     run at once. */
   function drawGantt(host, ops, opts) {
     opts = opts || {};
     clear(host);
-    var end = opts.horizon || 0, units = {}, hasNone = false;
+    var end = opts.horizon || 0, units = {};
     ops.forEach(function (o) {
       end = Math.max(end, o.end);
-      if (o.unit === null || o.unit === undefined) { hasNone = true; } else { units[o.unit] = true; }
+      if (o.unit !== null && o.unit !== undefined) { units[o.unit] = true; }
     });
     var rows = Object.keys(units).map(Number).sort(function (a, b) { return a - b; });
     if (opts.units) { rows = []; for (var u = 0; u < opts.units; u++) { rows.push(u); } }
-    var keys = rows.map(String);
-    if (hasNone) { keys.push("none"); }
+    var lanes = packLanes(ops, opts.noneGroup || function () { return "no unit"; });
+    var keys = rows.map(String).concat(lanes.keys);
     var W = opts.width || 640, L = 58, rh = 24, top = 6, H = top + keys.length * rh + 24;
     var sx = (W - L - 10) / (end || 1);
     var svg = sv("svg", { viewBox: "0 0 " + W + " " + H, role: "img" });
     keys.forEach(function (k, i) {
       var y = top + i * rh;
-      svg.appendChild(sv("text", { x: 4, y: y + rh / 2 + 4 }, k === "none" ? (opts.noneLabel || "no unit") : "unit " + k));
+      svg.appendChild(sv("text", { x: 4, y: y + rh / 2 + 4 }, lanes.labels[k] || "unit " + k));
       svg.appendChild(sv("line", { x1: L, x2: W - 10, y1: y + rh, y2: y + rh, "class": "axis" }));
     });
     var step = niceStep(end || 1, 8);
@@ -138,7 +160,8 @@
     }
     ops.forEach(function (o) {
       if (opts.until !== undefined && o.start > opts.until) { return; }
-      var key = (o.unit === null || o.unit === undefined) ? "none" : String(o.unit);
+      var none = o.unit === null || o.unit === undefined;
+      var key = none ? lanes.row[o.name] : String(o.unit);
       var i = keys.indexOf(key);
       if (i < 0) { return; }
       var x = L + o.start * sx, w = Math.max((o.end - o.start) * sx, 1.5), y = top + i * rh + 3;
@@ -151,7 +174,7 @@
         g.appendChild(sv("text", { x: x + w / 2, y: y + rh / 2 + 1, "text-anchor": "middle" }, label));
       }
       g.appendChild(sv("title", {}, o.name + ": " + fmt(o.start) + " \u2192 " + fmt(o.end) +
-        (key === "none" ? "" : " on unit " + key)));
+        (none ? "" : " on unit " + key)));
       svg.appendChild(g);
     });
     if (opts.clock !== undefined) {
@@ -345,7 +368,8 @@
       card.appendChild(mem);
       grid.appendChild(card);
       var label = function (o) { return o.name.split("@")[0]; };
-      drawGantt(gantt, p.ops, { units: p.units, noneLabel: "admit", label: label, width: 420,
+      var group = function (o) { return p.kinds[o.name] === "admit" ? "admit" : "no unit"; };
+      drawGantt(gantt, p.ops, { units: p.units, noneGroup: group, label: label, width: 420,
         color: k === "pipeline" ? null : function (o) { return colorFor(label(o)); } });
       drawMemory(mem, p.memory, p.metrics.makespan, 420);
     });

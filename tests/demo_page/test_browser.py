@@ -114,3 +114,41 @@ def test_critical_path_tab(page: tuple[Any, list[str]]) -> None:
     assert pg.locator("#critical-after-dag path.edge").count() == 4
     assert "A -> C (RAW on a)" in pg.inner_text("#critical-edges")
     assert errors == []
+
+
+def test_ops_without_a_unit_get_rows_of_their_own(
+    page: tuple[Any, list[str]], tmp_path: Path
+) -> None:
+    """Two copies that hold no unit run at once: they had been drawn over each other on one
+    "no unit" row; each now takes a row ("lane") of its own."""
+    from opsched.ir import Op, OpGraph
+
+    g = OpGraph(
+        [
+            Op("a", 2.0, output_bytes=10),
+            Op("copy1", 3.0, deps=("a",), output_bytes=10, demands={}),
+            Op("copy2", 3.0, deps=("a",), output_bytes=10, demands={}),
+            Op("b", 1.0, deps=("copy1", "copy2")),
+        ],
+        name="copies",
+    )
+    out = tmp_path / "demo.html"
+    write_page(out, graph=g, micro_batches=2, time_limit=5)
+    ctx = page[0].context.browser.new_context()  # the module's browser: one per process
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(out.as_uri())
+    pg.click("#tab-strategies")
+    card = pg.locator("#strategy-parallel .gantt")
+    ys = [
+        float(card.locator(f'g.bar[data-op="{name}"] rect').get_attribute("y") or "nan")
+        for name in ("copy1", "copy2")
+    ]
+    labels = card.locator("svg > text").all_text_contents()
+    piped = pg.locator("#strategy-pipeline .gantt svg > text").all_text_contents()
+    ctx.close()
+    assert errors == []
+    assert ys[0] != ys[1]  # not on one row
+    assert "no unit" in labels and "no unit 2" in labels and "admit" not in labels
+    assert "admit" in piped and "no unit 2" in piped  # the admission chain keeps its own row
