@@ -40,30 +40,14 @@ from typing import Any
 
 import numpy as np
 
+from opsched.cost._profile_price import _empty, price_family
 from opsched.cost.batch import check_op, distinct_ops, gc_paused
-from opsched.cost.boost import corrects, tree_features, tree_method
-from opsched.cost.composite import (
-    bounded,
-    fused_attention,
-    padded_prices,
-    price_attentions,
-    price_fused,
-)
-from opsched.cost.curve import FREE_OVERHEAD_METHODS, predict_curve
-from opsched.cost.features import (
-    ZERO_KINDS,
-    as_priced,
-    dtype_class,
-    family_of,
-    feature_matrix,
-    roofline_us,
-    tree_class,
-)
+from opsched.cost.composite import fused_attention, price_attentions, price_fused
+from opsched.cost.curve import FREE_OVERHEAD_METHODS
+from opsched.cost.features import ZERO_KINDS, as_priced, dtype_class, family_of, roofline_us
 from opsched.cost.footprint import sm_footprint
 from opsched.cost.gpu_names import resolve_gpu, variants_of
-from opsched.cost.limits import conv_bound_us, twin_bounds
-from opsched.cost.mathmode import CONV_KINDS, FP16_FP32_MATH, math_dtype
-from opsched.cost.paddings import PADDED_FAMILIES
+from opsched.cost.mathmode import FP16_FP32_MATH, math_dtype
 from opsched.cost.profile_check import PROFILE_FORMAT, check_profile, check_trees
 from opsched.cost.profile_files import TREES_FILE as TREES_FILE  # re-exported, as before
 from opsched.cost.profile_files import _load_trees, _read_curve
@@ -306,41 +290,8 @@ class Profile:
                 out[idx] = [roofline_us(kind_list[i], a, self.spec)
                             for i, a in zip(idx, attrs, strict=True)]  # fmt: skip
                 continue
-            ovh = c["overheads"].get(method, 0.0) if method in FREE_OVERHEAD_METHODS else 0.0
-            x = feature_matrix(fam, attrs, self.spec)
-            t = predict_curve(x, c["beta"], ovh)
-            ens = self.trees.get(fam)
-            read_as = tree_method(fam, method, bool(c.get("profiler")))
-            if ens is not None and read_as is not None and corrects(fam, c.get("source")):
-                n = len(idx)
-                feats = tree_features(x, np.full(n, self.gpu), np.full(n, tree_class(dtype)),
-                                      np.full(n, read_as), {self.gpu: self.spec})  # fmt: skip
-                t = t * np.exp(np.clip(ens.predict(feats), -3.0, 3.0))
-            kinds_of = [kind_list[i] for i in idx]
-            t = bounded(self, fam, t, kinds_of, attrs, [attrs_list[i] for i in idx], method)
-            # a twin priced in float32 (FP32 math) bounds the price: TF32 math mode permits
-            # tensor-core kernels, and cuBLAS / cuDNN pick one only where it is faster (the
-            # fp32 curve is not monotone in the peak far from its data: no TF32 convolution
-            # timings exist); a half-precision op does its float32 twin's arithmetic on half
-            # the bytes (PyTorch's kernels compute in float32 registers, the libraries can
-            # always multiply half tensors in FP32), which bounds it where the twin's price
-            # rests on this GPU's own timings and the half one does not (the V100-SXM2, its
-            # half curve the pooled one, priced a 2^24-element float16 add at 3.4 times its
-            # float32 one)
-            if dtype == "tf32" or (
-                dtype_class(dtype) == "half"
-                and twin_bounds(c, self.curve(fam, "float32", method), fam)
-            ):
-                fp32 = [{**attrs_list[i], "dtype": "float32"} for i in idx]
-                t = np.minimum(t, self._predict(kinds_of, fp32, method, False, pad))
-            if pad and fam in PADDED_FAMILIES:  # a small op costs at most its paddings
-                t = np.minimum(t, padded_prices(self, fam, idx, kind_list, attrs_list, method,
-                                                allow_tf32))  # fmt: skip
-            if fam in CONV_KINDS:  # last, since the twin and paddings bound it from above
-                stored = [str(attrs_list[i].get("dtype", "float32")) for i in idx]
-                t = np.maximum(t, [conv_bound_us(k, a, self.spec, d) for k, a, d
-                                   in zip(kinds_of, attrs, stored, strict=True)])  # fmt: skip
-            out[idx] = np.maximum(t, self.family_floors.get(fam, 0.0))
+            out[idx] = price_family(self, fam, dtype, c, idx, attrs, kind_list, attrs_list,
+                                    method, allow_tf32, pad)  # fmt: skip
         for i, dtype in empty:  # a call's dispatch: the overhead of a plain unary kernel
             c = self.curve("elementwise_unary", dtype, method)
             if c is not None and method in FREE_OVERHEAD_METHODS:
@@ -361,22 +312,6 @@ class Profile:
         4
         """
         return sm_footprint(kind, attrs, self.spec.sm_count)
-
-
-def _empty(kind: str, attrs: Mapping[str, Any]) -> bool:
-    """Whether the op's output has no element (a batch of 0, an empty sequence): PyTorch
-    returns such a result without launching a kernel, so it is priced at the kernel floor
-    (per call, the dispatch of a plain unary op), not by a curve that never saw it (a T4
-    convolution of batch 0 had come out at 192 us, twice the same convolution of batch 1).
-
-    >>> _empty("conv2d", {"N": 0, "C": 8, "H": 4, "W": 4, "K": 8, "R": 3, "S": 3}), _empty(
-    ...     "matmul", {"M": 4, "N": 4, "K": 0})
-    (True, False)
-    """
-    try:
-        return kind not in ("fused", "opaque") and kinds.output_numel(kind, attrs) == 0
-    except (GraphError, KeyError, ValueError, TypeError):
-        return False
 
 
 @cache

@@ -11,7 +11,9 @@ Two generations of the format exist and both are read:
 
 A runtime call (``cudaLaunchKernel``, ``cuLaunchKernel``, ``cudaMemcpyAsync``...) and the GPU
 activity it enqueued share ``args.correlation``; that is the only link trusted between the CPU
-and the GPU side. Times are microseconds as in the trace.
+and the GPU side. Times are microseconds as in the trace. The record types (:class:`CpuOp`,
+:class:`TraceData`...) live in :mod:`opsched.importers.trace._event_records` and are
+re-exported here.
 
 Examples
 --------
@@ -36,12 +38,19 @@ import os
 import re
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from opsched._files import note_input, refuse_lone_surrogates
 from opsched.errors import InputError
+from opsched.importers.trace._event_records import (
+    CpuOp,
+    GpuActivity,
+    RuntimeCall,
+    Step,
+    SyncEvent,
+    TraceData,
+)
 
 __all__ = [
     "CpuOp",
@@ -70,111 +79,6 @@ SYNC_CAT = "cuda_sync"
 #: not a step number any profiler writes, and Python refuses to parse thousands of digits)
 _STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
 _TRITON_RE = re.compile(r"^triton_|^triton\b|^Triton")
-
-
-@dataclass(slots=True)
-class CpuOp:
-    """One CPU-side op or annotation (a ``ph: X`` event of a CPU category)."""
-
-    index: int
-    name: str
-    cat: str
-    pid: str
-    tid: str
-    ts: float
-    dur: float
-    dims: list[Any] | None = None
-    types: list[Any] | None = None
-    concrete: list[Any] | None = None
-    parent: int = -1  #: index of the enclosing op on the same thread, -1 for a root
-
-    @property
-    def end(self) -> float:
-        return self.ts + self.dur
-
-    @property
-    def is_annotation(self) -> bool:
-        """A user annotation or Python frame rather than a dispatched op."""
-        return self.cat in ("user_annotation", "python_function")
-
-
-@dataclass(slots=True)
-class RuntimeCall:
-    """A CUDA runtime or driver API call on a CPU thread."""
-
-    name: str
-    pid: str
-    tid: str
-    ts: float
-    dur: float
-    correlation: int | None
-
-
-@dataclass(slots=True)
-class GpuActivity:
-    """A kernel, memcpy or memset executed on a GPU stream."""
-
-    name: str
-    kind: str  #: "kernel", "memcpy" or "memset"
-    device: int
-    stream: int
-    ts: float
-    dur: float
-    correlation: int
-    grid: list[int] | None = None
-    block: list[int] | None = None
-    triton: bool = False
-
-    @property
-    def end(self) -> float:
-        return self.ts + self.dur
-
-
-@dataclass(slots=True)
-class SyncEvent:
-    """A ``cuda_sync`` activity: a stream waiting for an event recorded on another stream."""
-
-    name: str
-    stream: int
-    ts: float
-    correlation: int | None
-    wait_on_stream: int | None
-    record_correlation: int | None
-
-
-@dataclass(slots=True)
-class Step:
-    """A ``ProfilerStep#N`` window on the CPU timeline."""
-
-    number: int
-    ts: float
-    dur: float
-
-    @property
-    def end(self) -> float:
-        return self.ts + self.dur
-
-
-@dataclass
-class TraceData:
-    """The normalised content of one trace."""
-
-    source: str
-    schema: str  #: "legacy" or "kineto"
-    devices: dict[int, str] = field(default_factory=dict)
-    cpu_ops: list[CpuOp] = field(default_factory=list)
-    runtime: list[RuntimeCall] = field(default_factory=list)
-    gpu: list[GpuActivity] = field(default_factory=list)
-    syncs: list[SyncEvent] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
-
-    def device_name(self, device: int) -> str:
-        """Name of GPU ``device`` from ``deviceProperties``; the only entry if ids differ."""
-        if device in self.devices:
-            return self.devices[device]
-        if len(self.devices) == 1:
-            return next(iter(self.devices.values()))
-        return "unknown"
 
 
 def is_triton_kernel(name: str, args: Mapping[str, Any] | None = None) -> bool:
