@@ -9,8 +9,11 @@ room on the critical path when everything moves back left. Repeated until nothin
 
 The technique is Valls, Ballestin and Quintanilla's "justification" for resource-constrained
 project scheduling (European Journal of Operational Research 165, 2005), here on the CSR
-arrays with the compiled insertion kernel. It applies to problems whose ops demand at most
-one unit and nothing else limited, without a memory cap (elsewhere it returns the input).
+arrays with the compiled insertion kernel where ops demand at most one unit and nothing else
+limited. Where they demand several units or named resources, both passes are the serial
+scheme over the resources' load profiles (:mod:`opsched.heuristics._serial`, up to
+:data:`~opsched.heuristics._serial.SERIAL_MAX_OPS` ops). Under a memory cap it returns the
+input: moving an op can lengthen a tensor's life past the cap.
 
 Examples
 --------
@@ -30,6 +33,7 @@ import numpy as np
 from opsched._jit import call
 from opsched.errors import ScheduleFormatError
 from opsched.heuristics._insertion import insertion
+from opsched.heuristics._serial import SERIAL_MAX_OPS, justify_serial
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule
 
@@ -92,12 +96,12 @@ def justify(problem: Problem, schedule: Schedule, max_rounds: int = 10) -> Sched
     require_problem(problem, "justify")
     if not isinstance(schedule, Schedule):
         raise TypeError(f"justify: schedule must be a Schedule, got {type(schedule).__name__}")
-    if (
-        not schedule.ops  # no schedule, or the empty one of a graph without ops
-        or problem.memory_cap is not None
-        or problem.machine.units is None
-        or not units_only(problem)
-    ):
+    if not schedule.ops or problem.memory_cap is not None:  # no schedule, or no ops
+        return schedule
+    serial = not units_only(problem)
+    if serial and problem.graph.num_ops > SERIAL_MAX_OPS:
+        return schedule
+    if not serial and problem.machine.units is None:  # every op starts at once anyway
         return schedule
     t0 = time.perf_counter()
     by_name = schedule.starts()  # in graph order, whatever the order of the schedule's ops
@@ -109,7 +113,10 @@ def justify(problem: Problem, schedule: Schedule, max_rounds: int = 10) -> Sched
             + (f" (no start for {missing[:5]})" if missing else "")
         )
     starts = np.array([by_name[n] for n in problem.graph.names], dtype=np.float64)
-    new, units, rounds = justify_arrays(problem, starts, max_rounds)
+    if serial:
+        new, units, rounds = justify_serial(problem, starts, max_rounds)
+    else:
+        new, units, rounds = justify_arrays(problem, starts, max_rounds)
     if float((new + problem.graph.durations).max()) >= (schedule.makespan or 0.0) - 1e-9:
         return schedule
     return Schedule.build(

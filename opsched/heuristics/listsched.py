@@ -9,7 +9,10 @@ ops; a placement rule decides where and when each goes:
     ops (a non-delay schedule: no unit idles while a ready op could run).
 ``insertion``
     HEFT's placement: ops in rank order among those whose predecessors are placed, each on
-    the unit where it starts earliest, allowed into an idle gap between placed ops.
+    the unit where it starts earliest, allowed into an idle gap between placed ops. Where
+    ops demand several units or named resources (PSPLIB's), the serial scheme: each op at
+    the earliest time every resource it holds has room for its whole run
+    (:mod:`opsched.heuristics._serial`, without a memory cap, up to 20,000 ops).
 ``memory``
     Non-delay as ``earliest``, but an op starts only if the memory it allocates keeps the
     total under the cap; if nothing runs and no ready op fits, the dead end is reported
@@ -19,8 +22,9 @@ Speed: on graphs whose ops demand at most one unit and no other resource, withou
 cap, ``earliest`` and ``insertion`` run as compiled array loops
 (:mod:`opsched.heuristics._kernels`), O((V + E) log V) for ``earliest``. Other problems use
 the event-driven engine of :func:`opsched.heuristics.greedy`, which handles any resources and
-the memory cap. With a memory cap, ``earliest`` is ``memory``; ``insertion`` keeps its result
-when its peak fits the cap and otherwise falls back to ``memory`` (noted in ``info``).
+the memory cap, for ``earliest``, and the serial scheme for ``insertion``. With a memory
+cap, ``earliest`` is ``memory``; ``insertion`` keeps its result when its peak fits the cap
+and otherwise falls back to ``memory`` (noted in ``info``).
 
 ``wall_time_s`` of the result is the scheduling time: ranks plus placement, not building the
 :class:`~opsched.schedule.Schedule` object.
@@ -47,6 +51,7 @@ from opsched.analysis.ranks import PRIORITY_RULES, priority
 from opsched.errors import ProblemError
 from opsched.heuristics._insertion import insertion
 from opsched.heuristics._kernels import nondelay
+from opsched.heuristics._serial import SERIAL_MAX_OPS, serial_schedule
 from opsched.heuristics.greedy import greedy
 from opsched.problem import Problem, check_seed, require_problem
 from opsched.schedule import Schedule, Status
@@ -189,8 +194,23 @@ def list_schedule(
                 "placed with memory-feasible non-delay instead"
             )
             result = None
+    elif placement == "insertion" and cap is None and g.num_ops <= SERIAL_MAX_OPS:
+        # several units or named resources: the serial scheme, insertion into the load
+        # profiles
+        starts, unit_of = serial_schedule(problem, prio)
+        result = Schedule.build(
+            problem, starts, unit_of, solver=name, status=Status.FEASIBLE,
+            lower_bound=lower_bounds(g, problem.machine.units, problem.capacities).value,
+            wall_time_s=time.perf_counter() - t0, info=info,
+        )  # fmt: skip
     elif placement == "insertion":
-        info["fallback"] = "insertion handles unit demands only; placed non-delay instead"
+        info["fallback"] = (
+            "insertion beside resources other than one unit takes no memory cap; placed "
+            "non-delay instead"
+            if cap is not None
+            else f"insertion beside resources other than one unit takes at most "
+            f"{SERIAL_MAX_OPS} ops; placed non-delay instead"
+        )
     if result is None:
         res = greedy(problem, prio)
         elapsed = time.perf_counter() - t0

@@ -281,11 +281,21 @@ def test_other_resources_use_the_general_engine(name: str) -> None:
             s = list_schedule(p, rule, placement, seed=1)
             rep = validate(p, s)
             assert rep.valid, (rule, placement, rep.summary())
-            if placement == "insertion":
-                assert "unit demands only" in s.info["fallback"]
+            if placement == "insertion":  # the serial scheme, no fallback
+                assert "fallback" not in s.info
     # the general engine and greedy agree on the b-level rule
     ref = greedy(p, "b-level")
     assert [o.start for o in list_schedule(p).ops] == [o.start for o in ref.ops]
+
+
+def test_insertion_beside_resources_under_a_cap_falls_back_to_non_delay() -> None:
+    g = OpGraph(
+        (Op("a", 2, output_bytes=4, demands={"units": 2}), Op("b", 1, deps=("a",))),
+    )
+    p = Problem(g, Machine(units=2, memory_cap=10))
+    s = list_schedule(p, "b-level", "insertion")
+    assert validate(p, s).valid and s.makespan == 3.0
+    assert "takes no memory cap" in s.info["fallback"]
 
 
 def test_multi_unit_demands_use_the_general_engine() -> None:
