@@ -223,7 +223,10 @@ def _place(problem: Problem, order: np.ndarray, reverse: bool = False) -> np.nda
     g = problem.graph
     dem, cap = resource_arrays(problem)
     ptr, idx = (g.succ_ptr, g.succ_idx) if reverse else (g.pred_ptr, g.pred_idx)
-    size = g.num_ops + g.num_edges
+    # the work, not the input, decides whether to compile: a placement scans and shifts the
+    # load profile, O(n) an op, so J30's 32 ops cost as much interpreted as thousands of
+    # ops of a linear kernel
+    size = g.num_ops * (g.num_ops + g.num_edges) * max(1, cap.shape[0])
     return call(serial_place, size, g.durations, dem, cap, order.astype(np.int64), ptr, idx)
 
 
