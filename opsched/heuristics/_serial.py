@@ -219,23 +219,28 @@ def colour_units(problem: Problem, starts: np.ndarray) -> np.ndarray:
     return units
 
 
-def _place(problem: Problem, order: np.ndarray, reverse: bool = False) -> np.ndarray:
+def _place(problem: Problem, key: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """The serial schedule of the activity list of least ``key`` first (on the reversed
+    graph with ``reverse``): every op is listed after its predecessors whatever the keys,
+    so a schedule whose times overlap a dependency by a rounding error still gives a
+    feasible list."""
     g = problem.graph
     dem, cap = resource_arrays(problem)
-    ptr, idx = (g.succ_ptr, g.succ_idx) if reverse else (g.pred_ptr, g.pred_idx)
+    if reverse:
+        ptr, idx, out_ptr, out_idx = g.succ_ptr, g.succ_idx, g.pred_ptr, g.pred_idx
+    else:
+        ptr, idx, out_ptr, out_idx = g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx
     # the work, not the input, decides whether to compile: a placement scans and shifts the
     # load profile, O(n) an op, so J30's 32 ops cost as much interpreted as thousands of
-    # ops of a linear kernel
+    # ops of a linear kernel (the list comes with it)
     size = g.num_ops * (g.num_ops + g.num_edges) * max(1, cap.shape[0])
-    return call(serial_place, size, g.durations, dem, cap, order.astype(np.int64), ptr, idx)
+    order = call(priority_list, size, np.asarray(key, dtype=np.float64), ptr, out_ptr, out_idx)
+    return call(serial_place, size, g.durations, dem, cap, order, ptr, idx)
 
 
 def serial_schedule(problem: Problem, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Starts and unit indices (-1: none) of the serial schedule by ``prio`` (larger first)."""
-    g = problem.graph
-    order = call(priority_list, g.num_ops + g.num_edges, -np.asarray(prio, dtype=np.float64),
-                 g.pred_ptr, g.succ_ptr, g.succ_idx)  # fmt: skip
-    starts = _place(problem, order)
+    starts = _place(problem, -np.asarray(prio, dtype=np.float64))
     return starts, colour_units(problem, starts)
 
 
@@ -244,25 +249,19 @@ def justify_serial(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Forward-backward passes by the serial scheme: returns ``(starts, units, rounds)``.
 
-    The forward pass places the ops in order of ``starts`` (ties in topological order), the
-    backward pass in order of decreasing end on the reversed graph; kept while the makespan
-    falls. Never longer than ``starts`` if that is a feasible schedule.
+    The forward pass lists the ops by earliest start, the backward pass by latest end on
+    the reversed graph; kept while the makespan falls. Listed so, the starts of a feasible
+    schedule never decrease along the list (an op with the least start of those unlisted
+    is always free to go next), so the result is never longer than ``starts``.
     """
-    from opsched.analysis.topo import topo_indices
-
-    g = problem.graph
-    d = g.durations
-    pos = np.empty(g.num_ops, dtype=np.int64)
-    pos[topo_indices(g)] = np.arange(g.num_ops)
-    best = _place(problem, np.lexsort((pos, starts)))
-    span = float((best + d).max()) if g.num_ops else 0.0
+    d = problem.graph.durations
+    best = _place(problem, starts)
+    span = float((best + d).max()) if len(d) else 0.0
     rounds = 0
     for rounds in range(1, max_rounds + 1):  # noqa: B007
-        ends = best + d
-        rs = _place(problem, np.lexsort((-pos, -ends)), reverse=True)
+        rs = _place(problem, -(best + d), reverse=True)
         back = span - (rs + d)
-        back -= back.min()
-        fs = _place(problem, np.lexsort((pos, back)))
+        fs = _place(problem, back - back.min())
         new_span = float((fs + d).max())
         if new_span >= span - 1e-9:
             break
