@@ -182,3 +182,24 @@ def test_psplib_insertion_is_serial_and_justification_gains() -> None:
         ins = list_schedule(p, "b-level", "insertion")
         assert "fallback" not in ins.info and validate(p, ins).valid
     assert np.mean(gaps_after) < 0.7 * np.mean(gaps_before)
+
+
+def test_passes_keep_dependencies_when_times_overlap_by_a_rounding_error() -> None:
+    """A schedule the validator accepts, with ``b`` starting a rounding error before its
+    zero-time predecessor ``z``: listed by start alone, ``b`` came before ``z`` and was
+    placed as if ``z`` had ended at 0."""
+    g = OpGraph(
+        (
+            Op("a", 1, demands={"r": 1}),
+            Op("z", 0, deps=("a",), demands={"r": 1}),
+            Op("b", 1, deps=("z",), demands={"s": 1}),
+            Op("c", 1, demands={"r": 1}),
+        ),
+        resources={"r": 1, "s": 1},
+    )
+    p = Problem(g, Machine(units=None))
+    s = Schedule.build(p, [0.0, 1.0, 1.0 - 1e-12, 2.0], solver="hand")
+    assert validate(p, s).valid
+    new, _, _ = justify_serial(p, np.array([0.0, 1.0, 1.0 - 1e-12, 2.0]))
+    assert new.tolist() == [0.0, 1.0, 1.0, 1.0]  # c moves into the gap after a
+    assert validate(p, Schedule.build(p, new, solver="fbi")).valid
