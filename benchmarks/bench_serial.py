@@ -6,9 +6,11 @@ the non-delay b-level schedule (``greedy``, what list scheduling gives there), t
 b-level schedule (``insertion`` placement), each after forward-backward passes, and the
 portfolio (its 32 candidates, each justified).
 
-Part 2, time: layered random DAGs whose ops hold 1-2 of 8 units and 0-1 of a second
-resource of capacity 2; the serial b-level schedule, the non-delay one, and one round of
-passes, side by side in one process (the compiled kernels loaded first).
+Part 2, time: layered random DAGs shaped like graphs the cost model prices (8 streams,
+an ``sm`` demand of 1-132 of 132 SMs). The non-delay b-level schedule compiled
+(opsched/heuristics/_nondelay_res.py) and as the Python loop (checked equal), the serial
+one, and one round of passes, side by side in one process (the compiled kernels loaded
+first); the serial columns up to its 20,000-op limit.
 
     python benchmarks/bench_serial.py
     python benchmarks/bench_serial.py --sizes 1000 20000 --skip-j30
@@ -24,7 +26,7 @@ import numpy as np
 from opsched.analysis.ranks import priority
 from opsched.datasets import dataset_path, psplib_optima
 from opsched.heuristics import greedy
-from opsched.heuristics._serial import justify_serial, serial_schedule
+from opsched.heuristics._serial import SERIAL_MAX_OPS, justify_serial, serial_schedule
 from opsched.heuristics.improve import justify
 from opsched.heuristics.listsched import list_schedule
 from opsched.heuristics.portfolio import portfolio
@@ -67,51 +69,66 @@ def j30() -> None:
 
 
 def _resource_graph(n: int, seed: int) -> Problem:
+    """A layered DAG shaped like a graph priced by the cost model: 8 streams (one unit an
+    op) and an ``sm`` demand of 1-132 of the GPU's 132 SMs."""
     g = layered(n, seed=seed)
     rng = np.random.default_rng(seed)
-    units = rng.integers(1, 3, n).tolist()
-    dma = rng.integers(0, 2, n).tolist()
+    sm = rng.integers(1, 133, n).tolist()
     ops = [
-        Op(o.name, o.duration, deps=o.deps, demands={"units": u, "dma": r})
-        for o, u, r in zip(g.ops, units, dma, strict=True)
+        Op(o.name, o.duration, deps=o.deps, demands={"units": 1, "sm": s})
+        for o, s in zip(g.ops, sm, strict=True)
     ]
-    return Problem(OpGraph(tuple(ops), resources={"dma": 2}), Machine(units=8))
+    return Problem(OpGraph(tuple(ops), resources={"sm": 132}), Machine(units=8))
 
 
-def timing(sizes: list[int]) -> None:
-    warm = _resource_graph(200, seed=9)
-    starts, _ = serial_schedule(warm, priority(warm.graph, "b-level"))
+def timing(sizes: list[int], python_up_to: int) -> None:
+    warm = _resource_graph(300, seed=9)
+    prio = priority(warm.graph, "b-level")
+    starts, _ = serial_schedule(warm, prio)
     justify_serial(warm, starts)
-    print("\nTime, layered DAGs, ops of 1-2 of 8 units and 0-1 of a resource of capacity 2\n")
-    print("| ops | serial (s) | non-delay (s) | ratio | passes (s) | makespan serial / "
-          "non-delay / justified |")  # fmt: skip
-    print("|---|---|---|---|---|---|")
+    greedy(warm, prio)
+    print("\nTime, layered DAGs on 8 streams, each op 1-132 of 132 SMs (b-level priority)\n")
+    print(
+        "| ops | non-delay, compiled (s) | non-delay, Python loop (s) | ratio | serial (s) | "
+        "one round of passes (s) | makespan non-delay / serial / non-delay justified |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for n in sizes:
         p = _resource_graph(n, seed=1)
         prio = priority(p.graph, "b-level")
         t = time.perf_counter()
-        starts, _ = serial_schedule(p, prio)
-        t_serial = time.perf_counter() - t
-        t = time.perf_counter()
         nd = greedy(p, prio)
-        t_greedy = time.perf_counter() - t
-        t = time.perf_counter()
-        js, _, _ = justify_serial(p, np.array([o.start for o in nd.ops]), max_rounds=1)
-        t_pass = time.perf_counter() - t
-        d = p.graph.durations
-        print(f"| {n} | {t_serial:.2f} | {t_greedy:.2f} | {t_greedy / t_serial:.1f}x | "
-              f"{t_pass:.2f} | {(starts + d).max():g} / {nd.makespan:g} / "
-              f"{(js + d).max():g} |")  # fmt: skip
+        t_fast = time.perf_counter() - t
+        py, ratio = "-", "-"
+        if n <= python_up_to:
+            t = time.perf_counter()
+            slow = greedy(p, prio, compiled=False)
+            t_slow = time.perf_counter() - t
+            assert slow.starts() == nd.starts()
+            py, ratio = f"{t_slow:.2f}", f"{t_slow / t_fast:.1f}x"
+        ser, passes, spans = "-", "-", f"{nd.makespan:g} / - / -"
+        if n <= SERIAL_MAX_OPS:
+            t = time.perf_counter()
+            starts, _ = serial_schedule(p, prio)
+            ser = f"{time.perf_counter() - t:.2f}"
+            t = time.perf_counter()
+            js, _, _ = justify_serial(p, np.array([o.start for o in nd.ops]), max_rounds=1)
+            passes = f"{time.perf_counter() - t:.2f}"
+            d = p.graph.durations
+            spans = f"{nd.makespan:g} / {(starts + d).max():g} / {(js + d).max():g}"
+        print(f"| {n} | {t_fast:.2f} | {py} | {ratio} | {ser} | {passes} | {spans} |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000, 5_000, 20_000])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000, 20_000, 100_000])
+    ap.add_argument("--python-up-to", type=int, default=100_000,
+                    help="largest size also timed with the Python loop")  # fmt: skip
     ap.add_argument("--skip-j30", action="store_true")
     a = ap.parse_args()
     if not a.skip_j30:
         j30()
-    timing(a.sizes)
+    timing(a.sizes, a.python_up_to)
 
 
 if __name__ == "__main__":

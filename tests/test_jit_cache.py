@@ -21,6 +21,7 @@ from opsched._jit import kernels_digest
 DIGESTS = [
     ("opsched.heuristics._insertion", "LIST_KERNELS", "opsched.heuristics._kernels"),
     ("opsched.heuristics._serial", "LIST_KERNELS", "opsched.heuristics._kernels"),
+    ("opsched.heuristics._nondelay_res", "LIST_KERNELS", "opsched.heuristics._kernels"),
     ("opsched.solver._downset_labels", "TABLE_KERNELS", "opsched.solver._downset_table"),
     ("opsched.solver._downset_labels", "STEP_KERNELS", "opsched.solver._downset_label_steps"),
 ]

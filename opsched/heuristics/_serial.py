@@ -32,7 +32,7 @@ import heapq
 import numpy as np
 
 from opsched._jit import call, kernel
-from opsched.heuristics._kernels import _heap_pop, _heap_push
+from opsched.heuristics._kernels import _heap_pop, _heap_push, limit_capacity
 from opsched.problem import Problem
 
 __all__ = [
@@ -67,7 +67,7 @@ def resource_arrays(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
         if r != "units" and not dem.any():
             continue
         cols.append(np.asarray(dem, dtype=np.int64))
-        caps.append(int(c))
+        caps.append(limit_capacity(int(c), dem))
     dem = np.stack(cols, axis=1) if cols else np.zeros((g.num_ops, 0), dtype=np.int64)
     return np.ascontiguousarray(dem), np.asarray(caps, dtype=np.int64)
 

@@ -10,6 +10,9 @@ and workspace, the workspace is freed at its end and the output when its last co
 Memory only grows at starts, so refusing a start that would pass the cap keeps the whole
 schedule under it; if nothing runs and no ready op fits, the greedy reports the dead end
 (status UNKNOWN, no schedule) rather than return an invalid schedule.
+
+Without a memory cap and with a numeric priority, the loop runs compiled
+(:mod:`opsched.heuristics._nondelay_res`), with the same schedule.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 from opsched.analysis.bounds import lower_bounds
 from opsched.analysis.paths import b_level
 from opsched.analysis.topo import topo_indices
+from opsched.heuristics._nondelay_res import nondelay_arrays
 from opsched.problem import Problem, require_problem
 from opsched.schedule import Schedule, Status
 
@@ -95,7 +99,12 @@ def serial(problem: Problem) -> Schedule:
     return result
 
 
-def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fifo") -> Schedule:
+def greedy(
+    problem: Problem,
+    priority: str | Sequence[float] | np.ndarray = "fifo",
+    *,
+    compiled: bool = True,
+) -> Schedule:
     """Non-delay ready-set scheduling under units, resources and the memory cap.
 
     Parameters
@@ -107,6 +116,10 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
         ``"fifo"``: ready ops in the order they became ready (the seed's queue; ties in file
         order). ``"b-level"``: longest path to the end first (critical-path list scheduling).
         Or one number per op (graph order), larger first.
+    compiled
+        Without a memory cap and with a priority other than ``"fifo"``, the loop runs
+        compiled (:mod:`opsched.heuristics._nondelay_res`, the same schedule); ``False``
+        keeps the Python loop (for comparisons).
 
     Returns
     -------
@@ -156,6 +169,15 @@ def greedy(problem: Problem, priority: str | Sequence[float] | np.ndarray = "fif
             raise ValueError(f"priority needs {n} values, got {len(prio)}")
         if not all(np.isfinite(prio)):  # a NaN key leaves the heaps' order undefined
             raise ValueError(f"priority needs {n} finite numbers, got a NaN or infinity")
+
+    if compiled and prio is not None and problem.memory_cap is None and n:
+        starts_a, units_a, placed = nondelay_arrays(problem, np.asarray(prio))
+        if placed == n:  # else an op fits no idle machine: the loop below says which
+            return Schedule.build(
+                problem, starts_a, units_a, solver=name, status=Status.FEASIBLE,
+                lower_bound=lower_bounds(g, problem.machine.units, problem.capacities).value,
+                wall_time_s=time.perf_counter() - t_start,
+            )  # fmt: skip
 
     dur = g.durations.tolist()
     succ_ptr, succ_idx = g.succ_ptr.tolist(), g.succ_idx.tolist()
