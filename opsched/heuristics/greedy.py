@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from opsched._jit import compiled as jit_ready
 from opsched.analysis.bounds import lower_bounds
 from opsched.analysis.paths import b_level
 from opsched.analysis.topo import topo_indices
@@ -118,7 +119,8 @@ def greedy(
         Or one number per op (graph order), larger first.
     compiled
         Without a memory cap and with a priority other than ``"fifo"``, the loop runs
-        compiled (:mod:`opsched.heuristics._nondelay_res`, the same schedule); ``False``
+        compiled (:mod:`opsched.heuristics._nondelay_res`, the same schedule) on graphs
+        large enough to compile kernels for (:func:`opsched._jit.compiled`); ``False``
         keeps the Python loop (for comparisons).
 
     Returns
@@ -170,7 +172,9 @@ def greedy(
         if not all(np.isfinite(prio)):  # a NaN key leaves the heaps' order undefined
             raise ValueError(f"priority needs {n} finite numbers, got a NaN or infinity")
 
-    if compiled and prio is not None and problem.memory_cap is None and n:
+    # the kernel where it runs compiled: interpreted, on toy graphs, it is slower than this
+    # loop
+    if compiled and prio is not None and problem.memory_cap is None and jit_ready(n + g.num_edges):
         starts_a, units_a, placed = nondelay_arrays(problem, np.asarray(prio))
         if placed == n:  # else an op fits no idle machine: the loop below says which
             return Schedule.build(
