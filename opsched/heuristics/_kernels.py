@@ -197,12 +197,3 @@ def nondelay(
             nr, ni, seq = _release(v, succ_ptr, succ_idx, indeg, needs_unit, key, fifo, rk, rv,
                                    nr, instant, ni, seq)  # fmt: skip
     return starts, unit_of
-
-
-def limit_capacity(capacity: int, demands: np.ndarray) -> int:
-    """``capacity``, or all ``demands`` together where that is less (the same limit, and
-    it fits an int64 where the capacity may not); summed in floating point first, since
-    demands of up to 2^62 each can overflow an int64 sum."""
-    if float(demands.sum(dtype=np.float64)) >= capacity:
-        return int(capacity)
-    return int(demands.sum())

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from opsched._jit import call, kernel
-from opsched.heuristics._kernels import _heap_pop, _heap_push, limit_capacity
+from opsched.heuristics._kernels import _heap_pop, _heap_push
+from opsched.heuristics._resources import resource_arrays
 from opsched.problem import Problem
 
 __all__ = ["nondelay_arrays", "nondelay_resources"]
@@ -177,22 +178,14 @@ def nondelay_arrays(problem: Problem, prio: np.ndarray) -> tuple[np.ndarray, np.
     g = problem.graph
     n = g.num_ops
     d = g.durations
-    caps = {r: c for r, c in problem.capacities.items() if c is not None}
-    names = [r for r in caps if g.demand_array(r).any()]
-    dem = (np.stack([g.demand_array(r) for r in names], axis=1) if names
-           else np.zeros((n, 0), dtype=np.int64)).astype(np.int64)  # fmt: skip
+    dem, cap = resource_arrays(problem)
     timed = d > 0
-    if names:
+    if dem.shape[1]:
         rows, inverse = np.unique(dem[timed], axis=0, return_inverse=True)
     else:  # nothing limited: one signature, that always fits
         rows, inverse = np.zeros((1, 0), dtype=np.int64), np.zeros(int(timed.sum()), np.int64)
     sig = np.full(n, len(rows), dtype=np.int64)
     sig[timed] = inverse.reshape(-1)
-    # a capacity above what all ops demand together limits nothing (and 10^30 units would
-    # not fit an int64)
-    cap = np.array(
-        [limit_capacity(caps[r], dem[:, i]) for i, r in enumerate(names)], dtype=np.int64
-    )
     units_dem = g.demand_array("units").astype(np.int64)
     pool = problem.unit_pool
     return call(

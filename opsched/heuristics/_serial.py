@@ -27,12 +27,11 @@ what makes the forward-backward passes (:func:`justify_serial`) never lengthen a
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 from opsched._jit import call, kernel
-from opsched.heuristics._kernels import _heap_pop, _heap_push, limit_capacity
+from opsched.heuristics._kernels import _heap_pop, _heap_push
+from opsched.heuristics._resources import assign_units, resource_arrays
 from opsched.problem import Problem
 
 __all__ = [
@@ -40,7 +39,6 @@ __all__ = [
     "colour_units",
     "justify_serial",
     "priority_list",
-    "resource_arrays",
     "serial_place",
     "serial_schedule",
 ]
@@ -52,24 +50,6 @@ LIST_KERNELS = "7f14de220da3c511"
 #: Most ops the serial scheme takes (O(n^2) at worst: about a second at this size).
 #: Larger problems keep the non-delay scheme and go without forward-backward passes.
 SERIAL_MAX_OPS = 20_000
-
-
-def resource_arrays(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
-    """The demand matrix (ops x limited resources, int64) and the capacities (int64): the
-    unit pool where the units are counted, then every named resource with a capacity."""
-    g = problem.graph
-    cols: list[np.ndarray] = []
-    caps: list[int] = []
-    for r, c in problem.capacities.items():
-        if c is None:
-            continue
-        dem = g.demand_array(r)
-        if r != "units" and not dem.any():
-            continue
-        cols.append(np.asarray(dem, dtype=np.int64))
-        caps.append(limit_capacity(int(c), dem))
-    dem = np.stack(cols, axis=1) if cols else np.zeros((g.num_ops, 0), dtype=np.int64)
-    return np.ascontiguousarray(dem), np.asarray(caps, dtype=np.int64)
 
 
 @kernel
@@ -196,36 +176,23 @@ def priority_list(
 
 def colour_units(problem: Problem, starts: np.ndarray) -> np.ndarray:
     """Unit index of every op that demands exactly one unit (-1 for the others): lowest free
-    unit first, in start order. Ops that take no time hold none and get unit 0."""
+    unit first, in start order (:func:`~opsched.heuristics._resources.assign_units`). Ops
+    that take no time hold none and get unit 0."""
     g = problem.graph
-    d = g.durations
-    one = g.demand_array("units") == 1
-    units = np.full(g.num_ops, -1, dtype=np.int64)
-    units[one & (d == 0)] = 0
-    timed = np.flatnonzero(one & (d > 0))
-    free: list[int] = []
-    busy: list[tuple[float, int]] = []
-    next_id = 0
-    for v in timed[np.lexsort((timed, starts[timed]))].tolist():
-        s = float(starts[v])
-        while busy and busy[0][0] <= s:
-            heapq.heappush(free, heapq.heappop(busy)[1])
-        if free:
-            u = heapq.heappop(free)
-        else:
-            u, next_id = next_id, next_id + 1
-        units[v] = u
-        heapq.heappush(busy, (s + float(d[v]), u))
-    return units
+    ids = assign_units(starts.tolist(), (starts + g.durations).tolist(),
+                       g.demand_array("units").tolist())  # fmt: skip
+    return np.array([-1 if u is None else u for u in ids], dtype=np.int64)
 
 
-def _place(problem: Problem, key: np.ndarray, reverse: bool = False) -> np.ndarray:
+def _place(
+    problem: Problem, dem: np.ndarray, cap: np.ndarray, key: np.ndarray, reverse: bool = False
+) -> np.ndarray:
     """The serial schedule of the activity list of least ``key`` first (on the reversed
-    graph with ``reverse``): every op is listed after its predecessors whatever the keys,
-    so a schedule whose times overlap a dependency by a rounding error still gives a
-    feasible list."""
+    graph with ``reverse``), under demands ``dem`` and capacities ``cap``
+    (:func:`~opsched.heuristics._resources.resource_arrays`): every op is listed after its
+    predecessors whatever the keys, so a schedule whose times overlap a dependency by a
+    rounding error still gives a feasible list."""
     g = problem.graph
-    dem, cap = resource_arrays(problem)
     if reverse:
         ptr, idx, out_ptr, out_idx = g.succ_ptr, g.succ_idx, g.pred_ptr, g.pred_idx
     else:
@@ -240,7 +207,8 @@ def _place(problem: Problem, key: np.ndarray, reverse: bool = False) -> np.ndarr
 
 def serial_schedule(problem: Problem, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Starts and unit indices (-1: none) of the serial schedule by ``prio`` (larger first)."""
-    starts = _place(problem, -np.asarray(prio, dtype=np.float64))
+    dem, cap = resource_arrays(problem)
+    starts = _place(problem, dem, cap, -np.asarray(prio, dtype=np.float64))
     return starts, colour_units(problem, starts)
 
 
@@ -255,13 +223,14 @@ def justify_serial(
     is always free to go next), so the result is never longer than ``starts``.
     """
     d = problem.graph.durations
-    best = _place(problem, starts)
+    dem, cap = resource_arrays(problem)
+    best = _place(problem, dem, cap, starts)
     span = float((best + d).max()) if len(d) else 0.0
     rounds = 0
     for rounds in range(1, max_rounds + 1):  # noqa: B007
-        rs = _place(problem, -(best + d), reverse=True)
+        rs = _place(problem, dem, cap, -(best + d), reverse=True)
         back = span - (rs + d)
-        fs = _place(problem, back - back.min())
+        fs = _place(problem, dem, cap, back - back.min())
         new_span = float((fs + d).max())
         if new_span >= span - 1e-9:
             break

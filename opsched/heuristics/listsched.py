@@ -180,29 +180,13 @@ def list_schedule(
     cap = problem.memory_cap
     info: dict[str, object] = {"priority": rule_name, "placement": placement}
     result: Schedule | None = None
+    placed: tuple[np.ndarray, np.ndarray] | None = None
     if fast and (placement == "insertion" or (placement == "earliest" and cap is None)):
-        starts, unit_of = list_arrays(problem, prio, placement)
-        elapsed = time.perf_counter() - t0
-        result = Schedule.build(
-            problem, starts, unit_of, solver=name, status=Status.FEASIBLE,
-            lower_bound=lower_bounds(g, problem.machine.units, problem.capacities).value,
-            wall_time_s=elapsed, info=info,
-        )  # fmt: skip
-        if cap is not None and result.peak_memory is not None and result.peak_memory > cap:
-            info["fallback"] = (
-                f"insertion peaked at {result.peak_memory} B over the cap of {cap} B; "
-                "placed with memory-feasible non-delay instead"
-            )
-            result = None
+        placed = list_arrays(problem, prio, placement)
     elif placement == "insertion" and cap is None and g.num_ops <= SERIAL_MAX_OPS:
         # several units or named resources: the serial scheme, insertion into the load
         # profiles
-        starts, unit_of = serial_schedule(problem, prio)
-        result = Schedule.build(
-            problem, starts, unit_of, solver=name, status=Status.FEASIBLE,
-            lower_bound=lower_bounds(g, problem.machine.units, problem.capacities).value,
-            wall_time_s=time.perf_counter() - t0, info=info,
-        )  # fmt: skip
+        placed = serial_schedule(problem, prio)
     elif placement == "insertion":
         info["fallback"] = (
             "insertion beside resources other than one unit takes no memory cap; placed "
@@ -211,6 +195,18 @@ def list_schedule(
             else f"insertion beside resources other than one unit takes at most "
             f"{SERIAL_MAX_OPS} ops; placed non-delay instead"
         )
+    if placed is not None:
+        result = Schedule.build(
+            problem, *placed, solver=name, status=Status.FEASIBLE,
+            lower_bound=lower_bounds(g, problem.machine.units, problem.capacities).value,
+            wall_time_s=time.perf_counter() - t0, info=info,
+        )  # fmt: skip
+        if cap is not None and result.peak_memory is not None and result.peak_memory > cap:
+            info["fallback"] = (
+                f"insertion peaked at {result.peak_memory} B over the cap of {cap} B; "
+                "placed with memory-feasible non-delay instead"
+            )
+            result = None
     if result is None:
         res = greedy(problem, prio)
         elapsed = time.perf_counter() - t0

@@ -14,10 +14,9 @@ from opsched._jit import plain
 from opsched.analysis.ranks import priority
 from opsched.datasets import dataset_path, psplib_optima
 from opsched.heuristics import greedy
+from opsched.heuristics._resources import resource_arrays
 from opsched.heuristics._serial import (
-    colour_units,
     justify_serial,
-    resource_arrays,
     serial_place,
     serial_schedule,
 )
@@ -160,7 +159,6 @@ def test_units_are_coloured_within_the_pool() -> None:
     assert sorted(units[[1, 2]].tolist()) == [0, 1] and units[3] == 0 and units[0] == -1
     assert units[4] == 0  # a zero-time op holds none; it still names one
     assert validate(p, Schedule.build(p, starts, units, solver="serial")).valid
-    assert colour_units(p, starts).tolist() == units.tolist()
 
 
 def test_psplib_insertion_is_serial_and_justification_gains() -> None:

@@ -10,7 +10,6 @@ colouring, which needs exactly as many units as the most ops running at once).
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from opsched.heuristics._resources import assign_units
 from opsched.ir.graph import OpGraph
 from opsched.problem import Machine, Problem
 from opsched.solver.cpsat.constraints import Constraints
@@ -128,28 +128,6 @@ def tick_problem(problem: Problem, scaling: Scaling) -> Problem:
     m = problem.machine
     cap = None if scaling.cap is None else max(scaling.cap, 0)
     return Problem(tg, Machine(m.units, m.resources, cap), problem.objective)
-
-
-def assign_units(starts: list[float], ends: list[float], demand: list[int]) -> list[int | None]:
-    """Lowest-free-unit colouring of the ops that demand one unit, in start order."""
-    order = sorted((s, i) for i, s in enumerate(starts) if demand[i] == 1 and ends[i] > s)
-    free: list[int] = []
-    busy: list[tuple[float, int]] = []
-    next_id = 0
-    out: list[int | None] = [None] * len(starts)
-    for s, i in order:
-        while busy and busy[0][0] <= s:
-            heapq.heappush(free, heapq.heappop(busy)[1])
-        if free:
-            u = heapq.heappop(free)
-        else:
-            u, next_id = next_id, next_id + 1
-        out[i] = u
-        heapq.heappush(busy, (ends[i], u))
-    for i in range(len(starts)):  # zero-duration ops: any unit, they hold none
-        if demand[i] == 1 and out[i] is None:
-            out[i] = 0
-    return out
 
 
 class CpsatModel:
