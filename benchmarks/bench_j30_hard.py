@@ -18,7 +18,13 @@ the others leave the choice of searches to CP-SAT:
   runs three full searches (``default_lp``, ``fixed``, ``no_lp``) beside them;
 * ``rc3``: 3 workers, full searches ``default_lp`` and ``reduced_costs`` (the worker that
   raised the bound most in a log of 8 workers);
-* ``workers4_lp2``, ``workers6``, ``workers8``: 4 workers with LP cuts, 6 and 8 workers.
+* ``workers4_lp2``, ``workers6``, ``workers8``: 4 workers with LP cuts, 6 and 8 workers;
+
+and these name their searches:
+
+* ``reversed_shipped``: the shipped settings on the reversed instance;
+* ``nolp1``, ``reversed_nolp1``: one ``no_lp`` worker (``linearization_level = 0``) on the
+  instance as it is and reversed: what each direction would get in a race of the two.
 
 Prints status, best makespan and proven bound per instance and variant, against the
 published optimum. Numbers move with the machine's load: CP-SAT's search is timed.
@@ -66,6 +72,9 @@ VARIANTS: dict[str, Params] = {
     "workers6": Params(num_workers=6, **_CPSAT_CHOICE),
     "workers8": Params(num_workers=8, **_CPSAT_CHOICE),
     "no_lp2": Params(subsolvers=("no_lp", "no_lp")),
+    "reversed_shipped": Params(),
+    "nolp1": Params(num_workers=1, linearization_level=0, subsolvers=()),
+    "reversed_nolp1": Params(num_workers=1, linearization_level=0, subsolvers=()),
 }
 
 
@@ -93,7 +102,7 @@ def main() -> None:
     for name in a.instances:
         g = read_psplib(dataset_path("psplib/j30") / f"{name}.sm")
         for variant in a.variants:
-            graph = reversed_graph(g) if variant == "reversed" else g
+            graph = reversed_graph(g) if variant.startswith("reversed") else g
             for seed in a.seeds:
                 params = replace(VARIANTS[variant], seed=seed)
                 st, ms, lb, t = solve(graph, a.time_limit, params)
