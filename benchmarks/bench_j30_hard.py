@@ -4,7 +4,9 @@ few model and search variants do on them.
 Variants (each a full CP-SAT solve of the makespan from the greedy hint):
 
 * ``shipped``: the shipped model and parameters (two full searches, ``no_lp`` and
-  ``default_lp``, no neighbourhood search: ``opsched.solver.defaults``);
+  ``default_lp``, no neighbourhood search: ``opsched.solver.defaults``; timetable edge
+  finding off, as in every variant but ``edge_on`` since 2026-12-07, so tables of earlier
+  dates measured the others with it on);
 * ``no_lp2``: two ``no_lp`` full searches;
 
 the others leave the choice of searches to CP-SAT:
@@ -22,6 +24,10 @@ the others leave the choice of searches to CP-SAT:
 
 and these name their searches:
 
+* ``weak``: without the three cumulative propagators the model turns on
+  (``strong_cumulative``); ``edge_on``: with timetable edge finding among them, which the
+  shipped model leaves off on these instances (``Params.edge_finding``; it was on until
+  2026-12-07);
 * ``reversed_shipped``: the shipped settings on the reversed instance;
 * ``nolp1``, ``reversed_nolp1``: one ``no_lp`` worker (``linearization_level = 0``) on the
   instance as it is and reversed: what each direction would get in a race of the two.
@@ -73,6 +79,8 @@ VARIANTS: dict[str, Params] = {
     "workers8": Params(num_workers=8, **_CPSAT_CHOICE),
     "no_lp2": Params(subsolvers=("no_lp", "no_lp")),
     "reversed_shipped": Params(),
+    "weak": Params(strong_cumulative=False),
+    "edge_on": Params(edge_finding=True),
     "nolp1": Params(num_workers=1, linearization_level=0, subsolvers=()),
     "reversed_nolp1": Params(num_workers=1, linearization_level=0, subsolvers=()),
 }

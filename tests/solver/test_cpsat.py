@@ -572,6 +572,32 @@ def test_psplib_j30_published_optima() -> None:
     assert table["j301_1"] == 43
 
 
+def test_edge_finding_is_left_off_where_named_resources_have_cumulatives() -> None:
+    """Timetable edge finding (Params.edge_finding): on by default for units alone, off
+    where a named resource gets a cumulative (J30's R1-R4; a resource whose demands all
+    exceed half its capacity is a no_overlap and does not count); forced either way."""
+
+    def edge(p: Problem, **kw: object) -> bool:
+        s = solve_cpsat(p, params=Params(**kw), time_limit=10.0)
+        assert s.status is Status.OPTIMAL
+        _valid(p, s)
+        return bool(s.info["stages"][0]["edge_finding"])
+
+    j30 = Problem(read_psplib(dataset_path("psplib/j30/j301_1.sm")), Machine(units=None))
+    assert not edge(j30)
+    assert edge(j30, edge_finding=True)
+    assert edge(seed_problem(units=2))
+    assert not edge(seed_problem(units=2), edge_finding=False)
+    assert not edge(seed_problem(units=2), strong_cumulative=False)
+    g = OpGraph(
+        (Op("a", 2, demands={"units": 1, "dma": 1}), Op("b", 2, demands={"units": 1, "dma": 1}),
+         Op("c", 2, demands={"units": 1, "dma": 1})),
+        resources={"dma": 1},
+    )  # fmt: skip
+    assert edge(Problem(g, Machine(units=2)))  # dma 1: one at a time, a no_overlap
+    assert not edge(Problem(g, Machine(units=2, resources={"dma": 2})))
+
+
 def test_tensor_intervals_start_at_the_least_lifetime() -> None:
     # a is read by c, which waits for b: a's output lives 2 + 3 + 1 ticks at least; b's
     # 3 + 1; c is a graph output, live until the makespan (its b-level, 1, at least)

@@ -23,6 +23,9 @@ class Constraints:
         self.m = variables.model
         self.g = variables.tick_graph
         self.d = variables.scaling.durations
+        #: cumulatives added for named resources (beyond units and memory): PSPLIB-like
+        #: problems, where the model leaves timetable edge finding off (``CpsatModel.solve``)
+        self.resource_cumulatives = 0
 
     def add_constraints(self) -> None:
         self.precedence()
@@ -44,20 +47,23 @@ class Constraints:
         for u, v in self.v.orders:
             self.m.add(s[v] >= s[u] + d[u])
 
-    def _cumulative(self, resource: str, capacity: int | None) -> None:
+    def _cumulative(self, resource: str, capacity: int | None) -> bool:
+        """At most ``capacity`` of ``resource`` in use at once; whether a cumulative was
+        added (not where the demands never exceed it, nor a ``no_overlap`` instead)."""
         if capacity is None:
-            return
+            return False
         items = [
             (self.v.interval[i], op.demands.get(resource, 0))
             for i, op in enumerate(self.g.ops)
             if self.d[i] > 0 and op.demands.get(resource, 0) > 0
         ]
         if not items or sum(a for _, a in items) <= capacity:
-            return  # never binding
+            return False  # never binding
         if all(a * 2 > capacity for _, a in items):
             self.m.add_no_overlap([iv for iv, _ in items])  # at most one at a time
-            return
+            return False
         self.m.add_cumulative([iv for iv, _ in items], [a for _, a in items], capacity)
+        return True
 
     def units(self) -> None:
         """At most ``units`` compute units in use at any time (a cumulative)."""
@@ -67,7 +73,7 @@ class Constraints:
         """One cumulative per named resource with a finite capacity."""
         for r, cap in self.v.problem.capacities.items():
             if r != "units":
-                self._cumulative(r, cap)
+                self.resource_cumulatives += self._cumulative(r, cap)
 
     def memory(self) -> None:
         """Live tensors and workspaces fit in the free memory (or define ``peak``)."""

@@ -41,7 +41,10 @@ class Params:
     search, fixed seed); ``log`` prints CP-SAT's search log; ``hint`` seeds the search with
     the best heuristic schedule (:mod:`opsched.solver.cpsat.hint`); ``strong_cumulative``
     turns on CP-SAT's overload checker, timetable edge finding and precedence reasoning in
-    cumulative constraints. ``domains`` (heads, tails
+    cumulative constraints. ``edge_finding``: the timetable edge finding among them; None
+    (the default) keeps it on unless the model holds a cumulative of a named resource
+    (PSPLIB's R1-R4), where it doubled the hardest J30 proofs (docs/cpsat-model.md).
+    ``domains`` (heads, tails
     and lower bounds in the variable domains), ``lifetimes`` (each tensor interval at least
     its output's least lifetime, ``opsched.analysis.min_lifetimes``), ``ramp`` (the ramp
     bounds of :mod:`opsched.analysis.ramp` in the makespan's domain), ``nested`` (their heads
@@ -95,6 +98,7 @@ class Params:
     hint: bool = True
     seed: int = 0
     strong_cumulative: bool = True
+    edge_finding: bool | None = None
     domains: bool = True
     lifetimes: bool = True
     ramp: bool = True
@@ -207,7 +211,11 @@ class CpsatModel:
             makespan_floor=makespan_floor,
         )
         self.vars.build()
-        Constraints(self.vars).add_constraints()
+        constraints = Constraints(self.vars)
+        constraints.add_constraints()
+        #: cumulatives of named resources in the model (``Params.edge_finding``)
+        self.resource_cumulatives = constraints.resource_cumulatives
+        self.edge_finding: bool | None = None  #: as the last solve set it
         self.objective = Objective(self.vars)
         self.solver: cp_model.CpSolver | None = None
         self.status: Any = None
@@ -256,9 +264,12 @@ class CpsatModel:
             p.linearization_level = params.linearization_level
         if params.strong_cumulative:
             # measured on STG 50 (benchmarks/bench_cpsat.py): these close instances where
-            # the default propagation leaves the bound at work/k for the whole time limit
+            # the default propagation leaves the bound at work/k for the whole time limit.
+            # Edge finding off by default where named resources have cumulatives (J30)
+            edge = params.edge_finding
+            self.edge_finding = self.resource_cumulatives == 0 if edge is None else edge
             p.use_overload_checker_in_cumulative = True
-            p.use_timetable_edge_finding_in_cumulative = True
+            p.use_timetable_edge_finding_in_cumulative = self.edge_finding
             p.use_hard_precedences_in_cumulative = True
         self.solver = solver
         model = self.model
@@ -328,6 +339,7 @@ class CpsatModel:
             "met_known_bound": self.met_known_bound,
             "objective_value": s.objective_value,
             "objective_bound": bound,
+            "edge_finding": bool(self.edge_finding),
             "conflicts": s.num_conflicts,
             "branches": s.num_branches,
             "solve_time_s": s.wall_time,
