@@ -29,6 +29,8 @@ import sys
 import time
 from dataclasses import replace
 
+from bench_cpsat import EDGE_FINDING
+
 from opsched.analysis import min_memory_bound
 from opsched.heuristics import greedy
 from opsched.heuristics.memory import min_memory_order
@@ -133,6 +135,12 @@ def main() -> None:
                     help="without the case split on exclusive tensors, to compare")  # fmt: skip
     ap.add_argument("--no-split", action="store_true",
                     help="without the split at cut ops, to compare")  # fmt: skip
+    ap.add_argument("--edge-finding", choices=list(EDGE_FINDING), default="auto",
+                    help="CP-SAT's timetable edge finding (Params.edge_finding; auto: on "
+                         "unless named resources, e.g. --gpu's sm, have cumulatives)")  # fmt: skip
+    ap.add_argument("--no-strong-cumulative", action="store_true",
+                    help="without the three cumulative propagators the model turns on "
+                         "(Params.strong_cumulative), to compare")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="CP-SAT's random seed (Params.seed)")
     ap.add_argument("--probe-max-s", type=float, default=None,
                     help="most seconds of CP-SAT's try before the down-set search (sets "
@@ -172,6 +180,8 @@ def main() -> None:
                     nested=not a.no_nested,
                     downsets=not a.no_downsets,
                     split=not a.no_split,
+                    edge_finding=EDGE_FINDING[a.edge_finding],
+                    strong_cumulative=not a.no_strong_cumulative,
                     overlap=not a.no_overlap,
                     cases=not a.no_cases,
                 )

@@ -158,11 +158,10 @@ def test_the_compiled_loop_gives_the_python_loop_s_schedule(p, priority, rnd):
         priority = [rnd.random() for _ in range(n)]
     elif priority == "ties":
         priority = [float(rnd.randint(0, 2)) for _ in range(n)]
+    prio = b_level(p.graph) if priority == "b-level" else np.asarray(priority, dtype=float)
     # graphs this small run the kernel's Python form (the compiled code is the same code;
     # the next test runs it compiled)
-    starts, units, placed = nondelay_arrays(p, np.asarray(priority, dtype=float)
-                                            if not isinstance(priority, str)
-                                            else b_level(p.graph))  # fmt: skip
+    starts, units, placed = nondelay_arrays(p, prio)
     slow = greedy(p, priority, compiled=False)
     assert slow.status is Status.FEASIBLE and placed == n
     assert [(o.start, o.unit) for o in slow.ops] == [
