@@ -19,6 +19,8 @@ import statistics
 import sys
 import time
 
+from _cap_switches import add_switches, off_flags, params_off
+
 from opsched.analysis import min_memory_bound
 from opsched.heuristics import greedy
 from opsched.problem import Machine, Problem
@@ -41,22 +43,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     ap.add_argument("--solver-seed", type=int, default=0,
                     help="CP-SAT's random seed (Params.seed; --seeds: graphs per row)")  # fmt: skip
-    ap.add_argument("--no-lifetimes", action="store_true",
-                    help="without the least tensor lifetimes, to compare")  # fmt: skip
-    ap.add_argument("--no-cap-orders", action="store_true",
-                    help="without the orders the memory cap forces, to compare")  # fmt: skip
-    ap.add_argument("--no-serial-check", action="store_true",
-                    help="without the one-unit check of the cap, to compare")  # fmt: skip
-    ap.add_argument("--no-nested", action="store_true",
-                    help="without the nested heads, to compare")  # fmt: skip
-    ap.add_argument("--no-downsets", action="store_true",
-                    help="without the down-set search, to compare")  # fmt: skip
-    ap.add_argument("--no-overlap", action="store_true",
-                    help="without the two-unit overlap bound, to compare")  # fmt: skip
-    ap.add_argument("--no-cases", action="store_true",
-                    help="without the case split on exclusive tensors, to compare")  # fmt: skip
-    ap.add_argument("--no-split", action="store_true",
-                    help="without the split at cut ops, to compare")  # fmt: skip
+    add_switches(ap)
     ap.add_argument("--per-graph", action="store_true",
                     help="also print one row per graph and cap: status, time, how it was "
                          "decided, the one-unit check's states")  # fmt: skip
@@ -81,14 +68,7 @@ def main() -> None:
                 params = Params(
                     num_workers=a.workers,
                     seed=a.solver_seed,
-                    lifetimes=not a.no_lifetimes,
-                    cap_orders=not a.no_cap_orders,
-                    serial_check=not a.no_serial_check,
-                    nested=not a.no_nested,
-                    downsets=not a.no_downsets,
-                    split=not a.no_split,
-                    overlap=not a.no_overlap,
-                    cases=not a.no_cases,
+                    **params_off(a),
                 )
                 r = solve_cpsat(p, a.objective, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -132,14 +112,7 @@ def main() -> None:
         f"--seeds {a.seeds} --units {a.units} --time-limit {a.time_limit:g} --workers {a.workers} "
         f"--fractions {' '.join(f'{f:g}' for f in a.fractions)}"
         + (f" --solver-seed {a.solver_seed}" if a.solver_seed else "")
-        + (" --no-lifetimes" if a.no_lifetimes else "")
-        + (" --no-cap-orders" if a.no_cap_orders else "")
-        + (" --no-serial-check" if a.no_serial_check else "")
-        + (" --no-nested" if a.no_nested else "")
-        + (" --no-downsets" if a.no_downsets else "")
-        + (" --no-split" if a.no_split else "")
-        + (" --no-overlap" if a.no_overlap else "")
-        + (" --no-cases" if a.no_cases else "")
+        + off_flags(a)
         + (f" --objective {a.objective}" if a.objective != "makespan" else "")
         + (" --per-graph" if a.per_graph else "")
     )

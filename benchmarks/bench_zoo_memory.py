@@ -29,6 +29,7 @@ import sys
 import time
 from dataclasses import replace
 
+from _cap_switches import add_switches, params_off, without
 from bench_cpsat import EDGE_FINDING
 
 from opsched.analysis import min_memory_bound
@@ -119,22 +120,7 @@ def main() -> None:
     ap.add_argument("--fractions", type=float, nargs="+", default=[1.0, 0.8, 0.6])
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
-    ap.add_argument("--no-lifetimes", action="store_true",
-                    help="without the least tensor lifetimes, to compare")  # fmt: skip
-    ap.add_argument("--no-cap-orders", action="store_true",
-                    help="without the orders the memory cap forces, to compare")  # fmt: skip
-    ap.add_argument("--no-serial-check", action="store_true",
-                    help="without the one-unit check of the cap, to compare")  # fmt: skip
-    ap.add_argument("--no-nested", action="store_true",
-                    help="without the nested heads, to compare")  # fmt: skip
-    ap.add_argument("--no-downsets", action="store_true",
-                    help="without the down-set search, to compare")  # fmt: skip
-    ap.add_argument("--no-overlap", action="store_true",
-                    help="without the two-unit overlap bound, to compare")  # fmt: skip
-    ap.add_argument("--no-cases", action="store_true",
-                    help="without the case split on exclusive tensors, to compare")  # fmt: skip
-    ap.add_argument("--no-split", action="store_true",
-                    help="without the split at cut ops, to compare")  # fmt: skip
+    add_switches(ap)
     ap.add_argument("--edge-finding", choices=list(EDGE_FINDING), default="auto",
                     help="CP-SAT's timetable edge finding (Params.edge_finding; auto: on "
                          "unless named resources, e.g. --gpu's sm, have cumulatives)")  # fmt: skip
@@ -174,16 +160,9 @@ def main() -> None:
                 params = Params(
                     num_workers=a.workers,
                     seed=a.seed,
-                    lifetimes=not a.no_lifetimes,
-                    cap_orders=not a.no_cap_orders,
-                    serial_check=not a.no_serial_check,
-                    nested=not a.no_nested,
-                    downsets=not a.no_downsets,
-                    split=not a.no_split,
                     edge_finding=EDGE_FINDING[a.edge_finding],
                     strong_cumulative=not a.no_strong_cumulative,
-                    overlap=not a.no_overlap,
-                    cases=not a.no_cases,
+                    **params_off(a),
                 )
                 r = solve_cpsat(p, time_limit=a.time_limit, params=params)
                 if r.has_schedule and not validate(p, r).valid:
@@ -211,13 +190,9 @@ def main() -> None:
     print(
         f"\nCP-SAT, min makespan under a memory cap, zoo pieces after fusion, "
         f"time limit {a.time_limit:g} s, {a.workers} workers, seed {a.seed}, {how}"
-        f"{', without least tensor lifetimes' if a.no_lifetimes else ''}"
-        f"{', without the orders the cap forces' if a.no_cap_orders else ''}"
-        f"{', without the one-unit check' if a.no_serial_check else ''}"
-        f"{', without the nested heads' if a.no_nested else ''}"
-        f"{', without the down-set search' if a.no_downsets else ''}"
-        f"{', without the split at cut ops' if a.no_split else ''}"
-        f"{', without the overlap bound' if a.no_overlap else ''}\n"
+        f"{without(a)}"
+        f"{'' if a.edge_finding == 'auto' else f', edge finding {a.edge_finding}'}"
+        f"{', without the strong cumulative propagators' if a.no_strong_cumulative else ''}\n"
     )
     print(
         "| model | piece | ops | units | cap | status | time s | makespan | bound | "
